@@ -1,0 +1,56 @@
+# Two entry points for people: `make run` and `make test`. Everything else is a step of those.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+VSIX := torch-mlir-lens-$(VERSION).vsix
+
+.PHONY: run test venv client vsix e2e-deps lint typecheck test-python test-client bench clean
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 2; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first and by exact version, so no resolver ever picks another build.
+	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0
+	$(PY) -m pip install --disable-pip-version-check -q -e '.[dev]'
+	touch $(STAMP)
+
+client: node_modules/.installed
+	npm run --silent build
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+vsix: client
+	npm run --silent package
+
+e2e-deps:
+	bash tests/e2e/setup.sh
+
+# The main job on a bundled example: source-annotated Linalg IR of the MLP.
+run: venv vsix
+	$(VENV)/bin/torch-mlir-lens lower examples/mlp.py --module MLP --target linalg --annotate
+	@echo
+	@echo "VS Code extension built: $(VSIX)  (install: code --install-extension $(VSIX))"
+
+lint: venv
+	$(VENV)/bin/ruff check server tests bench
+	$(VENV)/bin/mypy
+
+test-python: venv
+	$(VENV)/bin/pytest -q
+
+test-client: client
+	npm run --silent test:unit
+
+test: venv vsix e2e-deps lint test-client test-python
+
+bench: venv
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) node_modules out dist *.vsix test-artifacts

@@ -1,0 +1,177 @@
+"""Plain result shapes shared by the worker, the engine, the CLI and the language server.
+
+Everything here is data: no torch, no MLIR, no I/O. Each class converts to and from the
+JSON that crosses the worker pipe, that `torch-mlir-lens ... --json` prints and that the
+language server reshapes (camelCase) for its custom requests. Lines are 1-based everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorKind(StrEnum):
+    """Why a job did not produce IR (or produced IR with problems)."""
+
+    UNSUPPORTED_OP = "unsupported-op"  # an op the target cannot lower
+    LOWERING_ERROR = "lowering-error"  # a pass failed without naming an op (verifier, ...)
+    EXPORT_ERROR = "export-error"  # torch.export / FX import failed
+    LOAD_ERROR = "load-error"  # the user's file failed to execute (definitions part)
+    SYNTAX_ERROR = "syntax-error"
+    UNKNOWN_MODULE = "unknown-module"
+    INPUTS_MISSING = "inputs-missing"  # no example inputs could be found for the module
+    BAD_INPUTS = "bad-inputs"  # an inputs/init expression or file failed
+    BAD_PIPELINE = "bad-pipeline"
+    BAD_REQUEST = "bad-request"
+    WORKER_CRASH = "worker-crash"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory-limit"
+    CANCELLED = "cancelled"
+    VERIFY_MISMATCH = "verify-mismatch"
+    VERIFY_ERROR = "verify-error"
+    WRITE_ERROR = "write-error"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+
+@dataclass
+class LensDiagnostic:
+    """One problem, located at a source line when one is known (else on the module)."""
+
+    severity: str
+    message: str
+    kind: str = ErrorKind.UNSUPPORTED_OP
+    file: str | None = None
+    line: int | None = None
+    op: str | None = None  # e.g. "torch.aten.roll" / "aten.roll"
+    target: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LensDiagnostic:
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class IrLineMapping:
+    """Printed IR line `ir_line` was produced by source `file:line`.
+
+    An IR line has one entry per user frame of its op's call chain; `depth` 0 is the innermost
+    user frame (e.g. the line inside a submodule's forward), higher depths are its callers (the
+    line in the parent's forward that called the submodule).
+    """
+
+    ir_line: int
+    file: str
+    line: int
+    depth: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IrLineMapping:
+        return cls(
+            ir_line=data["ir_line"], file=data["file"], line=data["line"],
+            depth=data.get("depth", 0),
+        )
+
+
+@dataclass
+class PassIr:
+    """The IR after one pass (print-after-all)."""
+
+    name: str
+    ir: str
+
+
+@dataclass
+class LowerResult:
+    """The IR of one module at one target, with its source map and problems.
+
+    `ok` is False when the target could not be reached; `ir` then holds the furthest IR that
+    was produced (e.g. the torch-dialect IR) or "" if even the export failed.
+    `stats` keys: ops, mapped_ops, unmapped_ops, unmapped_op_names (list), ir_bytes.
+    `timings` keys (seconds): load, inputs, export, import, lower, print, total.
+    """
+
+    module: str
+    target: str
+    ok: bool
+    ir: str = ""
+    map: list[IrLineMapping] = field(default_factory=list)
+    diagnostics: list[LensDiagnostic] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    passes: list[PassIr] | None = None
+    inputs_source: str | None = None  # how the inputs were found: "comment", "inferred", ...
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "target": self.target,
+            "ok": self.ok,
+            "ir": self.ir,
+            "map": [m.to_json() for m in self.map],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "stats": self.stats,
+            "timings": self.timings,
+            "passes": None if self.passes is None else [asdict(p) for p in self.passes],
+            "inputs_source": self.inputs_source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LowerResult:
+        passes = data.get("passes")
+        return cls(
+            module=data["module"],
+            target=data["target"],
+            ok=data["ok"],
+            ir=data.get("ir", ""),
+            map=[IrLineMapping.from_json(m) for m in data.get("map", [])],
+            diagnostics=[LensDiagnostic.from_json(d) for d in data.get("diagnostics", [])],
+            stats=data.get("stats", {}),
+            timings=data.get("timings", {}),
+            passes=None if passes is None else [PassIr(**p) for p in passes],
+            inputs_source=data.get("inputs_source"),
+        )
+
+
+class LensError(Exception):
+    """A failure that ends a job, with the kind and, when known, the user's line."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.file = file
+        self.line = line
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "file": self.file, "line": self.line}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LensError:
+        return cls(data["kind"], data["message"], file=data.get("file"), line=data.get("line"))
+
+    def to_diagnostic(self, target: str | None = None) -> LensDiagnostic:
+        return LensDiagnostic(
+            severity=Severity.ERROR, message=self.message, kind=self.kind,
+            file=self.file, line=self.line, target=target,
+        )
