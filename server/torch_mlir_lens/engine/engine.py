@@ -1,0 +1,362 @@
+"""The Engine: what the language server and the CLI call to lower modules (no torch here).
+
+One worker, one job at a time, results cached by content hash. Scheduling rules:
+- identical requests in flight share one job;
+- a queued request for an older text of a (path, module) is dropped (LensError "cancelled")
+  when a request for a newer text of the same module arrives;
+- if the job running in the worker is for an older text of that module, it is killed and the
+  worker restarted (when `EngineConfig.cancel_stale`), since a fresh export is needed anyway;
+- crashes, time-outs and memory overruns come back as LensError; the next job gets a new worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
+from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+
+# Errors that depend on the text and the settings, not on luck: remembered like results so a
+# hover over a hanging module does not hang the worker again until the text changes.
+_TRANSIENT_ERRORS = {ErrorKind.CANCELLED}
+_LIMIT_ERRORS = {ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT}
+
+
+@dataclass
+class EngineConfig:
+    """Settings of an Engine; `update_config` changes them while it runs."""
+
+    python: str = sys.executable
+    timeout_s: float = 60.0
+    memory_limit_mb: int = 8192
+    cancel_stale: bool = True  # kill a running job for an older text of the same module
+    cache_entries: int = 256
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class ModuleJob:
+    """The common fields of a module job (docs/contracts.md, "Worker jobs")."""
+
+    path: str
+    module: str
+    text: str | None = None  # unsaved buffer; None → the file on disk
+    inputs: str | None = None
+    inputs_file: str | None = None
+    init: str | None = None
+    settings_inputs: dict[str, str] = field(default_factory=dict)
+    workspace: str | None = None
+    strict: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The job fields as the worker expects them (absolute path)."""
+        return {
+            "path": os.path.abspath(self.path),
+            "module": self.module,
+            "text": self.text,
+            "inputs": self.inputs,
+            "inputs_file": None if self.inputs_file is None else os.path.abspath(self.inputs_file),
+            "init": self.init,
+            "settings_inputs": dict(self.settings_inputs),
+            "workspace": self.workspace,
+            "strict": self.strict,
+        }
+
+
+@dataclass
+class _Pending:
+    """A job waiting for (or holding) the worker."""
+
+    key: str
+    job: dict[str, Any]
+    module_id: tuple[str, str] | None  # (path, module) for superseding; None: never superseded
+    text_sha: str | None
+    future: asyncio.Future[dict[str, Any]]
+
+
+class Engine:
+    """Lower modules through a warm worker process, with caching and cancellation."""
+
+    def __init__(self, config: EngineConfig | None = None, *,
+                 on_output: OutputCallback | None = None) -> None:
+        self.config = config or EngineConfig()
+        self._on_output = on_output
+        self._client = self._new_client()
+        self._cache = ResultCache(self.config.cache_entries)
+        self._queue: list[_Pending] = []
+        self._inflight: dict[str, _Pending] = {}
+        self._running: _Pending | None = None
+        self._pump_task: asyncio.Task[None] | None = None
+        self._restart_client = False
+        self._started = False
+
+    def _new_client(self) -> WorkerClient:
+        return WorkerClient(
+            self.config.python, timeout_s=self.config.timeout_s,
+            memory_limit_mb=self.config.memory_limit_mb, env=self.config.env,
+            cwd=self.config.cwd, on_output=self._on_output,
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn the worker; it imports torch in the background (returns at once)."""
+        self._started = True
+        await self._client.start()
+
+    async def wait_ready(self, timeout: float = 180.0) -> None:
+        """Wait until the worker is warm (for status displays and tests)."""
+        await self._client.wait_ready(timeout)
+
+    async def stop(self) -> None:
+        """Cancel everything queued, stop the worker and its process group."""
+        for pending in self._queue:
+            self._fail(pending, LensError(ErrorKind.CANCELLED, "the engine was stopped"))
+        self._queue.clear()
+        await self._client.stop()
+        if self._running is not None:
+            self._fail(self._running, LensError(ErrorKind.CANCELLED, "the engine was stopped"))
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._pump_task
+            self._pump_task = None
+
+    def update_config(self, **changes: Any) -> None:
+        """Change settings at run time; time-out and memory limit apply without a restart."""
+        old = self.config
+        self.config = replace(old, **changes)
+        self._client.timeout_s = self.config.timeout_s
+        self._client.memory_limit_mb = self.config.memory_limit_mb
+        if (self.config.timeout_s, self.config.memory_limit_mb) != (old.timeout_s,
+                                                                     old.memory_limit_mb):
+            # A module that hit the old limit may fit the new one.
+            self._cache.drop_if(lambda v: isinstance(v, LensError) and v.kind in _LIMIT_ERRORS)
+        if (self.config.python, self.config.env, self.config.cwd) != (old.python, old.env,
+                                                                       old.cwd):
+            self._restart_client = True
+            self._cache.clear()
+
+    @property
+    def worker_pid(self) -> int | None:
+        """pid (= process-group id) of the current worker, if any."""
+        return self._client.pid
+
+    @property
+    def ready(self) -> bool:
+        return self._client.ready
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    @property
+    def restarts(self) -> int:
+        """How many times the worker was replaced (crash, time-out, memory, cancel)."""
+        return self._client.restarts
+
+    # --- public jobs -------------------------------------------------------------------------
+
+    async def lower(
+        self,
+        job: ModuleJob,
+        targets: Sequence[str] = ("linalg",),
+        pipeline: str | None = None,
+        *,
+        keep_weights: bool = False,
+        debug_info: bool = False,
+        print_after_all: bool = False,
+        list_unsupported: bool = True,
+    ) -> list[LowerResult]:
+        """Lower a module to each target (and/or a custom pipeline): one result per target.
+
+        Cached by content hash of the file text, module, inputs, targets and options. Raises
+        LensError for failures that produce no IR (load, inputs, crash, time-out, ...).
+        """
+        fields = self._job_fields(job)
+        request = {
+            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
+            "keep_weights": keep_weights, "debug_info": debug_info,
+            "print_after_all": print_after_all, "list_unsupported": list_unsupported,
+        }
+        result = await self._submit(request, cache=True)
+        return [LowerResult.from_json(r) for r in result.get("results", [])]
+
+    def cached_lower(
+        self, job: ModuleJob, targets: Sequence[str] = ("linalg",), pipeline: str | None = None,
+        **options: bool,
+    ) -> list[LowerResult] | None:
+        """The cached results of exactly this lower() call, or None (never runs a job)."""
+        fields = self._job_fields(job)
+        request = {
+            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
+            "keep_weights": options.get("keep_weights", False),
+            "debug_info": options.get("debug_info", False),
+            "print_after_all": options.get("print_after_all", False),
+            "list_unsupported": options.get("list_unsupported", True),
+        }
+        value = self._cache.get(self._key(request))
+        if isinstance(value, dict):
+            return [LowerResult.from_json(r) for r in value.get("results", [])]
+        return None
+
+    async def export(self, job: ModuleJob, target: str, output: str,
+                     bytecode: bool = False) -> dict[str, Any]:
+        """Write the module's IR at `target` to `output` atomically → {"path", "bytes"}."""
+        request = {**self._job_fields(job), "op": "export", "target": target,
+                   "output": os.path.abspath(output), "bytecode": bytecode}
+        return await self._submit(request, cache=False)
+
+    async def repro(self, job: ModuleJob, target: str, output_dir: str) -> dict[str, Any]:
+        """Write a reproducer (.mlir + torch-mlir-opt command) → {"mlir_path", "command"}."""
+        request = {**self._job_fields(job), "op": "repro", "target": target,
+                   "output_dir": os.path.abspath(output_dir)}
+        return await self._submit(request, cache=False)
+
+    async def run(self, request: dict[str, Any], *, cache: bool = False) -> dict[str, Any]:
+        """Run any worker job dict (e.g. "verify") through the queue; returns its result."""
+        return await self._submit(dict(request), cache=cache)
+
+    async def stats(self) -> dict[str, Any]:
+        """Worker counters {"jobs_run", "exports_run", "pid"} plus the engine's cache counters."""
+        result = await self._submit({"op": "stats"}, cache=False)
+        return {**result, "cache_entries": len(self._cache), "cache_hits": self._cache.hits,
+                "restarts": self._client.restarts}
+
+    def invalidate(self, path: str) -> None:
+        """Forget results of a file (and of its neighbours, which may import it)."""
+        self._cache.invalidate(path)
+
+    async def cancel(self, path: str | None = None, module: str | None = None) -> int:
+        """Cancel queued jobs (and the running one) for path/module (None = any); count them."""
+        def matches(p: _Pending) -> bool:
+            return p.module_id is not None and (path is None or p.module_id[0] == os.path.abspath(
+                path)) and (module is None or p.module_id[1] == module)
+
+        cancelled = 0
+        for pending in [p for p in self._queue if matches(p)]:
+            self._queue.remove(pending)
+            self._fail(pending, LensError(ErrorKind.CANCELLED, "cancelled"))
+            cancelled += 1
+        running = self._running
+        if running is not None and matches(running) and await self._client.cancel():
+            cancelled += 1
+        return cancelled
+
+    # --- scheduling --------------------------------------------------------------------------
+
+    def _job_fields(self, job: ModuleJob) -> dict[str, Any]:
+        fields = job.to_json()
+        if fields["text"] is None:
+            # Hash (and send) the content, so the cache key is the text, not the path.
+            try:
+                fields["text"] = Path(fields["path"]).read_text(encoding="utf-8")
+            except FileNotFoundError as exc:
+                raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {fields['path']}",
+                                file=fields["path"]) from exc
+            except (OSError, UnicodeDecodeError) as exc:
+                raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {fields['path']}: {exc}",
+                                file=fields["path"]) from exc
+        return fields
+
+    @staticmethod
+    def _key(request: dict[str, Any]) -> str:
+        parts = dict(request)
+        if isinstance(parts.get("text"), str):
+            parts["text"] = text_hash(parts["text"])
+        return content_key(parts)
+
+    async def _submit(self, request: dict[str, Any], *, cache: bool) -> dict[str, Any]:
+        key = self._key(request)
+        if cache:
+            value = self._cache.get(key)
+            if isinstance(value, LensError):
+                raise LensError(value.kind, value.message, file=value.file, line=value.line)
+            if value is not None:
+                return value  # type: ignore[no-any-return]
+        shared = self._inflight.get(key)
+        if shared is None:
+            loop = asyncio.get_running_loop()
+            path, module = request.get("path"), request.get("module")
+            text = request.get("text")
+            shared = _Pending(
+                key=key, job=request,
+                module_id=(path, module) if path and module else None,
+                text_sha=text_hash(text) if isinstance(text, str) else None,
+                future=loop.create_future(),
+            )
+            await self._supersede(shared)
+            self._inflight[key] = shared
+            self._queue.append(shared)
+            self._ensure_pump()
+        # Shield: one caller giving up must not cancel a job others (or the cache) still want.
+        try:
+            result = await asyncio.shield(shared.future)
+        except LensError as err:
+            if cache and err.kind not in _TRANSIENT_ERRORS and request.get("path"):
+                self._cache.put(key, request["path"], err)
+            raise
+        if cache and request.get("path"):
+            self._cache.put(key, request["path"], result)
+        return result
+
+    async def _supersede(self, newer: _Pending) -> None:
+        """Drop queued jobs and kill a running one for an older text of the same module."""
+        if newer.module_id is None:
+            return
+
+        def stale(p: _Pending) -> bool:
+            return p.module_id == newer.module_id and p.text_sha != newer.text_sha
+
+        for pending in [p for p in self._queue if stale(p)]:
+            self._queue.remove(pending)
+            self._fail(pending, LensError(ErrorKind.CANCELLED,
+                                          "superseded by a newer version of the file"))
+        running = self._running
+        if running is not None and stale(running) and self.config.cancel_stale:
+            await self._client.cancel()
+
+    def _fail(self, pending: _Pending, err: LensError) -> None:
+        self._inflight.pop(pending.key, None)
+        if not pending.future.done():
+            pending.future.set_exception(err)
+            # Nobody may be awaiting it any more: mark the exception as retrieved.
+            pending.future.exception()
+
+    def _ensure_pump(self) -> None:
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:
+        """Run queued jobs one at a time, oldest first."""
+        while self._queue:
+            pending = self._queue.pop(0)
+            if pending.future.done():
+                continue
+            if self._restart_client:
+                self._restart_client = False
+                await self._client.stop()
+                self._client = self._new_client()
+            self._running = pending
+            try:
+                result = await self._client.request(pending.job, self.config.timeout_s)
+            except LensError as err:
+                self._fail(pending, err)
+            except Exception as exc:  # a bug here must not leave callers waiting forever
+                self._fail(pending, LensError(ErrorKind.WORKER_CRASH,
+                                              f"{type(exc).__name__}: {exc}"))
+            else:
+                self._inflight.pop(pending.key, None)
+                if not pending.future.done():
+                    pending.future.set_result(result)
+            finally:
+                self._running = None

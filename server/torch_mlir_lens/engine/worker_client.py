@@ -1,0 +1,497 @@
+"""Caller side of the worker process: spawn, send a job, guard it, restart on failure.
+
+No torch here: this runs in the language server and the CLI. The worker runs in its own process
+group (start_new_session) so that a time-out, a memory overrun, a cancellation or stop() can kill
+it together with anything the user's code spawned. Every failure comes back as a LensError of
+its own kind and the next request gets a fresh worker.
+
+Channel: two dedicated pipes (pass_fds), frames of a 4-byte big-endian length + UTF-8 JSON.
+The worker's stdout and stderr are separate pipes that are drained continuously (the last
+~64 KB of each are kept for error messages), so user prints can neither block the worker nor
+corrupt the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import re
+import resource
+import signal
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch_mlir_lens.engine.procs import group_pids, group_rss_bytes
+from torch_mlir_lens.results import ErrorKind, LensError
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct(">I")
+TAIL_BYTES = 64 * 1024
+MEMORY_POLL_S = 0.1
+STARTUP_TIMEOUT_S = 180.0  # importing torch on a loaded machine can be slow
+# RLIMIT_AS is only a backstop above the RSS limit: a torch process maps ~0.6 GB more than it
+# touches, and a too-tight limit would turn ordinary work into allocation failures.
+ADDRESS_SPACE_SLACK_MB = 2048
+
+OutputCallback = Callable[[str, str], None]  # (stream name "stdout" | "stderr", text)
+
+
+@dataclass
+class _Worker:
+    """One worker process and its pipes."""
+
+    proc: asyncio.subprocess.Process
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    started: float
+    ready: asyncio.Future[dict[str, Any]]
+    tails: dict[str, bytearray] = field(default_factory=lambda: {"stdout": bytearray(),
+                                                               "stderr": bytearray()})
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    busy: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def tail_text(self, stream: str = "stderr") -> str:
+        return bytes(self.tails[stream]).decode("utf-8", "replace")
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _ready_ok(worker: _Worker) -> bool:
+    ready = worker.ready
+    return ready.done() and not ready.cancelled() and ready.exception() is None
+
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _fault_frame(text: str, path: str | None) -> tuple[str | None, int | None, str]:
+    """From a faulthandler dump in stderr: (file, line) of the innermost frame in `path`.
+
+    Returns (None, None, summary line) when there is no dump or no frame in the user's file.
+    """
+    start = text.rfind("most recent call first")
+    if start < 0:
+        return None, None, _last_line(text)
+    header_start = text.rfind("Fatal Python error", 0, start)
+    summary = _last_line(text[header_start:start].split("\n\n")[0]) if header_start >= 0 else ""
+    for line in text[start:].splitlines():
+        match = _FRAME_LINE.match(line)
+        if match and path and os.path.abspath(match["file"]) == os.path.abspath(path):
+            return match["file"], int(match["line"]), summary or line.strip()
+    return None, None, summary or _last_line(text)
+
+
+class WorkerClient:
+    """Runs jobs in a worker process, one at a time, with a time-out and a memory limit.
+
+    `timeout_s` and `memory_limit_mb` may be changed at any time; they apply to the next job
+    (the memory limit also to the running one).
+    """
+
+    def __init__(
+        self,
+        python: str = sys.executable,
+        *,
+        timeout_s: float = 60.0,
+        memory_limit_mb: int = 8192,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> None:
+        self.python = python
+        self.timeout_s = timeout_s
+        self._memory_limit_mb = memory_limit_mb
+        self.env = env
+        self.cwd = cwd
+        self.on_output = on_output
+        self.restarts = 0  # workers started after the first (crash, time-out, cancel, ...)
+        self._worker: _Worker | None = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._cancel_event: asyncio.Event | None = None
+        self._spawns = 0
+        self._stopped = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn the worker; returns at once, the worker imports torch in the background."""
+        self._stopped = False
+        if self._worker is None or self._worker.proc.returncode is not None:
+            await self._spawn()
+
+    async def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until the worker has finished its imports (spawns one if needed)."""
+        worker = await self._ensure_worker()
+        await asyncio.wait_for(asyncio.shield(worker.ready), timeout)
+
+    @property
+    def pid(self) -> int | None:
+        """The current worker's pid (also its process-group id), if one is running."""
+        worker = self._worker
+        return worker.pid if worker and worker.proc.returncode is None else None
+
+    @property
+    def busy(self) -> bool:
+        """True while a job runs in the worker."""
+        return bool(self._worker and self._worker.busy)
+
+    @property
+    def ready(self) -> bool:
+        """True when a warm worker is waiting for a job."""
+        worker = self._worker
+        return bool(worker and _ready_ok(worker) and worker.proc.returncode is None)
+
+    @property
+    def memory_limit_mb(self) -> int:
+        return self._memory_limit_mb
+
+    @memory_limit_mb.setter
+    def memory_limit_mb(self, value: int) -> None:
+        self._memory_limit_mb = value
+        if self._worker and self._worker.proc.returncode is None:
+            self._set_rlimit(self._worker.pid)
+
+    async def stop(self) -> None:
+        """Stop the worker and everything in its process group; reap it. Idempotent."""
+        self._stopped = True
+        if self._cancel_event is not None:
+            self._cancel_event.set()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await self._kill(worker, graceful=True)
+
+    async def cancel(self) -> bool:
+        """Abort the running job (kill + restart the worker); False when none was running.
+
+        The waiting request raises LensError("cancelled").
+        """
+        if self._cancel_event is None or not self.busy:
+            return False
+        self._cancel_event.set()
+        return True
+
+    # --- requests ----------------------------------------------------------------------------
+
+    async def request(self, job: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Run one job; return its `result` dict or raise LensError.
+
+        The time-out (default `timeout_s`) counts from when a warm worker got the job, not the
+        worker's start-up. If the calling task is cancelled mid-job, the worker is killed and
+        restarted (its reply would otherwise arrive for nobody).
+        """
+        async with self._lock:
+            worker = await self._ensure_worker()
+            await self._await_ready(worker)
+            job = {**job, "id": next(self._ids)}
+            self._cancel_event = cancel_event = asyncio.Event()
+            worker.busy = True
+            try:
+                return await self._run(worker, job, timeout or self.timeout_s, cancel_event)
+            finally:
+                worker.busy = False
+                self._cancel_event = None
+
+    async def _run(
+        self, worker: _Worker, job: dict[str, Any], timeout: float, cancel_event: asyncio.Event,
+    ) -> dict[str, Any]:
+        try:
+            body = json.dumps(job, separators=(",", ":")).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise LensError(ErrorKind.BAD_REQUEST, f"job is not JSON: {exc}") from exc
+        reply_task = asyncio.ensure_future(self._send_and_read(worker, body, job["id"]))
+        exit_task = asyncio.ensure_future(worker.proc.wait())
+        memory_task = asyncio.ensure_future(self._watch_memory(worker))
+        cancel_task = asyncio.ensure_future(cancel_event.wait())
+        guards = {reply_task, exit_task, memory_task, cancel_task}
+        try:
+            done, _ = await asyncio.wait(guards, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await self._replace(worker)
+            raise
+        finally:
+            for task in guards:
+                if not task.done():
+                    task.cancel()
+            # Retrieve exceptions so asyncio does not log them as never retrieved.
+            for task in guards:
+                if task.done() and not task.cancelled():
+                    task.exception()
+
+        if reply_task in done and reply_task.exception() is None:
+            reply = reply_task.result()
+            if reply.get("ok"):
+                result = reply.get("result")
+                return result if isinstance(result, dict) else {}
+            raise LensError.from_json(reply.get("error") or {"kind": ErrorKind.LOWERING_ERROR,
+                                                             "message": "job failed"})
+        if cancel_task in done:
+            await self._replace(worker)
+            raise LensError(ErrorKind.CANCELLED, "cancelled; the worker was restarted")
+        if memory_task in done:
+            rss = memory_task.result()
+            await self._replace(worker)
+            raise LensError(
+                ErrorKind.MEMORY_LIMIT,
+                f"the lowering used {rss // (1 << 20)} MB, over the memory limit of "
+                f"{self.memory_limit_mb} MB; the worker was restarted",
+            )
+        if not done:
+            file, line = await self._where_hung(worker, job.get("path"))
+            await self._replace(worker)
+            raise LensError(
+                ErrorKind.TIMEOUT,
+                f"the lowering took longer than {timeout:g} s and was stopped"
+                + (f" (at line {line})" if line else "") + "; the worker was restarted",
+                file=file, line=line,
+            )
+        # The reply stream ended or the process exited: a crash.
+        raise await self._crash_error(worker, job.get("path"))
+
+    async def _send_and_read(self, worker: _Worker, body: bytes, job_id: int) -> dict[str, Any]:
+        worker.writer.write(_HEADER.pack(len(body)) + body)
+        await worker.writer.drain()
+        while True:
+            reply = await self._read_frame(worker)
+            if reply.get("id") == job_id:
+                return reply
+            log.debug("dropping a stale worker reply %r", reply.get("id"))
+
+    @staticmethod
+    async def _read_frame(worker: _Worker) -> dict[str, Any]:
+        header = await worker.reader.readexactly(_HEADER.size)
+        (size,) = _HEADER.unpack(header)
+        data = json.loads((await worker.reader.readexactly(size)).decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("worker sent a frame that is not an object")
+        return data
+
+    # --- guards ------------------------------------------------------------------------------
+
+    async def _watch_memory(self, worker: _Worker) -> int:
+        """Return the group's RSS once it exceeds the limit (polls while the job runs)."""
+        while True:
+            limit = self.memory_limit_mb * (1 << 20)
+            rss = group_rss_bytes(worker.pid)
+            if limit > 0 and rss > limit:
+                return rss
+            await asyncio.sleep(MEMORY_POLL_S)
+
+    async def _where_hung(self, worker: _Worker, path: str | None) -> tuple[str | None, int | None]:
+        """Ask the worker's faulthandler for its stack (SIGUSR1) to say where a job hung."""
+        before = len(worker.tails["stderr"])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            tail = worker.tails["stderr"]
+            if len(tail) != before and b"most recent call first" in tail[-8192:]:
+                await asyncio.sleep(0.05)  # the rest of the dump follows within microseconds
+                break
+            await asyncio.sleep(0.02)
+        text = worker.tail_text()
+        file, line, _ = _fault_frame(text[text.rfind("most recent call first") - 200:], path)
+        return file, line
+
+    async def _crash_error(self, worker: _Worker, path: str | None) -> LensError:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.proc.wait(), 2.0)
+        returncode = worker.proc.returncode
+        await self._replace(worker)  # kills the group: the drains then see EOF
+        file, line, last = _fault_frame(worker.tail_text(), path)
+        how = "crashed" if returncode is None or returncode < 0 else "exited"
+        cause = _signal_name(returncode) if returncode is not None else "channel closed"
+        message = f"the worker {how} ({cause})"
+        if line:
+            message += f" at line {line}"
+        if last:
+            message += f": {last}"
+        return LensError(ErrorKind.WORKER_CRASH, message + "; it was restarted",
+                         file=file, line=line)
+
+    # --- processes ---------------------------------------------------------------------------
+
+    async def _ensure_worker(self) -> _Worker:
+        worker = self._worker
+        if worker is None or worker.proc.returncode is not None:
+            if worker is not None:
+                await self._kill(worker)
+            worker = await self._spawn()
+        return worker
+
+    async def _await_ready(self, worker: _Worker) -> None:
+        exit_task: asyncio.Future[Any] = asyncio.ensure_future(worker.proc.wait())
+        waits: set[asyncio.Future[Any]] = {worker.ready, exit_task}
+        try:
+            done, _ = await asyncio.wait(waits, timeout=STARTUP_TIMEOUT_S,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exit_task.cancel()
+        if _ready_ok(worker):
+            return
+        if not done:
+            await self._replace(worker)
+            raise LensError(ErrorKind.TIMEOUT,
+                            f"the worker did not start within {STARTUP_TIMEOUT_S:g} s")
+        raise await self._crash_error(worker, None)
+
+    async def _spawn(self) -> _Worker:
+        loop = asyncio.get_running_loop()
+        to_worker_r, to_worker_w = os.pipe()
+        from_worker_r, from_worker_w = os.pipe()
+        env = dict(os.environ if self.env is None else self.env)
+        env["PYTHONUNBUFFERED"] = "1"
+        env["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
+        env["TORCH_MLIR_LENS_OWN_GROUP"] = "1"
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.python, "-m", "torch_mlir_lens.worker.main",
+                "--in-fd", str(to_worker_r), "--out-fd", str(from_worker_w),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=(to_worker_r, from_worker_w),
+                start_new_session=True,  # own process group: kill it all at once
+                env=env,
+                cwd=self.cwd,
+            )
+        except OSError as exc:
+            for fd in (to_worker_r, to_worker_w, from_worker_r, from_worker_w):
+                os.close(fd)
+            raise LensError(ErrorKind.WORKER_CRASH,
+                            f"cannot start the worker with {self.python}: {exc}") from exc
+        finally:
+            # The child has its copies; ours would keep the pipes open after it dies.
+            for fd in (to_worker_r, from_worker_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._set_rlimit(proc.pid)
+
+        reader = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                     os.fdopen(from_worker_r, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(to_worker_w, "wb", buffering=0))
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+        worker = _Worker(proc=proc, reader=reader, writer=writer, started=time.monotonic(),
+                         ready=loop.create_future())
+        assert proc.stdout is not None and proc.stderr is not None
+        worker.tasks.append(asyncio.ensure_future(self._drain(worker, "stdout", proc.stdout)))
+        worker.tasks.append(asyncio.ensure_future(self._drain(worker, "stderr", proc.stderr)))
+        worker.tasks.append(asyncio.ensure_future(self._read_ready(worker)))
+        if self._spawns:
+            self.restarts += 1
+        self._spawns += 1
+        self._worker = worker
+        log.info("worker %d started", proc.pid)
+        return worker
+
+    async def _read_ready(self, worker: _Worker) -> None:
+        try:
+            frame = await self._read_frame(worker)
+        except Exception as exc:  # EOF: the worker died while importing
+            if not worker.ready.done():
+                worker.ready.set_exception(exc)
+                worker.ready.exception()  # mark retrieved; requests look at the process
+            return
+        if not worker.ready.done():
+            worker.ready.set_result(frame.get("result") or {})
+
+    async def _drain(self, worker: _Worker, name: str, stream: asyncio.StreamReader) -> None:
+        tail = worker.tails[name]
+        while True:
+            try:
+                chunk = await stream.read(1 << 16)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            tail += chunk
+            if len(tail) > TAIL_BYTES:
+                del tail[: len(tail) - TAIL_BYTES]
+            if self.on_output is not None:
+                with contextlib.suppress(Exception):
+                    self.on_output(name, chunk.decode("utf-8", "replace"))
+
+    def _set_rlimit(self, pid: int) -> None:
+        """A hard backstop on the worker's address space, above the polled RSS limit."""
+        if self.memory_limit_mb <= 0 or not hasattr(resource, "prlimit"):
+            return
+        soft = (self.memory_limit_mb + ADDRESS_SPACE_SLACK_MB) * (1 << 20)
+        with contextlib.suppress(OSError, ValueError):
+            _, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+            if hard != resource.RLIM_INFINITY:
+                soft = min(soft, hard)
+            resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
+
+    async def _replace(self, worker: _Worker) -> None:
+        """Kill a worker that failed and start the next one warming (unless stopped)."""
+        await self._kill(worker)
+        if self._worker is worker:
+            self._worker = None
+        if not self._stopped and self._worker is None:
+            try:
+                await self._spawn()
+            except LensError as exc:
+                log.error("cannot restart the worker: %s", exc.message)
+
+    async def _kill(self, worker: _Worker, *, graceful: bool = False) -> None:
+        """End a worker's whole process group and reap the worker."""
+        proc = worker.proc
+        if graceful and proc.returncode is None:
+            # EOF on the job channel: the worker exits on its own (and takes its group along).
+            with contextlib.suppress(Exception):
+                worker.writer.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 1.0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), 5.0)
+        # Children re-parented away from the worker may take a moment to die.
+        deadline = time.monotonic() + 2.0
+        while group_pids(proc.pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.sleep(0.02)
+        with contextlib.suppress(Exception):
+            worker.writer.close()
+        for task in worker.tasks:
+            if not task.done():
+                # Let the drains read what is left (the last stderr line) before stopping them.
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(task), 0.5)
+                task.cancel()
+        if not worker.ready.done():
+            worker.ready.cancel()
+        log.info("worker %d stopped (%s)", proc.pid,
+                 _signal_name(proc.returncode) if proc.returncode is not None else "?")

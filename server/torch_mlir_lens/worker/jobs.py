@@ -1,0 +1,343 @@
+"""`run_job(job) -> reply`: the worker's one entry point, data in and data out.
+
+A job is a JSON-ready dict (docs/contracts.md, "Worker jobs"); the reply is
+`{"id", "ok": True, "result"}` or `{"id", "ok": False, "error": LensError json}`. Nothing here
+talks to a pipe, so the same function runs in the worker process and in tests in-process.
+
+The expensive step is the export (torch.export + FX import). A small per-process cache of
+`ProgramLowerer`s keyed by everything that decides the exported program (file text, module,
+inputs, strict) lets several targets and several jobs on the same module export once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
+
+MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
+
+_stats: dict[str, int] = {"jobs_run": 0, "exports_run": 0}
+
+
+@dataclass
+class _Program:
+    """An exported program, ready to lower to any target."""
+
+    lowerer: Any  # worker.lowering.ProgramLowerer
+    inputs_source: str | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+_programs: OrderedDict[str, _Program] = OrderedDict()
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job dict and return its reply dict; never raises."""
+    job_id = job.get("id") if isinstance(job, dict) else None
+    try:
+        if not isinstance(job, dict):
+            raise LensError(ErrorKind.BAD_REQUEST, "a job must be a JSON object")
+        op = job.get("op")
+        handler = _HANDLERS.get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise LensError(ErrorKind.BAD_REQUEST, f"unknown job op {op!r}")
+        if op not in ("ping", "stats"):
+            _stats["jobs_run"] += 1
+        with _restored_process_state():
+            result = handler(job)
+        return {"id": job_id, "ok": True, "result": result}
+    except LensError as exc:
+        return {"id": job_id, "ok": False, "error": exc.to_json()}
+    except BaseException as exc:  # the user's code can raise anything, even SystemExit
+        return {"id": job_id, "ok": False, "error": _unexpected(exc).to_json()}
+
+
+def _unexpected(exc: BaseException) -> LensError:
+    """A LensError for an exception no lower layer classified."""
+    text = str(exc)
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text:
+        return LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {text.splitlines()[0][:300]}"
+                         if text else "out of memory")
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return LensError(ErrorKind.LOWERING_ERROR, f"{type(exc).__name__}: {text}{where}")
+
+
+@contextlib.contextmanager
+def _restored_process_state() -> Iterator[None]:
+    """Undo what user code commonly changes in the process: cwd, sys.path, std streams."""
+    cwd = os.getcwd()
+    path = list(sys.path)
+    streams = (sys.stdout, sys.stderr, sys.stdin)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+        sys.path[:] = path
+        sys.stdout, sys.stderr, sys.stdin = streams
+
+
+# --- module jobs -----------------------------------------------------------------------------
+
+
+def _job_text(job: dict[str, Any]) -> str:
+    """The file's text: the job's (unsaved buffer) or the file on disk."""
+    text = job.get("text")
+    if isinstance(text, str):
+        return text
+    path = _job_path(job)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
+
+
+def _job_path(job: dict[str, Any]) -> str:
+    path = job.get("path")
+    if not isinstance(path, str) or not path:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'path'")
+    return os.path.abspath(path)
+
+
+def _job_module(job: dict[str, Any]) -> str:
+    module = job.get("module")
+    if not isinstance(module, str) or not module:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'module'")
+    return module
+
+
+def _file_digest(path: str | None) -> str | None:
+    """Content hash of an inputs file, so replacing it re-exports."""
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def program_key(job: dict[str, Any], text: str) -> str:
+    """Everything that decides the exported program, hashed."""
+    parts = {
+        "path": _job_path(job),
+        "text": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "module": job.get("module"),
+        "inputs": job.get("inputs"),
+        "inputs_file": job.get("inputs_file"),
+        "inputs_file_sha": _file_digest(job.get("inputs_file")),
+        "init": job.get("init"),
+        "settings_inputs": job.get("settings_inputs") or {},
+        "workspace": job.get("workspace"),
+        "strict": bool(job.get("strict", False)),
+    }
+    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+def user_files_for(path: str) -> list[str]:
+    """The user's file plus the loaded .py files of its folder tree (siblings, subpackages).
+
+    Frames in a submodule defined in a sibling file then map too. Installed packages that
+    happen to live under the folder (a `.venv` inside the workspace) are not the user's.
+    """
+    folder = os.path.dirname(path)
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
+    files = {path}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not file.endswith(".py"):
+            continue
+        file = os.path.abspath(file)
+        if not file.startswith(folder + os.sep):
+            continue
+        real = os.path.realpath(file)
+        if "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes):
+            continue
+        files.add(file)
+    return sorted(files)
+
+
+def _program(job: dict[str, Any]) -> _Program:
+    """The exported program of the job's module: cached, else load → inputs → export."""
+    from torch_mlir_lens.worker import inputs as inputs_mod
+    from torch_mlir_lens.worker import loader, lowering
+
+    path = _job_path(job)
+    text = _job_text(job)
+    name = _job_module(job)
+    key = program_key(job, text)
+    cached = _programs.get(key)
+    if cached is not None:
+        _programs.move_to_end(key)
+        return cached
+
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    mod = loader.load_definitions(path, text)
+    timings["load"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    resolved = inputs_mod.resolve_inputs(
+        mod, name, path=path, text=text,
+        inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
+        init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
+        workspace=job.get("workspace"),
+    )
+    fn = inputs_mod.instantiate(mod, name, resolved)
+    timings["inputs"] = time.perf_counter() - start
+
+    user_files = user_files_for(path)
+    start = time.perf_counter()
+    _stats["exports_run"] += 1
+    program = lowering.export_program(
+        fn, resolved.args, resolved.kwargs, user_files=user_files,
+        strict=bool(job.get("strict", False)), dynamic_shapes=resolved.dynamic_shapes,
+    )
+    lowerer = lowering.ProgramLowerer(program, module_name=name, user_files=user_files)
+    timings["export"] = time.perf_counter() - start
+
+    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings)
+    _programs[key] = entry
+    while len(_programs) > MAX_CACHED_PROGRAMS:
+        _programs.popitem(last=False)
+    return entry
+
+
+def _lower_options(job: dict[str, Any]) -> Any:
+    from torch_mlir_lens.worker.lowering import LowerOptions
+
+    wanted = {
+        "keep_weights": bool(job.get("keep_weights", False)),
+        "debug_info": bool(job.get("debug_info", False)),
+        "print_after_all": bool(job.get("print_after_all", False)),
+        "list_unsupported": bool(job.get("list_unsupported", True)),
+    }
+    # Pass only the options this LowerOptions knows, so the two sides can evolve apart.
+    known = getattr(LowerOptions, "__dataclass_fields__", wanted)
+    return LowerOptions(**{k: v for k, v in wanted.items() if k in known})
+
+
+def _job_targets(job: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """[(target name, custom pipeline or None)] in the order the job asked for them."""
+    targets = job.get("targets") or []
+    if isinstance(targets, str):
+        targets = [targets]
+    pipeline = job.get("pipeline")
+    wanted: list[tuple[str, str | None]] = []
+    for target in targets:
+        if not isinstance(target, str) or not is_known_target(target):
+            raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+        wanted.append((target, None))
+    if isinstance(pipeline, str) and pipeline.strip():
+        wanted.append((CUSTOM_TARGET, pipeline))
+    if not wanted:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job names no target and no pipeline")
+    return wanted
+
+
+def _failed_results(job: dict[str, Any], err: LensError) -> dict[str, Any]:
+    """One failed LowerResult per target, carrying the export error at its line."""
+    results = []
+    for target, _ in _job_targets(job):
+        res = LowerResult(module=_job_module(job), target=target, ok=False,
+                          diagnostics=[err.to_diagnostic(target)])
+        results.append(res.to_json())
+    return {"results": results}
+
+
+def _lower(job: dict[str, Any]) -> dict[str, Any]:
+    wanted = _job_targets(job)
+    options = _lower_options(job)
+    try:
+        program = _program(job)
+    except LensError as err:
+        # An export failure is a result (the module does not export, here is why and where);
+        # bad requests, load and input errors stay errors.
+        if err.kind == ErrorKind.EXPORT_ERROR:
+            return _failed_results(job, err)
+        raise
+    results = []
+    first_timings = dict(program.timings)
+    program.timings = {}  # a later job reusing the program did not pay for it
+    for target, pipeline in wanted:
+        res: LowerResult = program.lowerer.lower(target, pipeline=pipeline, options=options)
+        res.inputs_source = res.inputs_source or program.inputs_source
+        for name, seconds in first_timings.items():
+            res.timings.setdefault(name, seconds)
+        first_timings = {}  # only the first result carries the shared steps
+        results.append(res.to_json())
+    return {"results": results}
+
+
+def _export(job: dict[str, Any]) -> dict[str, Any]:
+    target = job.get("target") or "linalg"
+    output = job.get("output")
+    if not isinstance(output, str) or not output:
+        raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
+    if target != CUSTOM_TARGET and not is_known_target(target):
+        raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    program = _program(job)
+    written = program.lowerer.write_export(
+        target, os.path.abspath(output), bytecode=bool(job.get("bytecode", False)),
+        options=_lower_options(job),
+    )
+    if isinstance(written, dict):
+        return _jsonable(written)
+    size = written if isinstance(written, int) else os.path.getsize(output)
+    return {"path": os.path.abspath(output), "bytes": size}
+
+
+def _repro(job: dict[str, Any]) -> dict[str, Any]:
+    target = job.get("target") or "linalg"
+    output_dir = job.get("output_dir")
+    if not isinstance(output_dir, str) or not output_dir:
+        raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
+    program = _program(job)
+    return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
+
+
+def _modules(job: dict[str, Any]) -> dict[str, Any]:
+    from torch_mlir_lens.discovery import find_modules
+
+    path = _job_path(job)
+    return {"modules": [_jsonable(m) for m in find_modules(_job_text(job), path)]}
+
+
+def _ping(job: dict[str, Any]) -> dict[str, Any]:
+    return {"pid": os.getpid()}
+
+
+def _stats_job(job: dict[str, Any]) -> dict[str, Any]:
+    return {**_stats, "pid": os.getpid(), "cached_programs": len(_programs)}
+
+
+def _jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return value
+
+
+_HANDLERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "lower": _lower,
+    "export": _export,
+    "repro": _repro,
+    "modules": _modules,
+    "ping": _ping,
+    "stats": _stats_job,
+}
