@@ -1,0 +1,1 @@
+"""Reliability and security suite: faults, fuzzed edits, load, protocol abuse, data safety."""
