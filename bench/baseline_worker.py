@@ -1,0 +1,116 @@
+"""The plain torch-mlir baseline: a warm process that times `export_and_import` on request.
+
+Run as `python -m bench.baseline_worker` (or by path). It imports torch and torch-mlir once,
+then reads one JSON request per line on stdin and answers one JSON line on stdout:
+
+    {"op": "ping"}                          → {"ok": true, "pid": ...}
+    {"op": "lower", "path", "module", "inputs", "init", "output_type"?, "print"?}
+        → {"ok": true, "seconds": s, "build_seconds": s, "print_seconds": s, "ir_bytes": n,
+           "peak_rss_kb": n}
+    {"op": "quit"}
+
+Only the `export_and_import` call is inside `seconds`: the module and its inputs are built
+beforehand (fresh instance, seed 0) so the baseline is exactly what the issue names.
+`print` additionally times printing the IR as text with weights elided (reported separately).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident set size (VmHWM) in kB."""
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def load_namespace(path: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Execute the file once (not as __main__) under its real path; cached by content."""
+    import runpy
+
+    with open(path) as f:
+        key = f"{path}\0{f.read()}"
+    if key not in cache:
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in sys.path:
+            sys.path.insert(0, folder)  # sibling imports, as the product allows
+        cache[key] = runpy.run_path(path, run_name="bench_baseline_model")
+    return cache[key]
+
+
+def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Build the module and inputs, then time one `export_and_import` call."""
+    import torch
+    from torch_mlir import fx
+
+    t0 = time.perf_counter()
+    ns = load_namespace(req["path"], cache)
+    env = dict(ns)
+    env["torch"] = torch
+    torch.manual_seed(0)
+    init = eval(req.get("init") or "()", env)
+    cls = ns[req["module"]]
+    module = (cls(**init) if isinstance(init, dict) else cls(*init)).eval()
+    inputs = eval(req["inputs"], env)
+    build = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    out = fx.export_and_import(
+        module, *inputs, output_type=req.get("output_type", "linalg-on-tensors")
+    )
+    seconds = time.perf_counter() - t1
+
+    reply: dict[str, Any] = {"ok": True, "seconds": seconds, "build_seconds": build}
+    if req.get("print"):
+        t2 = time.perf_counter()
+        text = out.operation.get_asm(large_resource_limit=16)
+        reply["print_seconds"] = time.perf_counter() - t2
+        reply["ir_bytes"] = len(text.encode())
+    reply["peak_rss_kb"] = peak_rss_kb()
+    return reply
+
+
+def main() -> int:
+    """Serve requests until stdin closes or a quit request."""
+    t0 = time.perf_counter()
+    import torch  # noqa: F401  (warm: the imports are the cold cost)
+    import torch_mlir.fx  # noqa: F401
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but replies on the reply stream
+    out.write(json.dumps({"ready": True, "import_seconds": time.perf_counter() - t0}) + "\n")
+    out.flush()
+    cache: dict[str, dict[str, Any]] = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        op = req.get("op")
+        if op == "quit":
+            break
+        try:
+            if op == "ping":
+                reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
+            elif op == "lower":
+                reply = lower(req, cache)
+            else:
+                reply = {"ok": False, "error": f"unknown op {op!r}"}
+        except Exception as exc:  # report, stay alive
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc()}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""What every figure gets: the run's configuration and a shared warm server."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.lsp_client import LensClient
+from bench.models import WORK
+
+# Settings for figures that time requests, not diagnostics: without "off" the server would
+# lower every module of an opened file for diagnostics, competing with the measured request.
+QUIET_SETTINGS: dict[str, Any] = {"diagnostics": "off"}
+
+
+@dataclass
+class Config:
+    """Repeat counts and scope of one benchmark run."""
+
+    quick: bool = False  # fewer repeats, same models
+    smoke: bool = False  # MLP / tiny LM only, minimal repeats: proves the harness works
+    work: Path = WORK
+    python: str = sys.executable
+    fig1_repeats: int = 5
+    hovers: int = 200
+    lens_repeats: int = 60
+    fig4_repeats: int = 3
+    fig5_repeats: int = 5
+    fig6_runs: int = 1
+    fig7_repeats: int = 5
+
+    @classmethod
+    def make(cls, quick: bool = False, smoke: bool = False, work: Path = WORK) -> Config:
+        """The full run, a --quick run (repeats cut) or a --smoke run (tiny models, 1-2 repeats)."""
+        if smoke:
+            return cls(quick=True, smoke=True, work=work, fig1_repeats=2, hovers=20,
+                       lens_repeats=10, fig4_repeats=1, fig5_repeats=1, fig6_runs=1,
+                       fig7_repeats=1)
+        if quick:
+            return cls(quick=True, work=work, fig1_repeats=2, hovers=50, lens_repeats=20,
+                       fig4_repeats=1, fig5_repeats=2, fig6_runs=1, fig7_repeats=2)
+        return cls(work=work)
+
+
+@dataclass
+class Context:
+    """Shared state of a run: the config, a warm quiet server, the servers to clean up."""
+
+    config: Config
+    _warm: LensClient | None = None
+    _clients: list[LensClient] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def work(self) -> Path:
+        return self.config.work
+
+    def log_path(self, name: str) -> Path:
+        """A log file in the work directory."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        return self.work / f"{name}.log"
+
+    async def new_server(
+        self, name: str, settings: dict[str, Any] | None = None, trusted: bool = True
+    ) -> LensClient:
+        """Start a fresh server (initialized); it is stopped at the end of the run."""
+        client = LensClient(self.work, settings, trusted, self.config.python, self.log_path(name))
+        self._clients.append(client)
+        await client.start()
+        return client
+
+    async def warm_server(self) -> LensClient:
+        """A server shared by the figures that time single requests (diagnostics off)."""
+        if self._warm is None:
+            self._warm = await self.new_server("server-warm", QUIET_SETTINGS)
+        return self._warm
+
+    async def stop_server(self, client: LensClient) -> None:
+        """Stop one server and any of its children left behind (by pid, ours only)."""
+        children: list[psutil.Process] = []
+        with contextlib.suppress(Exception):
+            children = psutil.Process(client.pid).children(recursive=True)
+        await client.stop()
+        deadline = time.perf_counter() + 5
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.wait(max(0.1, deadline - time.perf_counter()))
+            with contextlib.suppress(psutil.Error):
+                if child.is_running():
+                    child.kill()
+        if client in self._clients:
+            self._clients.remove(client)
+        if client is self._warm:
+            self._warm = None
+
+    async def close(self) -> None:
+        """Stop every server this run started."""
+        for client in list(self._clients):
+            await self.stop_server(client)
+
+
+def bump(text: str, k: int) -> str:
+    """`text` with a trailing comment that differs per k: a cache miss, same line numbers."""
+    return text.rstrip("\n") + f"\n# bench edit {k} {time.time_ns()}\n"
+
+
+def worker_pid(client: LensClient, info: dict[str, Any] | None = None) -> int | None:
+    """The worker's pid: from serverInfo's engine stats, else the server's largest child."""
+    engine = (info or {}).get("engine") or {}
+    if engine.get("pid"):
+        return int(engine["pid"])
+    try:
+        kids = psutil.Process(client.pid).children(recursive=True)
+        return max(kids, key=lambda p: p.memory_info().rss).pid if kids else None
+    except psutil.Error:
+        return None
+
+
+class BenchError(RuntimeError):
+    """The product did not do what the figure needs (so the figure has no number)."""
+
+
+def check_lower(res: Any, what: str) -> dict[str, Any]:
+    """The `torchMlirLens/lower` result as a dict; raise unless it has IR and is ok."""
+    if not isinstance(res, dict):
+        raise BenchError(f"{what}: unexpected lower result {type(res).__name__}: {res!r:.300}")
+    if not res.get("ok") or not res.get("ir"):
+        diags = res.get("diagnostics") or []
+        msg = "; ".join(str(d.get("message", d))[:200] for d in diags[:3])
+        raise BenchError(f"{what}: lowering not ok ({msg or 'no diagnostics'})")
+    return res

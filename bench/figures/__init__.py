@@ -1,0 +1,25 @@
+"""One module per figure of issue 5; each has NUMBER, NAME, TITLE and `async def run(ctx)`."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from bench.figures import (
+    fig1_overhead,
+    fig2_hover,
+    fig3_static,
+    fig4_submodule,
+    fig5_edit_loop,
+    fig6_memory,
+    fig7_cold_start,
+)
+
+FIGURES: list[ModuleType] = [
+    fig1_overhead,
+    fig2_hover,
+    fig3_static,
+    fig4_submodule,
+    fig5_edit_loop,
+    fig6_memory,
+    fig7_cold_start,
+]

@@ -1,0 +1,55 @@
+"""Figure 4: lowering one `Block` of the 20-layer model on its own vs the whole model.
+
+`Block` has no inputs comment: the product derives its inputs from the annotated top model
+(one eager forward with hooks). Each run changes the text first (cache miss for both, the
+derivation included), interleaved, order alternating, one untimed warm-up.
+Target: median(Block) / median(whole model) ≤ 0.15.
+"""
+
+from __future__ import annotations
+
+from bench.context import Context, bump, check_lower
+from bench.models import lm20
+from bench.report import FigureResult, Metric, metric_from_samples
+from bench.stats import median, ratio_samples, spread
+
+NUMBER = 4
+NAME = "submodule"
+TITLE = "Submodule on its own"
+TARGET = 0.15
+SUBMODULE = "Block"
+
+
+async def run(ctx: Context) -> FigureResult:
+    """Time Block vs TransformerLM lowerings through the warm server."""
+    result = FigureResult(NUMBER, TITLE)
+    model = lm20(ctx.work, tiny=ctx.config.smoke)
+    client = await ctx.warm_server()
+    original = model.path.read_text()
+    uri = client.open(model.path, original)
+    block: list[float] = []
+    whole: list[float] = []
+    sources = set()
+    n = 0
+    for k in range(-1, ctx.config.fig4_repeats):  # k = -1: warm-up
+        order = [SUBMODULE, model.module] if k % 2 == 0 else [model.module, SUBMODULE]
+        for name in order:
+            n += 1
+            client.change(uri, bump(original, n))
+            res, t = await client.lower(uri, name, "linalg")
+            res = check_lower(res, f"lower {name}")
+            if name == SUBMODULE:
+                sources.add(str(res.get("inputsSource") or res.get("inputs_source") or "?"))
+            if k >= 0:
+                (block if name == SUBMODULE else whole).append(t)
+    client.close(uri)
+    ratio = median(block) / median(whole)
+    ratios = ratio_samples(block, whole)
+    lo, hi = spread(ratios)
+    result.metrics += [
+        Metric("Block / whole model", ratio, "x", TARGET, "<=", ratios, lo, hi),
+        metric_from_samples("Block (derived inputs)", block, "s", None),
+        metric_from_samples("whole model", whole, "s", None),
+    ]
+    result.details.update({"model": model.name, "Block inputs source": ", ".join(sorted(sources))})
+    return result

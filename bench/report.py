@@ -1,0 +1,255 @@
+"""Figure results, the verdict table, and the results files (JSON and Markdown)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.stats import median, spread
+
+
+@dataclass
+class Metric:
+    """One measured quantity with its target: `value <op> target` is a PASS.
+
+    `value` is the headline (usually a median or a ratio of medians); `samples` are the raw
+    measurements it came from, `lo`/`hi` their spread.
+    """
+
+    name: str
+    value: float
+    unit: str
+    target: float | None
+    op: str = "<="  # "<=", ">=", "=="
+    samples: list[float] = field(default_factory=list)
+    lo: float = math.nan
+    hi: float = math.nan
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """PASS / FAIL against the target, INFO when there is no target, N/A when unmeasured."""
+        if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
+            return "N/A"
+        if self.target is None:
+            return "INFO"
+        ok = {
+            "<=": self.value <= self.target,
+            ">=": self.value >= self.target,
+            "==": self.value == self.target,
+        }[self.op]
+        return "PASS" if ok else "FAIL"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = self.verdict
+        for k in ("value", "lo", "hi"):
+            if isinstance(d[k], float) and math.isnan(d[k]):
+                d[k] = None
+        return d
+
+
+def metric_from_samples(
+    name: str, samples: list[float], unit: str, target: float | None, op: str = "<=",
+    note: str = "",
+) -> Metric:
+    """A metric whose value is the median of `samples`."""
+    lo, hi = spread(samples)
+    return Metric(name, median(samples), unit, target, op, list(samples), lo, hi, note)
+
+
+@dataclass
+class FigureResult:
+    """The outcome of one figure of issue 5: its metrics, extra details, and any error."""
+
+    number: int
+    title: str
+    metrics: list[Metric] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        """FAIL if any metric fails or the figure errored; PASS if all targeted metrics pass."""
+        if self.error:
+            return "ERROR"
+        verdicts = [m.verdict for m in self.metrics if m.target is not None]
+        if not verdicts or "N/A" in verdicts:
+            return "N/A"
+        return "FAIL" if "FAIL" in verdicts else "PASS"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "verdict": self.verdict,
+            "metrics": [m.to_json() for m in self.metrics],
+            "details": self.details,
+            "error": self.error,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def _fmt(x: float | None, unit: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if unit == "s":
+        return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
+    if unit == "ms":
+        return f"{x:.1f} ms"
+    if unit == "MB":
+        return f"{x:.1f} MB"
+    if unit == "x":
+        return f"{x:.3f}x"
+    if unit == "bool":
+        return "yes" if x else "no"
+    if unit == "count":
+        return f"{x:g}"
+    return f"{x:.3g} {unit}"
+
+
+def rows(figures: list[FigureResult]) -> list[list[str]]:
+    """Table rows: figure, metric, median, spread, target, verdict."""
+    out = []
+    for f in figures:
+        if f.error and not f.metrics:
+            out.append([f"{f.number}. {f.title}", "(error)", "-", "-", "-", "ERROR"])
+            continue
+        for i, m in enumerate(f.metrics):
+            label = f"{f.number}. {f.title}" if i == 0 else ""
+            spr = "-" if math.isnan(m.lo) else f"{_fmt(m.lo, m.unit)} … {_fmt(m.hi, m.unit)}"
+            tgt = "-" if m.target is None else f"{m.op} {_fmt(m.target, m.unit)}"
+            out.append([label, m.name, _fmt(m.value, m.unit), spr, tgt, m.verdict])
+    return out
+
+
+HEADER = ["figure", "metric", "median", "spread (min … max)", "target", "verdict"]
+
+
+def text_table(figures: list[FigureResult]) -> str:
+    """A fixed-width table for the terminal."""
+    table = [HEADER, *rows(figures)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(figures: list[FigureResult]) -> str:
+    """The same table in Markdown."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for r in rows(figures):
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _ram_gb() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return math.nan
+
+
+def _versions(python: str) -> dict[str, str]:
+    """torch / torch-mlir / pygls versions as installed for `python` (no torch import here)."""
+    code = (
+        "import importlib.metadata as m, json\n"
+        "print(json.dumps({p: m.version(p) for p in "
+        "('torch', 'torch-mlir', 'pygls', 'lsprotocol', 'torch-mlir-lens')}))"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        return dict(json.loads(out.stdout))
+    except Exception as exc:
+        return {"error": str(exc)}
+
+
+def machine(python: str = sys.executable) -> dict[str, Any]:
+    """A description of this machine and the software measured (no paths)."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gb": _ram_gb(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "versions": _versions(python),
+        "loadavg_at_start": [round(x, 2) for x in load],
+    }
+
+
+def write_results(
+    figures: list[FigureResult], out_dir: Path, meta: dict[str, Any], notes: list[str]
+) -> tuple[Path, Path]:
+    """Write results.json and RESULTS.md into `out_dir`; return both paths."""
+    date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    data = {"date": date, **meta, "figures": [f.to_json() for f in figures], "notes": notes}
+    jpath = out_dir / "results.json"
+    jpath.write_text(json.dumps(data, indent=2) + "\n")
+
+    m = meta.get("machine", {})
+    v = m.get("versions", {})
+    md = [
+        "# Benchmark results",
+        "",
+        f"Run {date} with `{meta.get('command', 'make bench')}`.",
+        "",
+        f"- Machine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('ram_gb')} GB RAM, "
+        f"{m.get('os')}; load average at start {m.get('loadavg_at_start')}",
+        f"- Python {m.get('python')}, torch {v.get('torch')}, torch-mlir {v.get('torch-mlir')}, "
+        f"pygls {v.get('pygls')}, torch-mlir-lens {v.get('torch-mlir-lens')}",
+        f"- Repeats: {meta.get('repeats')}",
+        "",
+        "Ratios compare runs interleaved in the same run; absolute times vary with the machine's "
+        "load, ratios much less.",
+        "",
+        markdown_table(figures),
+        "",
+    ]
+    if notes:
+        md += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    md += ["## Per figure", ""]
+    for f in figures:
+        md.append(f"### {f.number}. {f.title} — {f.verdict}")
+        md.append("")
+        if f.error:
+            md += [f"Error: `{f.error.strip().splitlines()[-1] if f.error.strip() else f.error}`",
+                   ""]
+        for k, val in f.details.items():
+            md.append(f"- {k}: {_detail(val)}")
+        md.append("")
+    mpath = out_dir / "RESULTS.md"
+    mpath.write_text("\n".join(md))
+    return jpath, mpath
+
+
+def _detail(val: Any) -> str:
+    if isinstance(val, float):
+        return f"{val:.4g}"
+    if isinstance(val, list) and all(isinstance(x, float) for x in val):
+        return "[" + ", ".join(f"{x:.4g}" for x in val) + "]"
+    return f"{val}"

@@ -1,0 +1,95 @@
+"""`python -m bench.run [--quick] [--smoke] [--only NAME,...] [--out DIR]`: run the figures.
+
+Runs the figures of issue 5 one after another (each side by side with its baseline), prints
+the table (median, spread, target, verdict) and writes results.json and RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from bench.context import Config, Context
+from bench.figures import FIGURES
+from bench.models import WORK
+from bench.report import FigureResult, machine, text_table, write_results
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def select(only: str | None) -> list:
+    """Figure modules named in `only` (numbers or names, comma-separated); all if None."""
+    if not only:
+        return list(FIGURES)
+    wanted = {w.strip() for w in only.split(",") if w.strip()}
+    chosen = [f for f in FIGURES if str(f.NUMBER) in wanted or f.NAME in wanted]
+    unknown = wanted - {str(f.NUMBER) for f in chosen} - {f.NAME for f in chosen}
+    if unknown:
+        names = ", ".join(f"{f.NUMBER}={f.NAME}" for f in FIGURES)
+        raise SystemExit(f"unknown figure(s) {sorted(unknown)}; known: {names}")
+    return chosen
+
+
+async def run_figures(config: Config, figures: list) -> tuple[list[FigureResult], list[str]]:
+    """Run each figure; a figure that raises is recorded as an error, the rest still run."""
+    ctx = Context(config)
+    results = []
+    try:
+        for fig in figures:
+            print(f"[bench] figure {fig.NUMBER}: {fig.TITLE} ...", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            try:
+                res = await fig.run(ctx)
+            except Exception as exc:
+                res = FigureResult(fig.NUMBER, fig.TITLE, error=f"{type(exc).__name__}: {exc}")
+                res.details["traceback"] = traceback.format_exc(limit=6).strip().splitlines()[-6:]
+            res.seconds = time.perf_counter() - t0
+            print(f"[bench]   {res.verdict} in {res.seconds:.1f} s", file=sys.stderr, flush=True)
+            results.append(res)
+    finally:
+        await ctx.close()
+    return results, ctx.notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; exit code 0 even when a figure fails (the table says so)."""
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (debugging)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny models and 1-2 repeats: checks the harness, not the product")
+    ap.add_argument("--only", help="comma-separated figure numbers or names")
+    ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where results files go")
+    ap.add_argument("--work", type=Path, default=WORK, help="scratch directory")
+    ap.add_argument("--note", action="append", default=[], help="a note for RESULTS.md")
+    args = ap.parse_args(argv)
+
+    config = Config.make(quick=args.quick, smoke=args.smoke, work=args.work)
+    figures = select(args.only)
+    meta = {"machine": machine(config.python)}
+    t0 = time.perf_counter()
+    results, notes = asyncio.run(run_figures(config, figures))
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    cmd = "python -m bench.run" + "".join(
+        f" {a}" for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/")
+    )
+    meta.update({
+        "mode": mode,
+        "command": cmd,
+        "total_seconds": round(time.perf_counter() - t0, 1),
+        "repeats": {k: v for k, v in vars(config).items() if isinstance(v, int)
+                    and not isinstance(v, bool)},
+    })
+    args.out.mkdir(parents=True, exist_ok=True)
+    jpath, mpath = write_results(results, args.out, meta, [*args.note, *notes])
+    print()
+    print(text_table(results))
+    print(f"\n{mode} run in {meta['total_seconds']} s; wrote {jpath.name} and {mpath.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
