@@ -1,0 +1,1 @@
+"""The language server: `torch-mlir-lens serve` (see `server.run_server`)."""

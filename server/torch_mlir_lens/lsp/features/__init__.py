@@ -1,0 +1,26 @@
+"""LSP features, one module each; `register_all` wires them onto a server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+
+def register_all(server: LensServer) -> None:
+    """Register every feature's handlers on `server`."""
+    from torch_mlir_lens.lsp.features import (
+        code_actions,
+        code_lens,
+        commands,
+        custom_requests,
+        diagnostics,
+        hover,
+        status,
+        sync,
+    )
+
+    for feature in (status, sync, diagnostics, code_lens, hover, code_actions, commands,
+                    custom_requests):
+        feature.register(server)

@@ -1,0 +1,108 @@
+"""Code lenses above each module, from the AST alone (no lowering).
+
+Known inputs: "Show Linalg IR", "Show TOSA IR", … (`lensTargets`; the client's
+`torchMlirLens.showIr` opens the IR pane) and "Export…"; once the module has been checked, a
+verdict lens "Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓". Unknown inputs: "Set example inputs",
+whose command explains how.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.documents import DocumentState, Verdict
+from torch_mlir_lens.targets import target_title
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+SHOW_IR = "torchMlirLens.showIr"  # client-side command
+EXPORT = "torchMlirLens.exportModule"
+EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
+
+
+def register(server: LensServer) -> None:
+    """Register `textDocument/codeLens`."""
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
+        doc = server.store.get(params.text_document.uri)
+        if doc is None:
+            return []
+        return lenses(server, doc)
+
+
+def lenses(server: LensServer, doc: DocumentState) -> list[types.CodeLens]:
+    """Every lens of a document."""
+    out: list[types.CodeLens] = []
+    lines = doc.lines
+    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    for info in modules:
+        if info.kind != "class" and info.inputs == "missing":
+            continue  # a plain helper function: nothing to lower until given inputs
+        rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
+        out.extend(module_lenses(server, doc, info, rng))
+    return out
+
+
+def module_lenses(
+    server: LensServer, doc: DocumentState, info: discovery.ModuleInfo, rng: types.Range
+) -> list[types.CodeLens]:
+    """The lenses of one module."""
+    uri, name = doc.uri, info.name
+    if info.inputs == "missing":
+        return [_lens(rng, "Set example inputs", EXPLAIN_INPUTS, [{"uri": uri, "module": name}])]
+    out = [
+        _lens(rng, f"Show {target_title(t)} IR", SHOW_IR, [uri, name, t])
+        for t in server.settings.lens_targets
+    ]
+    out.append(
+        _lens(rng, "Export…", EXPORT, [
+            {"uri": uri, "module": name, "target": server.settings.default_target}
+        ])
+    )
+    verdicts = doc.verdicts.get(name)
+    if verdicts:
+        title, target = verdict_title(verdicts, server.settings.diagnostic_targets,
+                                      server.settings.default_target)
+        if title:
+            out.append(_lens(rng, title, SHOW_IR, [uri, name, target]))
+    return out
+
+
+def verdict_title(
+    verdicts: dict[str, Verdict], backends: tuple[str, ...], default_target: str
+) -> tuple[str, str]:
+    """"Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓", and the target its click shows."""
+    parts = []
+    first_bad = None
+    errors = {v.error for v in verdicts.values() if v.error}
+    if errors and all(v.error for v in verdicts.values()):
+        message = next(iter(errors)).splitlines()[0] if errors else ""
+        if len(message) > 60:
+            message = message[:57] + "…"
+        return f"✗ {message}", default_target
+    for target in backends:
+        verdict = verdicts.get(target)
+        if verdict is None:
+            continue
+        if verdict.ok:
+            parts.append(f"{target_title(target)} ✓")
+            continue
+        first_bad = first_bad or target
+        if verdict.unsupported:
+            n = len(verdict.unsupported)
+            parts.append(f"{target_title(target)} ✗ {n} op{'s' if n != 1 else ''}")
+        else:
+            parts.append(f"{target_title(target)} ✗")
+    return " · ".join(parts), first_bad or default_target
+
+
+def _lens(rng: types.Range, title: str, command: str, arguments: list[object]) -> types.CodeLens:
+    return types.CodeLens(
+        range=rng, command=types.Command(title=title, command=command, arguments=arguments)
+    )

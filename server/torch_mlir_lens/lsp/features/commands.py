@@ -1,0 +1,217 @@
+"""`workspace/executeCommand`: export a module, export a reproducer, explain inputs, verify.
+
+- `torchMlirLens.exportModule` [{uri, module, target?, output?, bytecode?, overwrite?}] →
+  {path, uri, bytes}. The engine writes atomically. An existing file is never replaced unless
+  `overwrite: true` (the client asks the user first); without `output` the file goes next to
+  the source under a name that is not taken yet.
+- `torchMlirLens.exportRepro` [{uri, module, target?, outputDir?}] → {mlirPath, command}.
+- `torchMlirLens.explainInputs` [{uri, module}] → {message, template}; also shown.
+- `torchMlirLens.verify` [{uri, module, rtol?, atol?}] → the worker's verify result.
+(`torchMlirLens.showIr` is the client's own command: the server does not register it.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.targets import TARGETS
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.engine import Engine, ModuleJob
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+EXPORT = "torchMlirLens.exportModule"
+EXPORT_REPRO = "torchMlirLens.exportRepro"
+EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
+VERIFY = "torchMlirLens.verify"
+REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
+CONTENT_MODIFIED = -32801
+
+
+def register(server: LensServer) -> None:
+    """Register the server-side commands."""
+
+    @server.command(EXPORT)
+    async def export_module(*args: Any) -> dict[str, Any]:
+        return await export(server, _single_arg(args))
+
+    @server.command(EXPORT_REPRO)
+    async def export_repro(*args: Any) -> dict[str, Any]:
+        return await repro(server, _single_arg(args))
+
+    @server.command(EXPLAIN_INPUTS)
+    def explain_inputs(*args: Any) -> dict[str, Any]:
+        return explain(server, _single_arg(args))
+
+    @server.command(VERIFY)
+    async def verify_module(*args: Any) -> Any:
+        return await verify(server, _single_arg(args))
+
+
+def _single_arg(args: tuple[Any, ...]) -> Mapping[str, Any]:
+    arg = convert.to_plain(args[0]) if args else None
+    if not isinstance(arg, Mapping):
+        raise JsonRpcInvalidParams("expected one object argument: {uri, module, ...}")
+    return arg
+
+
+def lens_error(err: LensError) -> JsonRpcException:
+    """A LensError as the JSON-RPC error of a request: message plus {kind, uri, line}."""
+    code = CONTENT_MODIFIED if err.kind == ErrorKind.CANCELLED else REQUEST_FAILED
+    data = {
+        "kind": err.kind,
+        "uri": convert.path_to_uri(err.file) if err.file else None,
+        "line": err.line,
+    }
+    return JsonRpcException(message=err.message, code=code, data=data)
+
+
+def document_and_module(
+    server: LensServer, args: Mapping[str, Any]
+) -> tuple[DocumentState, discovery.ModuleInfo | None, str]:
+    """The document, the module's static info (None if not found) and the module name."""
+    uri, module = args.get("uri"), args.get("module")
+    if not isinstance(uri, str) or not isinstance(module, str) or not module:
+        raise JsonRpcInvalidParams("`uri` and `module` are required")
+    try:
+        doc = load_document(server.store, uri)
+    except OSError as exc:
+        raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
+    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    info = next((m for m in modules if m.name == module), None)
+    return doc, info, module
+
+
+def _job(server: LensServer, doc: DocumentState, module: str) -> ModuleJob:
+    try:
+        return server.service.job(doc, module)
+    except LensError as err:
+        raise lens_error(err) from None
+
+
+def _target(server: LensServer, args: Mapping[str, Any]) -> str:
+    target = args.get("target") or server.settings.default_target
+    if not isinstance(target, str) or target not in TARGETS or target == "fx":
+        raise JsonRpcInvalidParams(f"unknown target {target!r}")
+    return target
+
+
+def _path_arg(value: Any, base: str | None) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    path = convert.uri_to_path(value) if value.startswith("file:") else value
+    if path is None:
+        return None
+    if not os.path.isabs(path) and base:
+        path = os.path.join(base, path)
+    return os.path.abspath(path)
+
+
+def free_path(folder: str, stem: str, suffix: str) -> str:
+    """`folder/stem.suffix`, or `stem-2.suffix`, … : the first name not taken."""
+    candidate = os.path.join(folder, stem + suffix)
+    n = 2
+    while os.path.exists(candidate):
+        candidate = os.path.join(folder, f"{stem}-{n}{suffix}")
+        n += 1
+    return candidate
+
+
+async def export(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
+    doc, _info, module = document_and_module(server, args)
+    target = _target(server, args)
+    bytecode = bool(args.get("bytecode", False))
+    folder = os.path.dirname(doc.path) if doc.path else server.workspace_root
+    output = _path_arg(args.get("output"), server.workspace_root or folder)
+    if output is None:
+        if folder is None:
+            raise JsonRpcInvalidParams("`output` is required for an unsaved file")
+        stem = f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
+        output = free_path(folder, stem, ".mlirbc" if bytecode else ".mlir")
+    elif os.path.exists(output) and args.get("overwrite") is not True:
+        raise JsonRpcException(
+            message=f"{output} exists; pass overwrite: true to replace it",
+            code=REQUEST_FAILED, data={"kind": "exists", "path": output},
+        )
+    job = _job(server, doc, module)
+
+    async def run(engine: Engine) -> dict[str, Any]:
+        return await engine.export(job, target, output, bytecode)
+
+    try:
+        result = await server.service.call(f"exporting {module}", run)
+    except LensError as err:
+        raise lens_error(err) from None
+    path = result.get("path", output)
+    log.info("exported %s (%s) to %s", module, target, path)
+    server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
+    return {"path": path, "uri": convert.path_to_uri(path), "bytes": result.get("bytes")}
+
+
+async def repro(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
+    doc, _info, module = document_and_module(server, args)
+    target = _target(server, args)
+    output_dir = _path_arg(args.get("outputDir"), server.workspace_root)
+    if output_dir is None:
+        output_dir = tempfile.mkdtemp(prefix=f"torch-mlir-lens-repro-{module}-")
+    job = _job(server, doc, module)
+
+    async def run(engine: Engine) -> dict[str, Any]:
+        return await engine.repro(job, target, output_dir)
+
+    try:
+        result = await server.service.call(f"writing a reproducer for {module}", run)
+    except LensError as err:
+        raise lens_error(err) from None
+    out: dict[str, Any] = convert.camel_keys(dict(result))
+    if "mlirPath" in out:
+        out["mlirUri"] = convert.path_to_uri(out["mlirPath"])
+    return out
+
+
+def explain(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+    """How to give a module example inputs, with the comment to paste."""
+    doc, info, module = document_and_module(server, args)
+    template = discovery.input_template(info, doc.text).strip() if info else (
+        "# torch-mlir-lens: inputs=(torch.randn(2, 16),)"
+    )
+    message = (
+        f"Torch-MLIR Lens needs example inputs to lower {module}. Put this comment on the line "
+        f"above the class (the quick fix on the class name does it): {template} — or give "
+        "an `example_input_array` attribute / `example_inputs()` method, or map the class in "
+        "the `torchMlirLens.exampleInputs` setting."
+    )
+    server.show(message)
+    return {"message": message, "template": template}
+
+
+async def verify(server: LensServer, args: Mapping[str, Any]) -> Any:
+    """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`)."""
+    doc, _info, module = document_and_module(server, args)
+    job = _job(server, doc, module)
+    request = {**job.to_json(), "op": "verify"}
+    for key in ("rtol", "atol"):
+        if isinstance(args.get(key), int | float):
+            request[key] = args[key]
+
+    async def run(engine: Engine) -> Any:
+        return await engine.run(request)
+
+    try:
+        return convert.camel_keys(await server.service.call(f"verifying {module}", run))
+    except LensError as err:
+        raise lens_error(err) from None

@@ -1,0 +1,209 @@
+"""Custom requests for the client's IR panes (camelCase, docs/contracts.md).
+
+- `torchMlirLens/lower` {uri, module? | position?, target? | pipeline?, printAfterAll?} →
+  {module, target, ok, ir, map: [{irLine, uri, line, depth}], diagnostics, stats, timings,
+  passes?}. `pipeline` is a name from the `pipelines` setting or a pipeline string. A failure
+  that produced no IR at all answers `ok: false` with the error as its one diagnostic and
+  `error: {kind, message, uri, line}`; a lowering superseded by a newer text answers the
+  LSP error ContentModified.
+- `torchMlirLens/modules` {uri} → {modules: [{name, kind, range, selectionRange,
+  forwardRange, inputs, parents}]} (static; works untrusted).
+- `torchMlirLens/verify` {uri, module} → the verify result (camelCase).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.lsp.features import commands
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+LOWER = "torchMlirLens/lower"
+MODULES = "torchMlirLens/modules"
+VERIFY = "torchMlirLens/verify"
+
+
+def register(server: LensServer) -> None:
+    """Register the custom requests."""
+
+    @server.feature(LOWER)
+    async def lower(params: Any) -> dict[str, Any]:
+        return await lower_request(server, _plain(params))
+
+    @server.feature(MODULES)
+    def modules(params: Any) -> dict[str, Any]:
+        args = _plain(params)
+        doc = _document(server, args)
+        return {"modules": modules_json(server, doc)}
+
+    @server.feature(VERIFY)
+    async def verify(params: Any) -> Any:
+        return await commands.verify(server, _plain(params))
+
+
+def _plain(params: Any) -> Mapping[str, Any]:
+    value = convert.to_plain(params)
+    if not isinstance(value, Mapping):
+        raise JsonRpcInvalidParams("expected an object")
+    return value
+
+
+def _document(server: LensServer, args: Mapping[str, Any]) -> DocumentState:
+    uri = args.get("uri")
+    if not isinstance(uri, str):
+        raise JsonRpcInvalidParams("`uri` is required")
+    try:
+        return load_document(server.store, uri)
+    except OSError as exc:
+        raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
+
+
+def modules_json(server: LensServer, doc: DocumentState) -> list[dict[str, Any]]:
+    """The document's modules with their ranges and input status."""
+    lines = doc.lines
+    out = []
+    for info in doc.modules(dict(server.settings.example_inputs), server.workspace_root):
+        start = (info.decorator_line or info.line) - 1
+        out.append({
+            "name": info.name,
+            "kind": info.kind,
+            "range": _block_range(lines, start, info.end_line - 1),
+            "selectionRange": convert.name_range(
+                lines, info.line, info.name_col, info.name_end_col, info.name
+            ),
+            "forwardRange": (
+                _block_range(lines, info.forward_line - 1, info.forward_end_line - 1)
+                if info.forward_line and info.forward_end_line else None
+            ),
+            "inputs": info.inputs,
+            "parents": list(info.parent_candidates),
+        })
+    return [convert.camel_keys(_unstructure(m)) for m in out]
+
+
+def _block_range(lines: list[str], first: int, last: int) -> types.Range:
+    last_text = lines[last] if 0 <= last < len(lines) else ""
+    return types.Range(
+        start=types.Position(line=max(first, 0), character=0),
+        end=types.Position(line=max(last, 0), character=len(last_text)),
+    )
+
+
+def _unstructure(value: Any) -> Any:
+    if isinstance(value, types.Range):
+        return {
+            "start": {"line": value.start.line, "character": value.start.character},
+            "end": {"line": value.end.line, "character": value.end.character},
+        }
+    if isinstance(value, dict):
+        return {k: _unstructure(v) for k, v in value.items()}
+    return value
+
+
+def _module_name(server: LensServer, doc: DocumentState, args: Mapping[str, Any]) -> str:
+    module = args.get("module")
+    if isinstance(module, str) and module:
+        return module
+    position = args.get("position")
+    if isinstance(position, Mapping) and isinstance(position.get("line"), int):
+        modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+        info = discovery.module_at_line(modules, position["line"] + 1)
+        if info is not None:
+            return info.name
+        raise JsonRpcInvalidParams("no module at that position")
+    raise JsonRpcInvalidParams("`module` or `position` is required")
+
+
+def _pipeline(server: LensServer, args: Mapping[str, Any]) -> str | None:
+    pipeline = args.get("pipeline")
+    if pipeline is None or pipeline == "":
+        return None
+    if not isinstance(pipeline, str):
+        raise JsonRpcInvalidParams("`pipeline` must be a string")
+    if pipeline in server.settings.pipelines:
+        return server.settings.pipelines[pipeline]
+    if "(" in pipeline:
+        return pipeline  # a literal pass pipeline
+    names = ", ".join(sorted(server.settings.pipelines)) or "none configured"
+    raise JsonRpcInvalidParams(f"unknown pipeline {pipeline!r} (named pipelines: {names})")
+
+
+async def lower_request(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Answer `torchMlirLens/lower`."""
+    doc = _document(server, args)
+    module = _module_name(server, doc, args)
+    pipeline = _pipeline(server, args)
+    target = args.get("target") or server.settings.default_target
+    if pipeline is None and (not isinstance(target, str) or target not in TARGETS):
+        raise JsonRpcInvalidParams(f"unknown target {target!r}")
+    print_after_all = bool(args.get("printAfterAll", False))
+    token = args.get("workDoneToken")
+    try:
+        result = await _lower(server, doc, module, target, pipeline, print_after_all, token)
+    except LensError as err:
+        if err.kind == ErrorKind.CANCELLED:
+            raise commands.lens_error(err) from None
+        return error_json(module, CUSTOM_TARGET if pipeline else target, err)
+    return convert.lower_result_json(result)
+
+
+async def _lower(
+    server: LensServer,
+    doc: DocumentState,
+    module: str,
+    target: str,
+    pipeline: str | None,
+    print_after_all: bool,
+    token: Any,
+) -> LowerResult:
+    service = server.service
+    plain = pipeline is None and not print_after_all
+    if plain and target in server.settings.check_targets:
+        # The check lowering (shared with hover and diagnostics, cached on the document).
+        results = await service.check(doc, module, progress_token=token, progress=True)
+        if target in results:
+            return results[target]
+    if plain and (module, target) in doc.results:
+        return doc.results[(module, target)]
+    generation = doc.generation
+    results_list = await service.lower(
+        doc, module, [] if pipeline else [target], pipeline=pipeline,
+        print_after_all=print_after_all, progress_token=token, progress=True,
+    )
+    if not results_list:
+        raise LensError(ErrorKind.LOWERING_ERROR, "the engine returned no result")
+    result = results_list[-1]
+    if plain and doc.generation == generation and server.store.get(doc.uri) is doc:
+        doc.results[(module, target)] = result
+    return result
+
+
+def error_json(module: str, target: str, err: LensError) -> dict[str, Any]:
+    """The `lower` answer of a lowering that produced no IR at all."""
+    diag = convert.diagnostic_json(err.to_diagnostic(target))
+    return {
+        "module": module,
+        "target": target,
+        "ok": False,
+        "ir": "",
+        "map": [],
+        "diagnostics": [diag],
+        "stats": {},
+        "timings": {},
+        "error": {"kind": err.kind, "message": err.message, "uri": diag["uri"],
+                  "line": err.line},
+    }

@@ -1,0 +1,190 @@
+"""Hover: the MLIR a source line became, at the default target, plus a verdict per backend.
+
+Any line whose ops map to it counts, at any depth of the user-frame chain: the line in a
+submodule's `forward` and the parent line that called the submodule both show the ops.
+Answers from the document's cached check results when it can; otherwise lowers the module
+under the cursor on demand (with work-done progress). A line that produced no ops gets no
+hover (null), never an empty one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.documents import DocumentState
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.targets import target_title
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+MAX_IR_LINES = 24
+MAX_IR_LINE_CHARS = 160
+MAX_ON_DEMAND = 3  # modules lowered at most for one hover
+
+
+def register(server: LensServer) -> None:
+    """Register `textDocument/hover`."""
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(params: types.HoverParams) -> types.Hover | None:
+        doc = server.store.get(params.text_document.uri)
+        if doc is None or not doc.path:
+            return None
+        return await hover_line(server, doc, params.position.line + 1, params.work_done_token)
+
+
+async def hover_line(
+    server: LensServer,
+    doc: DocumentState,
+    line: int,
+    token: types.ProgressToken | None = None,
+) -> types.Hover | None:
+    """The hover of 1-based `line`, lowering on demand when no cached result covers it."""
+    lines = doc.lines
+    if not 0 < line <= len(lines):
+        return None
+    code = lines[line - 1].strip()
+    if not code or code.startswith("#"):
+        return None
+    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    order = _preferred_order(modules, line)
+    target = server.settings.default_target
+
+    found = _from_cache(doc, order, target, line)
+    if found is None and server.trusted:
+        generation = doc.generation
+        for info in _candidates(modules, order, line):
+            if (info.name, target) in doc.results:
+                continue  # already lowered: that result does not map the line
+            try:
+                results = await server.service.check(doc, info.name, progress_token=token,
+                                                     progress=True)
+            except LensError as err:
+                if err.kind == ErrorKind.CANCELLED:
+                    return None
+                log.info("hover: %s could not be lowered: %s", info.name, err.message)
+                continue
+            if doc.generation != generation:
+                return None  # the text changed meanwhile: this hover is stale
+            result = results.get(target)
+            if result is not None and _ir_lines(result, doc.path, line):
+                found = (info.name, result)
+                break
+    if found is None:
+        return None
+    module, result = found
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown,
+            value=render(server, doc, module, result, line),
+        ),
+        range=convert.line_range(lines, line),
+    )
+
+
+def _preferred_order(modules: list[discovery.ModuleInfo], line: int) -> list[str]:
+    """Module names, the one under the cursor first, then its parents, then the rest."""
+    here = discovery.module_at_line(modules, line)
+    names: list[str] = []
+    if here is not None:
+        names.append(here.name)
+        names.extend(getattr(here, "parent_candidates", None) or [])
+    names.extend(m.name for m in modules)
+    return list(dict.fromkeys(names))
+
+
+def _from_cache(
+    doc: DocumentState, order: list[str], target: str, line: int
+) -> tuple[str, LowerResult] | None:
+    for name in order:
+        result = doc.results.get((name, target))
+        if result is not None and _ir_lines(result, doc.path, line):
+            return name, result
+    return None
+
+
+def _candidates(
+    modules: list[discovery.ModuleInfo], order: list[str], line: int
+) -> list[discovery.ModuleInfo]:
+    """Modules worth lowering for this line: it must lie in a module or function."""
+    by_name = {m.name: m for m in modules}
+    if not any(m.line <= line <= m.end_line for m in modules):
+        return []  # imports, module-level code: no lowering for those
+    known = [by_name[n] for n in order if n in by_name and by_name[n].inputs != "missing"]
+    return known[:MAX_ON_DEMAND]
+
+
+def _ir_lines(result: LowerResult, path: str | None, line: int) -> list[int]:
+    """The (sorted) IR lines mapped to `line` of `path` at any depth."""
+    if not path:
+        return []
+    want = os.path.normcase(os.path.normpath(path))
+    hits = {
+        m.ir_line for m in result.map
+        if m.line == line and os.path.normcase(os.path.normpath(m.file)) == want
+    }
+    return sorted(hits)
+
+
+def render(
+    server: LensServer, doc: DocumentState, module: str, result: LowerResult, line: int
+) -> str:
+    """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
+    ir = result.ir.splitlines()
+    wanted = [n for n in _ir_lines(result, doc.path, line) if 0 < n <= len(ir)]
+    shown = [_clip(ir[n - 1]) for n in wanted[:MAX_IR_LINES]]
+    rest = len(wanted) - len(shown)
+    title = target_title(result.target)
+    header = f"**{title}** · `{module}` · line {line}"
+    if not result.ok:
+        header += f" — {title} lowering failed; showing the last IR reached"
+    body = "\n".join(_dedent(shown))
+    if rest > 0:
+        body += f"\n// … {rest} more line{'s' if rest != 1 else ''}"
+    parts = [header, f"```mlir\n{body}\n```"]
+    verdict = verdict_line(server, doc, module, line)
+    if verdict:
+        parts.append(verdict)
+    return "\n\n".join(parts)
+
+
+def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int) -> str:
+    """"linalg ✓ · tosa ✗ aten.roll · stablehlo ✓" for the backends checked so far."""
+    parts = []
+    want = os.path.normcase(os.path.normpath(doc.path or ""))
+    for target in server.settings.diagnostic_targets:
+        result = doc.results.get((module, target))
+        if result is None:
+            continue
+        ops = [
+            convert.short_op(d.op) or "?"
+            for d in result.diagnostics
+            if d.kind == ErrorKind.UNSUPPORTED_OP and d.line == line
+            and (d.file is None or os.path.normcase(os.path.normpath(d.file)) == want)
+        ]
+        any_unsupported = any(d.kind == ErrorKind.UNSUPPORTED_OP for d in result.diagnostics)
+        if ops:
+            parts.append(f"{target} ✗ {', '.join(dict.fromkeys(ops))}")
+        elif result.ok or any_unsupported:
+            parts.append(f"{target} ✓")
+        else:
+            parts.append(f"{target} ✗ (lowering failed)")
+    return " · ".join(parts)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_IR_LINE_CHARS else text[: MAX_IR_LINE_CHARS - 1] + "…"
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    indent = min((len(s) - len(s.lstrip()) for s in lines if s.strip()), default=0)
+    return [s[indent:] for s in lines]

@@ -1,0 +1,179 @@
+"""Life cycle, settings and trust: initialize, configuration changes, shutdown, server info.
+
+- `initialize` reads `initializationOptions` (`trusted`, `settings`).
+- `initialized` starts the lowering worker in the background (trusted workspaces only) and
+  pulls `workspace/configuration`; `workspace/didChangeConfiguration` pulls it again, so a
+  changed setting takes effect without a restart.
+- `torchMlirLens/setTrusted` (notification) turns user-code execution on or off.
+- `torchMlirLens/serverInfo` (request) answers `{pid, version, torchImported, trusted,
+  status, settings, engine}`; tests and benchmarks use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
+from torch_mlir_lens.lsp.settings import SECTION, parse_settings, section_of
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+SET_TRUSTED = "torchMlirLens/setTrusted"
+SERVER_INFO = "torchMlirLens/serverInfo"
+UNTRUSTED_MESSAGE = (
+    "Torch-MLIR Lens: this workspace is not trusted, so no user code is run: module list and "
+    "lenses only, no IR, hovers or diagnostics. Trust the workspace to enable lowering."
+)
+
+
+def register(server: LensServer) -> None:
+    """Register the life-cycle handlers."""
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(params: types.InitializeParams) -> None:
+        options = convert.to_plain(params.initialization_options) or {}
+        if not isinstance(options, Mapping):
+            options = {}
+        trusted = options.get("trusted")
+        # No trust concept in the client (e.g. a plain Neovim setup): the user started us.
+        server.trusted = trusted if isinstance(trusted, bool) else True
+        server.init_settings = dict(section_of(options.get("settings")) or {})
+        server.workspace_root = _workspace_root(params)
+        apply_settings(server, None, initial=True)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(params: types.InitializedParams) -> None:
+        server.initialized = True
+        log.info(
+            "torch-mlir-lens %s (pid %d, trusted=%s)", server.version, os.getpid(),
+            server.trusted,
+        )
+        if not server.trusted:
+            announce_untrusted(server)
+        else:
+            server.service.start()
+        await pull_settings(server)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
+        payload = convert.to_plain(params.settings)
+        if isinstance(payload, Mapping) and isinstance(payload.get("trusted"), bool):
+            set_trusted(server, payload["trusted"])
+        await pull_settings(server, pushed=section_of(payload))
+
+    @server.feature(SET_TRUSTED)
+    def on_set_trusted(params: Any) -> None:
+        value = convert.to_plain(params) or {}
+        trusted = value.get("trusted") if isinstance(value, Mapping) else None
+        if isinstance(trusted, bool):
+            set_trusted(server, trusted)
+
+    @server.feature(types.SHUTDOWN)
+    async def on_shutdown(params: Any) -> None:
+        await server.service.stop()
+
+    @server.feature(SERVER_INFO)
+    async def server_info(params: Any) -> dict[str, Any]:
+        settings = convert.camel_keys(
+            {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.settings).items()}
+        )
+        return {
+            "pid": os.getpid(),
+            "version": server.version,
+            "torchImported": "torch" in sys.modules,
+            "torchMlirImported": "torch_mlir" in sys.modules,
+            "trusted": server.trusted,
+            "status": server.service.status,
+            "settings": settings,
+            "engine": convert.camel_keys(await server.service.stats()),
+        }
+
+
+def _workspace_root(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return convert.uri_to_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return convert.uri_to_path(params.root_uri)
+    return params.root_path
+
+
+async def pull_settings(server: LensServer, pushed: Mapping[str, Any] | None = None) -> None:
+    """Fetch `torchMlirLens` from the client (if it can answer) and apply it."""
+    pulled: Mapping[str, Any] | None = None
+    if server.client_supports("workspace.configuration"):
+        try:
+            items = [types.ConfigurationItem(section=SECTION)]
+            answer = await asyncio.wait_for(
+                server.workspace_configuration_async(types.ConfigurationParams(items=items)), 10
+            )
+            pulled = section_of(convert.to_plain(answer[0])) if answer else None
+            if pulled is None and answer and isinstance(answer[0], Mapping):
+                pulled = answer[0]  # the section itself, nothing set yet: {}
+        except Exception as exc:
+            log.warning("could not read the workspace configuration: %s", exc)
+    apply_settings(server, pulled if pulled is not None else pushed)
+
+
+def apply_settings(
+    server: LensServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
+) -> None:
+    """Make new settings effective: engine limits, caches, lenses and diagnostics."""
+    new, problems = parse_settings(server.init_settings, client_settings)
+    for problem in problems:
+        log.warning(problem)
+    old, server.settings = server.settings, new
+    if initial or old == new:
+        return
+    log.info("settings changed")
+    server.service.update_config()
+    results_changed = old.results_key() != new.results_key()
+    for doc in server.store:
+        if results_changed:
+            doc.forget_results()
+            doc.forget_modules()
+    diagnostics.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
+
+
+def _checks_changed(old: Any, new: Any) -> bool:
+    return bool(
+        old.check_targets != new.check_targets or old.diagnostics != new.diagnostics
+    )
+
+
+def announce_untrusted(server: LensServer) -> None:
+    """Say once, and in the status, why nothing is lowered."""
+    server.service.set_status(UNTRUSTED, "workspace not trusted: no user code is run")
+    if not server.untrusted_announced:
+        server.untrusted_announced = True
+        server.show(UNTRUSTED_MESSAGE, types.MessageType.Warning)
+    log.warning("workspace not trusted: no user code will be run")
+
+
+def set_trusted(server: LensServer, trusted: bool) -> None:
+    """Turn user-code execution on (start the worker, check open files) or off."""
+    if trusted == server.trusted:
+        return
+    server.trusted = trusted
+    if trusted:
+        log.info("workspace trusted: starting the lowering worker")
+        server.service.start()
+        diagnostics.recheck_all(server, lowering=True)
+    else:
+        server.background(server.service.stop())
+        announce_untrusted(server)
+        for doc in server.store:
+            doc.forget_results()
+        diagnostics.recheck_all(server, lowering=True)

@@ -1,0 +1,51 @@
+"""Document synchronisation: keep `DocumentStore` in step with the editor's buffers.
+
+pygls applies the edits to its own workspace first; this mirrors the resulting text into
+the document state (which drops its results and moves its diagnostics) and lets the
+diagnostics feature decide whether to check now, later or not at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp.features import diagnostics
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+
+def register(server: LensServer) -> None:
+    """Register the text-document sync handlers."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        doc = server.store.open(item.uri, item.text, item.version)
+        diagnostics.on_open(server, doc)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        text = server.workspace.get_text_document(uri).source
+        doc = server.store.get(uri)
+        if doc is None:
+            doc = server.store.open(uri, text, params.text_document.version)
+        else:
+            doc.update(text, params.text_document.version)
+        server.service.invalidate(doc.path)
+        diagnostics.on_change(server, doc)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(params: types.DidSaveTextDocumentParams) -> None:
+        doc = server.store.get(params.text_document.uri)
+        if doc is not None:
+            diagnostics.on_save(server, doc)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        doc = server.store.close(params.text_document.uri)
+        if doc is not None:
+            diagnostics.on_close(server, doc)

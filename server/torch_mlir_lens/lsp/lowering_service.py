@@ -1,0 +1,394 @@
+"""The one way from language features to the lowering engine.
+
+Everything that runs user code goes through `LoweringService`: the trust gate (an untrusted
+workspace never starts the worker), sharing one lowering between the features that ask for
+the same module at the same text, cancelling lowerings of stale text, work-done progress, the
+`torchMlirLens/status` notifications, and caching check results on the document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp.documents import DocumentState, Verdict
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.engine import Engine, ModuleJob
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+UNTRUSTED = "untrusted"  # LensError kind: the workspace is not trusted
+STATUS = "torchMlirLens/status"
+
+
+@dataclass
+class _Flight:
+    """One lowering under way, shared by every caller that wants exactly it."""
+
+    generation: int
+    spec: tuple[Any, ...]
+    task: asyncio.Task[list[LowerResult]] | None = None
+    waiters: int = 0
+    cancel_on_abandon: bool = True
+
+
+@dataclass
+class _Status:
+    state: str = "starting"
+    detail: str | None = None
+    busy: int = 0
+    sent: tuple[str, str | None] | None = field(default=None)
+
+
+class LoweringService:
+    """Schedules lowerings on the engine for the language features."""
+
+    def __init__(self, server: LensServer) -> None:
+        self._server = server
+        self.engine: Engine | None = None
+        self._start_task: asyncio.Task[None] | None = None
+        self._flights: dict[tuple[str, str], list[_Flight]] = {}
+        self._status = _Status()
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    @property
+    def trusted(self) -> bool:
+        return self._server.trusted
+
+    def start(self) -> None:
+        """Start (warm) the worker in the background, if the workspace is trusted."""
+        if not self.trusted:
+            self.set_status(UNTRUSTED, "workspace not trusted: no user code is run")
+            return
+        if self.engine is not None:
+            return
+        from torch_mlir_lens.engine import Engine, EngineConfig  # no torch import
+
+        settings = self._server.settings
+        self.engine = Engine(
+            EngineConfig(
+                python=sys.executable,
+                timeout_s=settings.timeout_seconds,
+                memory_limit_mb=settings.memory_limit_mb,
+            ),
+            on_output=self._worker_output,
+        )
+        self.set_status("starting", "starting the lowering worker")
+        self._start_task = asyncio.ensure_future(self._warm(self.engine))
+
+    async def _warm(self, engine: Engine) -> None:
+        try:
+            await engine.start()
+            await engine.wait_ready()
+        except Exception as exc:  # the worker may fail to start: say so, keep serving
+            log.error("lowering worker failed to start: %s", exc)
+            self.set_status("error", f"lowering worker failed to start: {exc}")
+            return
+        log.info("lowering worker ready")
+        if self._status.busy == 0:
+            self.set_status("ready")
+
+    def _worker_output(self, stream: str, text: str) -> None:
+        """What the worker (user code) printed goes to the log, never to our stdout."""
+        for line in text.rstrip().splitlines():
+            log.info("[worker %s] %s", stream, line)
+
+    async def stop(self) -> None:
+        """Stop the worker (shutdown, or trust withdrawn)."""
+        for flights in self._flights.values():
+            for flight in flights:
+                if flight.task is not None:
+                    flight.task.cancel()
+        self._flights.clear()
+        engine, self.engine = self.engine, None
+        if self._start_task is not None:
+            self._start_task.cancel()
+            self._start_task = None
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                await engine.stop()
+
+    def update_config(self) -> None:
+        """Apply time-out and memory settings to a running engine."""
+        if self.engine is None:
+            return
+        settings = self._server.settings
+        try:
+            self.engine.update_config(
+                timeout_s=settings.timeout_seconds, memory_limit_mb=settings.memory_limit_mb
+            )
+        except Exception as exc:
+            log.warning("could not apply engine settings: %s", exc)
+
+    def invalidate(self, path: str | None) -> None:
+        """Tell the engine a file's text changed (files importing it may lower differently)."""
+        if self.engine is not None and path:
+            with contextlib.suppress(Exception):
+                self.engine.invalidate(path)
+
+    # -- status -------------------------------------------------------------------------
+
+    def set_status(self, state: str, detail: str | None = None) -> None:
+        """Send `torchMlirLens/status` when the state or its detail changed."""
+        self._status.state, self._status.detail = state, detail
+        if self._status.sent == (state, detail):
+            return
+        self._status.sent = (state, detail)
+        payload: dict[str, Any] = {"state": state}
+        if detail:
+            payload["detail"] = detail
+        with contextlib.suppress(Exception):
+            self._server.protocol.notify(STATUS, payload)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return {"state": self._status.state, "detail": self._status.detail}
+
+    @contextlib.contextmanager
+    def _busy(self, what: str) -> Any:
+        self._status.busy += 1
+        self.set_status("lowering", what)
+        try:
+            yield
+        finally:
+            self._status.busy -= 1
+            if self._status.busy == 0 and self._status.state == "lowering":
+                self.set_status("ready")
+
+    # -- jobs ---------------------------------------------------------------------------
+
+    def _engine_or_raise(self) -> Engine:
+        if not self.trusted:
+            raise LensError(
+                UNTRUSTED, "The workspace is not trusted: Torch-MLIR Lens runs no user code."
+            )
+        if self.engine is None:
+            self.start()
+        assert self.engine is not None
+        return self.engine
+
+    def job(self, doc: DocumentState, module: str) -> ModuleJob:
+        """The engine job for `module` of the document's current text."""
+        from torch_mlir_lens.engine import ModuleJob
+
+        if not doc.path:
+            raise LensError(
+                ErrorKind.BAD_REQUEST, "Save the file first: only files on disk can be lowered."
+            )
+        settings = self._server.settings
+        return ModuleJob(
+            path=doc.path,
+            text=doc.text,
+            module=module,
+            settings_inputs=dict(settings.example_inputs),
+            workspace=self._server.workspace_root,
+            strict=settings.strict_export,
+        )
+
+    async def lower(
+        self,
+        doc: DocumentState,
+        module: str,
+        targets: list[str] | None = None,
+        *,
+        pipeline: str | None = None,
+        print_after_all: bool = False,
+        progress_token: types.ProgressToken | None = None,
+        progress: bool = False,
+        cancel_on_abandon: bool = True,
+    ) -> list[LowerResult]:
+        """Lower `module` of the document's current text (shared, cancellable).
+
+        Callers asking for the same lowering of the same text share one engine call. A
+        caller cancelled (`$/cancelRequest`) stops waiting at once; when nobody waits any
+        more and `cancel_on_abandon`, the engine cancels the job (killing the worker if it
+        is running). Checks pass False: their results are wanted by the other features
+        anyway, and a hover the mouse left must not restart the worker. A lowering of an
+        older text is dropped or killed by the engine when the newer one is submitted.
+        """
+        engine = self._engine_or_raise()
+        job = self.job(doc, module)
+        spec = (tuple(targets or ()), pipeline, print_after_all)
+        key = (doc.uri, module)
+        generation = doc.generation
+
+        flights = self._flights.setdefault(key, [])
+        flights[:] = [f for f in flights if f.generation >= generation]
+        flight = next((f for f in flights if f.generation == generation and f.spec == spec), None)
+        if flight is None:
+            flight = _Flight(generation, spec, cancel_on_abandon=cancel_on_abandon)
+            run = self._run(
+                engine, job, key, flight, list(targets or []), pipeline, print_after_all,
+                progress_token, progress,
+            )
+            flight.task = asyncio.ensure_future(run)
+            flights.append(flight)
+            flight.task.add_done_callback(functools.partial(self._forget, key, flight))
+        else:
+            flight.cancel_on_abandon = flight.cancel_on_abandon and cancel_on_abandon
+        return await self._wait(flight)
+
+    def _forget(self, key: tuple[str, str], flight: _Flight, _task: object = None) -> None:
+        flights = self._flights.get(key)
+        if flights and flight in flights:
+            flights.remove(flight)
+        if key in self._flights and not self._flights[key]:
+            del self._flights[key]
+
+    async def _wait(self, flight: _Flight) -> list[LowerResult]:
+        assert flight.task is not None
+        flight.waiters += 1
+        try:
+            return await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                # This caller was cancelled; the lowering goes on if others still want it.
+                if flight.waiters == 1 and flight.cancel_on_abandon and not flight.task.done():
+                    flight.task.cancel()
+                raise
+            raise LensError(ErrorKind.CANCELLED, "the lowering was cancelled") from None
+        finally:
+            flight.waiters -= 1
+
+    async def _run(
+        self,
+        engine: Engine,
+        job: ModuleJob,
+        key: tuple[str, str],
+        flight: _Flight,
+        targets: list[str],
+        pipeline: str | None,
+        print_after_all: bool,
+        progress_token: types.ProgressToken | None,
+        progress: bool,
+    ) -> list[LowerResult]:
+        what = f"{job.module} → {'custom pipeline' if pipeline else ', '.join(targets)}"
+        with self._busy(f"lowering {what}"):
+            async with self.progress(
+                f"Lowering {job.module}", what, token=progress_token, enabled=progress
+            ):
+                log.info("lowering %s", what)
+                try:
+                    results = await engine.lower(
+                        job, targets=targets, pipeline=pipeline,
+                        print_after_all=print_after_all,
+                    )
+                except asyncio.CancelledError:
+                    # The engine shields its jobs: tell it, unless another lowering of this
+                    # module (a different request) still needs the worker's job.
+                    others = [f for f in self._flights.get(key, []) if f is not flight]
+                    if not others:
+                        log.info("cancelling the lowering of %s", job.module)
+                        with contextlib.suppress(Exception):
+                            await engine.cancel(job.path, job.module)
+                    raise
+                return list(results)
+
+    async def check(
+        self,
+        doc: DocumentState,
+        module: str,
+        *,
+        progress_token: types.ProgressToken | None = None,
+        progress: bool = False,
+    ) -> dict[str, LowerResult]:
+        """The check lowering of a module (default target + diagnosed backends), cached.
+
+        Hover, lenses, diagnostics and `torchMlirLens/lower` all read these results, so the
+        module is exported once per text whichever feature asks first.
+        """
+        targets = list(self._server.settings.check_targets)
+        cached = {t: doc.results.get((module, t)) for t in targets}
+        if all(cached.values()):
+            return {t: r for t, r in cached.items() if r is not None}
+        generation = doc.generation
+        try:
+            results = await self.lower(
+                doc, module, targets, progress_token=progress_token, progress=progress,
+                cancel_on_abandon=False,
+            )
+        except LensError as err:
+            if doc.generation == generation and err.kind not in (ErrorKind.CANCELLED, UNTRUSTED):
+                doc.errors[module] = err
+                doc.verdicts[module] = {
+                    t: Verdict(ok=False, error=err.message) for t in targets
+                }
+            raise
+        by_target = {r.target: r for r in results}
+        if doc.generation == generation:
+            doc.errors.pop(module, None)
+            for target, result in by_target.items():
+                doc.results[(module, target)] = result
+            doc.verdicts[module] = {t: verdict_of(r) for t, r in by_target.items()}
+        return by_target
+
+    async def call(self, what: str, fn: Callable[[Engine], Awaitable[Any]]) -> Any:
+        """Run another engine call (export, repro, stats) behind the trust gate."""
+        engine = self._engine_or_raise()
+        with self._busy(what):
+            return await fn(engine)
+
+    async def stats(self) -> dict[str, Any] | None:
+        """The worker's counters, or None when no engine runs (untrusted, not started)."""
+        if self.engine is None:
+            return None
+        try:
+            return dict(await self.engine.stats())
+        except LensError as err:
+            return {"error": err.message}
+
+    # -- progress -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def progress(
+        self,
+        title: str,
+        message: str | None = None,
+        *,
+        token: types.ProgressToken | None = None,
+        enabled: bool = True,
+    ) -> AsyncIterator[None]:
+        """Work-done progress around a block: the client's token, or one we create."""
+        server = self._server
+        if token is None and enabled and server.client_supports("window.work_done_progress"):
+            token = f"torch-mlir-lens-{uuid.uuid4()}"
+            try:
+                await asyncio.wait_for(server.work_done_progress.create_async(token), 5)
+            except Exception:  # the client refused: go on without progress
+                token = None
+        if token is None:
+            yield
+            return
+        server.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=False)
+        )
+        try:
+            yield
+        finally:
+            server.work_done_progress.end(token, types.WorkDoneProgressEnd())
+            server.work_done_progress.tokens.pop(token, None)
+
+
+def verdict_of(result: LowerResult) -> Verdict:
+    """A result's verdict: ok, or the unsupported ops / the error that stopped it."""
+    unsupported = tuple(
+        d.op or "?" for d in result.diagnostics if d.kind == ErrorKind.UNSUPPORTED_OP
+    )
+    error = None
+    if not result.ok and not unsupported:
+        error = next((d.message for d in result.diagnostics), "lowering failed")
+    return Verdict(ok=result.ok and not unsupported, unsupported=unsupported, error=error)

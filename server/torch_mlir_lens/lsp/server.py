@@ -1,0 +1,120 @@
+"""The Torch-MLIR Lens language server: state, feature registration, entry point.
+
+Thin on purpose: each LSP feature lives in its own module under `features/` and registers
+itself on the server (as esbonio's features do); everything that runs user code goes
+through `LoweringService`. This process never imports torch: the worker does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from torch_mlir_lens import __version__
+from torch_mlir_lens.lsp.documents import DocumentStore
+from torch_mlir_lens.lsp.lowering_service import LoweringService
+from torch_mlir_lens.lsp.settings import Settings
+
+log = logging.getLogger("torch_mlir_lens")
+
+
+class LensServer(LanguageServer):
+    """pygls server plus the state the features share."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "torch-mlir-lens", __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.settings = Settings()
+        self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
+        self.trusted = True  # the client says otherwise in initializationOptions
+        self.workspace_root: str | None = None
+        self.store = DocumentStore()
+        self.service = LoweringService(self)
+        self.initialized = False
+        self.untrusted_announced = False
+        self.check_tasks: dict[str, asyncio.Task[None]] = {}  # uri → diagnostics check
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def client_supports(self, dotted: str) -> bool:
+        """Whether the client's capabilities hold a truthy value at `dotted` (snake_case)."""
+        value: Any = self.protocol.client_capabilities
+        for part in dotted.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return False
+        return bool(value)
+
+    def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run a coroutine in the background, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        """A `window/showMessage` to the user."""
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+class ClientLogHandler(logging.Handler):
+    """Sends this package's log records to the client (`window/logMessage`).
+
+    stdout is the protocol, so the client's output channel is where logs belong; records
+    from before `initialize` (and pygls' own) stay on stderr.
+    """
+
+    _LEVELS = (
+        (logging.ERROR, types.MessageType.Error),
+        (logging.WARNING, types.MessageType.Warning),
+        (logging.INFO, types.MessageType.Info),
+        (0, types.MessageType.Log),
+    )
+
+    def __init__(self, server: LensServer) -> None:
+        super().__init__(logging.DEBUG)
+        self._server = server
+        self._sending = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._server.initialized or self._sending:
+            return
+        kind = next(k for level, k in self._LEVELS if record.levelno >= level)
+        self._sending = True  # a log line emitted while sending must not recurse
+        try:
+            self._server.window_log_message(
+                types.LogMessageParams(type=kind, message=self.format(record))
+            )
+        except Exception:
+            pass
+        finally:
+            self._sending = False
+
+
+def create_server() -> LensServer:
+    """A server with every feature registered."""
+    from torch_mlir_lens.lsp import features
+
+    server = LensServer()
+    features.register_all(server)
+    handler = ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("[%(levelname)s %(name)s] %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    return server
+
+
+def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
+    """Serve LSP over stdio (default) or TCP until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    if tcp:
+        server.start_tcp(host, port)
+    else:
+        server.start_io()

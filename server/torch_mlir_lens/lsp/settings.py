@@ -1,0 +1,152 @@
+"""User settings of the language server (`torchMlirLens.*`), as in docs/contracts.md.
+
+Settings arrive from two places: `initializationOptions.settings` at start-up and the client's
+`workspace/configuration` (section `torchMlirLens`), pulled again on every
+`workspace/didChangeConfiguration`. Whatever is malformed falls back to the default and is
+reported, so a typo in settings.json never takes the server down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from torch_mlir_lens.targets import BACKENDS, TARGETS
+
+SECTION = "torchMlirLens"
+DIAGNOSTIC_MODES = ("onSave", "onType", "off")
+
+# camelCase setting key → dataclass field
+_KEYS = {
+    "defaultTarget": "default_target",
+    "lensTargets": "lens_targets",
+    "diagnostics": "diagnostics",
+    "diagnosticTargets": "diagnostic_targets",
+    "timeoutSeconds": "timeout_seconds",
+    "memoryLimitMb": "memory_limit_mb",
+    "exampleInputs": "example_inputs",
+    "pipelines": "pipelines",
+    "strictExport": "strict_export",
+    "python": "python",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings; every field has the contract's default."""
+
+    default_target: str = "linalg"
+    lens_targets: tuple[str, ...] = ("linalg", "tosa")
+    diagnostics: str = "onSave"
+    diagnostic_targets: tuple[str, ...] = BACKENDS
+    timeout_seconds: float = 60.0
+    memory_limit_mb: int = 8192
+    example_inputs: Mapping[str, str] = field(default_factory=dict)
+    pipelines: Mapping[str, str] = field(default_factory=dict)
+    strict_export: bool = False
+    python: str = ""
+
+    @property
+    def check_targets(self) -> tuple[str, ...]:
+        """Targets of one check lowering: the default target plus the diagnosed backends.
+
+        Hover, lenses and diagnostics share this one lowering (one export) so whichever
+        asks first fills the cache for the others.
+        """
+        targets = [self.default_target]
+        if self.diagnostics != "off":
+            targets += [t for t in self.diagnostic_targets if t not in targets]
+        return tuple(targets)
+
+    def results_key(self) -> tuple[Any, ...]:
+        """The settings that change lowering results (a change empties result caches)."""
+        return (
+            tuple(sorted(self.example_inputs.items())),
+            self.strict_export,
+        )
+
+
+def _target_list(value: Any, *, allowed: set[str]) -> tuple[str, ...] | None:
+    if not isinstance(value, list | tuple):
+        return None
+    out = tuple(dict.fromkeys(v for v in value if isinstance(v, str) and v in allowed))
+    return out if len(out) == len(value) else None
+
+
+def _str_map(value: Any) -> dict[str, str] | None:
+    if not isinstance(value, Mapping):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return dict(value)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """The value of field `name` from raw JSON, or None when it does not fit."""
+    if name == "default_target":
+        return value if isinstance(value, str) and value in TARGETS else None
+    if name == "lens_targets":
+        return _target_list(value, allowed=set(TARGETS))
+    if name == "diagnostic_targets":
+        return _target_list(value, allowed=set(BACKENDS))
+    if name == "diagnostics":
+        return value if value in DIAGNOSTIC_MODES else None
+    if name == "timeout_seconds":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        return float(value) if ok else None
+    if name == "memory_limit_mb":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        return int(value) if ok else None
+    if name in ("example_inputs", "pipelines"):
+        return _str_map(value)
+    if name == "strict_export":
+        return value if isinstance(value, bool) else None
+    if name == "python":
+        return value if isinstance(value, str) else None
+    return None
+
+
+def parse_settings(
+    *layers: Mapping[str, Any] | None,
+) -> tuple[Settings, list[str]]:
+    """Merge raw settings layers (later wins) into `Settings`; also return the problems.
+
+    Each layer is the `torchMlirLens` object (camelCase keys). Unknown keys are ignored,
+    bad values keep the earlier value and are listed in the problems.
+    """
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for layer in layers:
+        if not isinstance(layer, Mapping):
+            continue
+        for key, raw in layer.items():
+            name = _KEYS.get(key)
+            if name is None or raw is None:
+                continue
+            value = _coerce(name, raw)
+            if value is None:
+                problems.append(f"{SECTION}.{key}: ignoring invalid value {raw!r}")
+                continue
+            values[name] = value
+    known = {f.name for f in fields(Settings)}
+    return Settings(**{k: v for k, v in values.items() if k in known}), problems
+
+
+def section_of(payload: Any) -> Mapping[str, Any] | None:
+    """The `torchMlirLens` object inside a settings payload, however the client nests it.
+
+    Accepts `{"torchMlirLens": {...}}`, `{"torchMlirLens.defaultTarget": ...}` (flat keys)
+    and the bare section itself.
+    """
+    if not isinstance(payload, Mapping):
+        return None
+    if isinstance(payload.get(SECTION), Mapping):
+        return payload[SECTION]
+    prefix = SECTION + "."
+    flat = {k[len(prefix):]: v for k, v in payload.items() if k.startswith(prefix)}
+    if flat:
+        return flat
+    if any(k in _KEYS for k in payload):
+        return payload
+    return None
