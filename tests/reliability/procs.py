@@ -34,6 +34,15 @@ def wait_until(
         time.sleep(interval)
 
 
+def wait_or_false(cond: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Poll `cond` for up to `timeout` seconds: True as soon as it holds, else False."""
+    try:
+        wait_until(cond, timeout, "", interval)
+    except WaitTimeout:
+        return False
+    return True
+
+
 async def async_wait_until(
     cond: Callable[[], object | Awaitable[object]],
     timeout: float,
