@@ -1,46 +1,80 @@
-"""Process-group facts from /proc (Linux), without psutil: members and their memory."""
+"""Process facts from /proc (Linux), without psutil: a worker's family and its memory.
+
+A worker's "family" is its process group plus every descendant (a child that called setsid()
+left the group but is still a descendant: the worker is a child subreaper, so even orphans of
+double forks stay under it while it lives).
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def _stat_fields(pid: str) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name, or None if it is gone."""
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgrp: int
+    state: str
+    rss_bytes: int
+
+
+def _read_stat(pid: str) -> ProcInfo | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read().decode("ascii", "replace")
     except OSError:
         return None
     # The command name is in parentheses and may itself hold spaces or parentheses.
-    return data[data.rfind(")") + 2:].split()
+    fields = data[data.rfind(")") + 2:].split()
+    if len(fields) < 22:
+        return None
+    # man 5 proc, counting from "state": [0] state, [1] ppid, [2] pgrp, [21] rss (pages).
+    return ProcInfo(int(pid), int(fields[1]), int(fields[2]), fields[0], int(fields[21]) * _PAGE)
 
 
-def group_members(pgid: int) -> list[tuple[int, int]]:
-    """[(pid, rss_bytes)] of the live (non-zombie) processes in process group pgid."""
-    members: list[tuple[int, int]] = []
+def all_processes() -> list[ProcInfo]:
+    """Every process visible in /proc (zombies included)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return members
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        fields = _stat_fields(entry)
-        # fields[0] = state, [2] = pgrp, [21] = rss in pages (man 5 proc, minus pid and comm).
-        if fields is None or len(fields) < 22 or fields[2] != str(pgid) or fields[0] == "Z":
-            continue
-        members.append((int(entry), int(fields[21]) * _PAGE))
-    return members
+        return []
+    procs = (_read_stat(e) for e in entries if e.isdigit())
+    return [p for p in procs if p is not None]
+
+
+def family(pid: int) -> list[ProcInfo]:
+    """Live (non-zombie) processes in pid's process group or descending from pid."""
+    procs = all_processes()
+    children: dict[int, list[ProcInfo]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p)
+    members = {p.pid: p for p in procs if p.pgrp == pid}
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child.pid not in members:
+                members[child.pid] = child
+            stack.append(child.pid)
+    for p in procs:
+        if p.pid == pid:
+            members[pid] = p
+    return [p for p in members.values() if p.state != "Z"]
+
+
+def family_pids(pid: int) -> list[int]:
+    """Live pids of a worker's family (tests count them to prove nothing leaks)."""
+    return sorted(p.pid for p in family(pid))
+
+
+def family_rss_bytes(pid: int) -> int:
+    """Resident memory of the worker and everything it spawned."""
+    return sum(p.rss_bytes for p in family(pid))
 
 
 def group_pids(pgid: int) -> list[int]:
-    """The live processes of a process group (tests count them to prove nothing leaks)."""
-    return [pid for pid, _ in group_members(pgid)]
-
-
-def group_rss_bytes(pgid: int) -> int:
-    """Resident memory of a whole process group: the worker and everything it spawned."""
-    return sum(rss for _, rss in group_members(pgid))
+    """Live pids of one process group."""
+    return sorted(p.pid for p in all_processes() if p.pgrp == pgid and p.state != "Z")

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch_mlir_lens.engine.procs import group_pids, group_rss_bytes
+from torch_mlir_lens.engine.procs import family_pids, family_rss_bytes
 from torch_mlir_lens.results import ErrorKind, LensError
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,25 @@ def _fault_frame(text: str, path: str | None) -> tuple[str | None, int | None, s
         if match and path and os.path.abspath(match["file"]) == os.path.abspath(path):
             return match["file"], int(match["line"]), summary or line.strip()
     return None, None, summary or _last_line(text)
+
+
+async def _kill_family(pid: int) -> None:
+    """SIGKILL a worker, its process group and all its descendants, until none is left.
+
+    Everyone is stopped first (SIGSTOP) so nobody can fork a new member while we collect them.
+    """
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        members = family_pids(pid)
+        if not members:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for member in family_pids(pid) if sig == signal.SIGKILL else members:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(member, sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        await asyncio.sleep(0.02)
 
 
 class WorkerClient:
@@ -184,7 +203,7 @@ class WorkerClient:
             self._cancel_event.set()
         worker, self._worker = self._worker, None
         if worker is not None:
-            await self._kill(worker, graceful=True)
+            await self._kill(worker)
 
     async def cancel(self) -> bool:
         """Abort the running job (kill + restart the worker); False when none was running.
@@ -298,7 +317,7 @@ class WorkerClient:
         """Return the group's RSS once it exceeds the limit (polls while the job runs)."""
         while True:
             limit = self.memory_limit_mb * (1 << 20)
-            rss = group_rss_bytes(worker.pid)
+            rss = family_rss_bytes(worker.pid)
             if limit > 0 and rss > limit:
                 return rss
             await asyncio.sleep(MEMORY_POLL_S)
@@ -462,27 +481,18 @@ class WorkerClient:
             except LensError as exc:
                 log.error("cannot restart the worker: %s", exc.message)
 
-    async def _kill(self, worker: _Worker, *, graceful: bool = False) -> None:
-        """End a worker's whole process group and reap the worker."""
+    async def _kill(self, worker: _Worker) -> None:
+        """End a worker with its process group and descendants; reap it.
+
+        No graceful EOF first: the worker holds nothing worth saving, and once it exits on its
+        own, descendants that left its group are re-parented out of reach.
+        """
         proc = worker.proc
-        if graceful and proc.returncode is None:
-            # EOF on the job channel: the worker exits on its own (and takes its group along).
-            with contextlib.suppress(Exception):
-                worker.writer.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), 1.0)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        await _kill_family(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), 5.0)
-        # Children re-parented away from the worker may take a moment to die.
-        deadline = time.monotonic() + 2.0
-        while group_pids(proc.pid) and time.monotonic() < deadline:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await asyncio.sleep(0.02)
         with contextlib.suppress(Exception):
             worker.writer.close()
         for task in worker.tasks:

@@ -130,6 +130,7 @@ def serve(in_fd: int, out_fd: int) -> int:
         if job is None:
             return 0
         reply = run_job(job)
+        _reap_orphans()
         try:
             write_frame(out_fd, reply)
         except (TypeError, ValueError) as exc:  # a result that does not serialize
@@ -164,13 +165,47 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=False)
     _warm_up()
+    _become_subreaper()
     code = serve(in_fd, out_fd)
     if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
-        # We lead a process group made for us: take whatever the user's code spawned along.
+        # The parent went away without stopping us: end whatever the user's code spawned.
+        _kill_descendants()
         sys.stdout.flush()
         sys.stderr.flush()
         os.killpg(os.getpid(), signal.SIGKILL)
     return code
+
+
+def _become_subreaper() -> None:
+    """Adopt orphaned descendants (double forks, setsid children) so they stay findable.
+
+    The parent kills the worker's whole family (group + descendants); without this, a child of
+    a child whose parent exited would be re-parented to init and escape.
+    """
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _reap_orphans() -> None:
+    """Collect exited adopted orphans so they do not linger as zombies between jobs."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        while True:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+
+
+def _kill_descendants() -> None:
+    from torch_mlir_lens.engine.procs import family_pids
+
+    me = os.getpid()
+    for pid in family_pids(me):
+        if pid != me:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+"""Source-annotated IR, as Compiler Explorer shows it: each source line, then its IR.
+
+The IR keeps its order. Whenever the source line behind the IR changes, that source line is
+printed as a header (`   23 │ x = F.relu(self.fc1(x))`), then the IR lines it produced, indented
+under it. IR lines without a user frame (function headers, region bodies, `return`) stay where
+they are, under the last header (region bodies belong to the op above them). The innermost user
+frame (depth 0) decides the line, so ops inside a submodule show under the submodule's line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from torch_mlir_lens.results import IrLineMapping, LowerResult
+
+GUTTER = 7  # width of the line-number column
+IR_INDENT = " " * (GUTTER + 3)  # IR lines start under the source text
+
+
+def _read(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def line_sources(
+    mapping: list[IrLineMapping], main_path: str | None,
+) -> dict[int, tuple[str, int]]:
+    """ir_line → (file, line) of its innermost user frame, preferring the main file."""
+    best: dict[int, tuple[str, int]] = {}
+    main = os.path.abspath(main_path) if main_path else None
+    for m in mapping:
+        if m.depth != 0:
+            continue
+        current = best.get(m.ir_line)
+        in_main = main is not None and os.path.abspath(m.file) == main
+        if current is None or (in_main and os.path.abspath(current[0]) != main):
+            best[m.ir_line] = (m.file, m.line)
+    return best
+
+
+def annotate(
+    source: str,
+    result: LowerResult,
+    *,
+    path: str | None = None,
+    read_file: Callable[[str], list[str] | None] = _read,
+) -> str:
+    """The IR of `result` interleaved with the lines of `source` (the file at `path`).
+
+    Frames in other files (a submodule defined in a sibling file) are shown as `name.py:N`
+    with that file's text, read with `read_file`.
+    """
+    main = os.path.abspath(path) if path else None
+    files: dict[str, list[str] | None] = {}
+    if main:
+        files[main] = source.splitlines()
+    main_lines = source.splitlines()
+    sources = line_sources(result.map, path)
+
+    def source_text(file: str, line: int) -> str:
+        lines: list[str] | None = main_lines
+        if main is not None:
+            key = os.path.abspath(file)
+            if key not in files:
+                files[key] = read_file(key)
+            lines = files[key]
+        if lines is None or not 1 <= line <= len(lines):
+            return ""
+        return lines[line - 1].rstrip()
+
+    out = [f"// {result.module} → {result.target}" + ("" if result.ok else " (incomplete)")]
+    last: tuple[str, int] | None = None
+    for number, ir_line in enumerate(result.ir.splitlines(), start=1):
+        src = sources.get(number)
+        if src is not None and src != last:
+            file, line = src
+            is_main = main is None or os.path.abspath(file) == main
+            label = str(line) if is_main else f"{os.path.basename(file)}:{line}"
+            out.append(f"{label:>{GUTTER}} │ {source_text(file, line)}")
+            last = src
+        out.append(f"{IR_INDENT}{ir_line}" if last is not None else ir_line)
+    return "\n".join(out) + "\n"
