@@ -1,0 +1,203 @@
+"""Parse the `# torch-mlir-lens: ...` comments that give a module its example inputs.
+
+Pure text: no torch import, no evaluation (the worker evaluates the expressions).
+
+Syntax (documented in the README):
+
+    # torch-mlir-lens: inputs=(torch.randn(2, 16),)
+    # torch-mlir-lens: init=(16, 4)
+    # torch-mlir-lens: dynamic={"x": {0: "batch"}}
+    @some_decorator
+    class MLP(nn.Module):
+        ...
+
+- The comment lines sit in the comment block *directly* above the class/def (no blank line in
+  between); decorators may come between the comments and the `class`/`def` line. Other, ordinary
+  comment lines may be mixed into that block.
+- Keys: `inputs`, `init`, `dynamic`. Several keys may share one line, separated by `;` at
+  bracket depth 0 outside strings: `# torch-mlir-lens: inputs=(x,); init=(16, 4)`.
+- A value whose brackets are not closed at the end of its line continues on the following comment
+  lines (with or without their own `torch-mlir-lens:` prefix), so long expressions can be wrapped.
+- A later occurrence of a key overrides an earlier one. Unknown keys and values that are not
+  valid Python expressions are reported in `InputAnnotation.errors` (the rest still applies).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+KEYS = ("inputs", "init", "dynamic")
+
+# "# torch-mlir-lens: rest" (spaces optional, case-insensitive prefix).
+_PREFIX_RE = re.compile(r"^\s*#\s*torch-mlir-lens\s*:\s*(?P<rest>.*)$", re.IGNORECASE)
+_KEY_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][\w-]*)\s*=\s*(?P<value>.*)$", re.DOTALL)
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+@dataclass
+class InputAnnotation:
+    """What the `# torch-mlir-lens:` comments above one class or function say.
+
+    `inputs`, `init`, `dynamic` are the raw Python expression strings (None when absent).
+    `line` is the 1-based line of the first `torch-mlir-lens` comment; `key_lines` the line of
+    each key (for diagnostics on a bad expression); `errors` messages for unparsable parts.
+    """
+
+    inputs: str | None = None
+    init: str | None = None
+    dynamic: str | None = None
+    line: int = 0
+    key_lines: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def _bracket_depth(text: str) -> int:
+    """Bracket depth at the end of `text`, ignoring brackets inside string literals."""
+    depth = 0
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = None
+        elif ch in "'\"":
+            quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else ch
+            i += len(quote) - 1
+        elif ch == "#":
+            break  # a trailing comment inside the comment: ignore the rest
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        i += 1
+    return depth
+
+
+def split_top_level(text: str, sep: str = ";") -> list[str]:
+    """Split `text` at `sep` characters outside brackets and string literals."""
+    parts: list[str] = []
+    depth = 0
+    quote: str | None = None
+    start = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = None
+        elif ch in "'\"":
+            quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else ch
+            i += len(quote) - 1
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif ch == sep and depth <= 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return [p for p in (s.strip() for s in parts) if p]
+
+
+def _comment_block_above(lines: list[str], def_line: int) -> list[int]:
+    """0-based indexes of the comment lines directly above `def_line` (1-based), top first.
+
+    Decorator lines (starting with `@`) between the comments and the definition are skipped.
+    """
+    idx = def_line - 2
+    while idx >= 0 and lines[idx].lstrip().startswith("@"):
+        idx -= 1
+    block: list[int] = []
+    while idx >= 0 and lines[idx].lstrip().startswith("#"):
+        block.append(idx)
+        idx -= 1
+    block.reverse()
+    return block
+
+
+def _comment_body(line: str) -> str:
+    """The text of a comment line after its `#`."""
+    return line.lstrip()[1:].strip()
+
+
+def _check_expr(key: str, value: str) -> str | None:
+    """An error message if `value` is not a Python expression, else None."""
+    try:
+        ast.parse(value.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"torch-mlir-lens: {key}= is not a valid Python expression ({exc.msg}): {value}"
+    return None
+
+
+def _apply(ann: InputAnnotation, segment: str, line: int) -> None:
+    """Record one `key=value` segment into `ann`."""
+    match = _KEY_RE.match(segment)
+    if not match:
+        ann.errors.append(f"torch-mlir-lens: expected key=value, got: {segment}")
+        return
+    key, value = match.group("key").lower(), match.group("value").strip()
+    if key not in KEYS:
+        ann.errors.append(f"torch-mlir-lens: unknown key '{key}' (known: {', '.join(KEYS)})")
+        return
+    error = _check_expr(key, value)
+    if error:
+        ann.errors.append(error)
+        return
+    setattr(ann, key, value)
+    ann.key_lines[key] = line
+
+
+def parse_annotation_block(lines: list[str], def_line: int) -> InputAnnotation | None:
+    """Parse the `# torch-mlir-lens:` comments directly above the definition at `def_line`.
+
+    `lines` are the file's lines (e.g. `text.splitlines()`); `def_line` is the 1-based line of the
+    `class`/`def` keyword or of its first decorator. Returns None when there is no such comment.
+    """
+    block = _comment_block_above(lines, def_line)
+    ann: InputAnnotation | None = None
+    pending = ""  # a value whose brackets are still open
+    pending_line = 0
+    for idx in block:
+        match = _PREFIX_RE.match(lines[idx])
+        if pending:
+            body = match.group("rest") if match else _comment_body(lines[idx])
+            pending += " " + body
+            if _bracket_depth(pending) > 0:
+                continue
+            text, line, pending = pending, pending_line, ""
+        elif match:
+            text, line = match.group("rest"), idx + 1
+            if _bracket_depth(text) > 0:
+                pending, pending_line = text, line
+                if ann is None:
+                    ann = InputAnnotation(line=line)
+                continue
+        else:
+            continue
+        if ann is None:
+            ann = InputAnnotation(line=line)
+        for segment in split_top_level(text):
+            _apply(ann, segment, line)
+    if pending and ann is not None:
+        ann.errors.append(f"torch-mlir-lens: unclosed bracket in: {pending.strip()}")
+    return ann
+
+
+def format_annotation(
+    inputs: str | None = None, init: str | None = None, dynamic: str | None = None,
+    indent: str = "",
+) -> str:
+    """The comment line(s) stating the given keys, one key per line (no trailing newline)."""
+    parts = [(k, v) for k, v in (("inputs", inputs), ("init", init), ("dynamic", dynamic)) if v]
+    return "\n".join(f"{indent}# torch-mlir-lens: {k}={v}" for k, v in parts)

@@ -1,0 +1,106 @@
+"""The `# torch-mlir-lens:` comment parser (pure text)."""
+
+from torch_mlir_lens.annotations import format_annotation, parse_annotation_block, split_top_level
+
+
+def _parse(src: str, def_line: int | None = None):
+    lines = src.splitlines()
+    if def_line is None:
+        starts = ("class", "def")
+        def_line = next(i + 1 for i, ln in enumerate(lines) if ln.lstrip().startswith(starts))
+    return parse_annotation_block(lines, def_line)
+
+
+def test_single_inputs_line():
+    ann = _parse(
+        "import torch\n# torch-mlir-lens: inputs=(torch.randn(2, 16),)\nclass M:\n    pass\n"
+    )
+    assert ann is not None
+    assert ann.inputs == "(torch.randn(2, 16),)"
+    assert ann.init is None and ann.dynamic is None
+    assert ann.line == 2
+    assert ann.errors == []
+
+
+def test_three_lines_with_decorator_and_plain_comment_between():
+    src = (
+        "# A model.\n"
+        "# torch-mlir-lens: inputs=(torch.randn(2, 16),)\n"
+        "# it is small\n"
+        "# torch-mlir-lens: init=(16, 4)\n"
+        '# torch-mlir-lens: dynamic={"x": {0: "batch"}}\n'
+        "@dataclass_like\n"
+        "@other(1,\n"
+        ")\n"
+        "class M:\n"
+        "    pass\n"
+    )
+    # def_line = first decorator (what discovery passes)
+    ann = _parse(src, def_line=6)
+    assert ann is not None
+    assert (ann.inputs, ann.init, ann.dynamic) == (
+        "(torch.randn(2, 16),)", "(16, 4)", '{"x": {0: "batch"}}'
+    )
+    assert ann.line == 2
+    assert ann.key_lines == {"inputs": 2, "init": 4, "dynamic": 5}
+
+
+def test_keys_share_a_line_with_semicolons_and_strings():
+    ann = _parse('# torch-mlir-lens: inputs=(f("a;b"),); init={"k": 1}\ndef f(x):\n    pass\n')
+    assert ann is not None
+    assert ann.inputs == '(f("a;b"),)'
+    assert ann.init == '{"k": 1}'
+
+
+def test_multiline_value_continues_on_next_comment_lines():
+    src = (
+        "# torch-mlir-lens: inputs=(torch.randn(2, 4),\n"
+        "#     torch.randn(3, 4))\n"
+        "def f(a, b):\n"
+        "    return a\n"
+    )
+    ann = _parse(src)
+    assert ann is not None
+    assert ann.inputs == "(torch.randn(2, 4), torch.randn(3, 4))"
+    assert ann.errors == []
+
+
+def test_blank_line_separates_comment_from_definition():
+    assert _parse("# torch-mlir-lens: inputs=(1,)\n\nclass M:\n    pass\n") is None
+
+
+def test_no_comment_gives_none():
+    assert _parse("import torch\nclass M:\n    pass\n") is None
+    assert _parse("class M:\n    pass\n") is None
+
+
+def test_bad_expression_and_unknown_key_are_reported_not_raised():
+    ann = _parse("# torch-mlir-lens: inputs=(torch.randn(2,; bogus=3\nclass M:\n    pass\n")
+    assert ann is not None
+    assert ann.inputs is None
+    assert any("unclosed" in e for e in ann.errors)
+
+    ann = _parse("# torch-mlir-lens: inputs=(1 +,) ; colour=3 ; init=(2,)\nclass M:\n    pass\n")
+    assert ann is not None
+    assert ann.inputs is None and ann.init == "(2,)"
+    assert any("inputs=" in e for e in ann.errors)
+    assert any("unknown key 'colour'" in e for e in ann.errors)
+
+
+def test_prefix_is_flexible_about_spaces_and_case():
+    ann = _parse("#Torch-MLIR-Lens:inputs=(x,)\nclass M:\n    pass\n")
+    assert ann is not None and ann.inputs == "(x,)"
+
+
+def test_later_key_overrides_earlier():
+    ann = _parse(
+        "# torch-mlir-lens: inputs=(1,)\n# torch-mlir-lens: inputs=(2,)\nclass M:\n    pass\n"
+    )
+    assert ann is not None and ann.inputs == "(2,)" and ann.key_lines["inputs"] == 2
+
+
+def test_split_top_level_and_format():
+    assert split_top_level("a=(1; 2); b='x;y' ; c=[;]") == ["a=(1; 2)", "b='x;y'", "c=[;]"]
+    assert format_annotation(inputs="(x,)", init="(1,)", indent="    ") == (
+        "    # torch-mlir-lens: inputs=(x,)\n    # torch-mlir-lens: init=(1,)"
+    )
