@@ -133,7 +133,10 @@ class LensClient:
             root_uri=uri_of(self.workspace),
             workspace_folders=[types.WorkspaceFolder(uri_of(self.workspace), "bench")],
             capabilities=types.ClientCapabilities(
-                workspace=types.WorkspaceClientCapabilities(configuration=True),
+                workspace=types.WorkspaceClientCapabilities(
+                    configuration=True,
+                    code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
+                ),
                 window=types.WindowClientCapabilities(work_done_progress=True),
                 text_document=types.TextDocumentClientCapabilities(
                     hover=types.HoverClientCapabilities(

@@ -4,8 +4,8 @@ A fresh server with the default diagnostics settings (on open and on save; linal
 stablehlo) opens a 5-module file and, as the reference, a file holding only the edited module;
 both are left to settle (all modules lowered). Each run changes the same line in both (a new
 constant), saves one, waits for its diagnostics, then the other (order alternating). The time is
-from didSave to the last publishDiagnostics of that file before the server goes quiet; exports
-are counted with serverInfo (engine exports_run before/after).
+from didSave to the file's last publishDiagnostics of that check (the server ends a check with
+`workspace/codeLens/refresh`); exports are counted with serverInfo (exports_run before/after).
 Targets: exactly 1 export per save; time ≤ 1.1 × the module's own edit loop (the 1-module file).
 """
 
@@ -38,10 +38,18 @@ async def exports_run(client: LensClient) -> int:
 
 
 async def settle(client: LensClient, uri: str, since: float, timeout: float = 300.0) -> float:
-    """Wait for diagnostics of `uri` after `since`, then for quiet; return the last one's time."""
+    """Wait until the check that started after `since` is over; return its last publish time.
+
+    The server ends a document check with `workspace/codeLens/refresh`; without one (a check
+    cut short), the check is over when nothing came for QUIET_S and the status is not busy.
+    """
     await client.wait_for(lambda: client.diagnostics_since(uri, since), timeout)
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
+        refresh = client.log.of("workspace/codeLens/refresh", since)
+        if refresh:
+            end = refresh[0].t
+            return max(e.t for e in client.diagnostics_since(uri, since) if e.t <= end)
         events = [e for e in client.log.events if e.t >= since and e.method in (
             "textDocument/publishDiagnostics", "torchMlirLens/status")]
         last = max(e.t for e in events)
@@ -50,7 +58,7 @@ async def settle(client: LensClient, uri: str, since: float, timeout: float = 30
         wait = last + QUIET_S - time.perf_counter()
         if wait <= 0 and not busy:
             return max(e.t for e in client.diagnostics_since(uri, since))
-        await asyncio.sleep(max(wait, 0.05))
+        await asyncio.sleep(max(min(wait, 0.05), 0.01))
     raise TimeoutError("diagnostics did not settle")
 
 
