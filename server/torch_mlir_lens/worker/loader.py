@@ -1,0 +1,308 @@
+"""Execute the definitions of a user's file, and nothing else, under the file's real path.
+
+Why under the real path: torch.export records the Python frames of every op, and torch-mlir turns
+them into MLIR locations; only when the code objects' `co_filename` is the file's absolute path
+do those locations name the user's file (see the shared torch-mlir notes, "Locations").
+
+What runs (at top level, and recursively inside `try`/`if` blocks):
+imports, `def`/`class` (with their decorators), assignments (`=`, annotated, augmented), `pass`,
+docstrings/bare constants, `global`/`nonlocal`. What never runs: any other expression statement
+(top-level calls such as `train()` or `print(...)`), loops, `with` blocks, `match`, `del`,
+`raise`, `assert` — and the whole `if __name__ == "__main__":` block (also spelled with the
+operands swapped). A training script must not train on a hover.
+
+The module is registered in `sys.modules` as `torch_mlir_lens_user.<folder>_<hash>.<stem>` (a
+package per folder, whose `__path__` is the folder, so `from .layers import X` works as well
+as `from layers import X`, thanks to the folder put first on `sys.path`); `__name__` is never
+"__main__". Executions are cached by (path, sha256(text)). Sibling modules imported from the
+user's folder tree are dropped from `sys.modules` when their file changed on disk, so an edit to
+`layers.py` is seen when `model.py` is loaded again.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.machinery
+import os
+import re
+import sys
+import traceback
+import types
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from torch_mlir_lens.results import ErrorKind, LensError
+
+USER_PACKAGE = "torch_mlir_lens_user"
+_MAX_CACHED = 32
+
+_KEEP = (
+    ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass, ast.Global, ast.Nonlocal,
+)
+
+
+@dataclass
+class _Loaded:
+    module: types.ModuleType
+    folder: str
+    # Sibling modules (name → (file, mtime_ns, size)) present after the execution.
+    siblings: dict[str, tuple[str, int, int]]
+
+
+_cache: OrderedDict[tuple[str, str], _Loaded] = OrderedDict()
+
+
+# ---------------------------------------------------------------------------------------------
+# Filtering
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+def _filter_body(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of `body` that may run (see the module docstring)."""
+    kept: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, _KEEP):
+            kept.append(stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            kept.append(stmt)  # docstrings
+        elif isinstance(stmt, ast.If):
+            if _is_main_guard(stmt.test):
+                continue
+            stmt.body = _filter_body(stmt.body) or [_pass_at(stmt)]
+            stmt.orelse = _filter_body(stmt.orelse)
+            kept.append(stmt)
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            stmt.body = _filter_body(stmt.body) or [_pass_at(stmt)]
+            for handler in stmt.handlers:
+                handler.body = _filter_body(handler.body) or [_pass_at(handler)]
+            stmt.orelse = _filter_body(stmt.orelse)
+            stmt.finalbody = _filter_body(stmt.finalbody)
+            kept.append(stmt)
+    return kept
+
+
+def _pass_at(node: ast.AST) -> ast.Pass:
+    return ast.copy_location(ast.Pass(), node)
+
+
+def definitions_only(tree: ast.Module) -> ast.Module:
+    """The module with everything but definitions removed (in place; also returned)."""
+    tree.body = _filter_body(tree.body)
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+# Names, packages, sys.path
+
+
+def _identifier(text: str) -> str:
+    ident = re.sub(r"\W", "_", text)
+    return ident if ident and not ident[0].isdigit() else "_" + ident
+
+
+def module_name_for(path: str) -> str:
+    """`torch_mlir_lens_user.<folder>_<hash8>.<stem>` for an absolute path."""
+    folder, base = os.path.split(path)
+    digest = hashlib.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    stem = os.path.splitext(base)[0]
+    return f"{_package_for(folder, digest)}.{_identifier(stem)}"
+
+
+def _package_for(folder: str, digest: str) -> str:
+    """Register (once) the user package and the per-folder package; return the latter's name."""
+    if USER_PACKAGE not in sys.modules:
+        root = types.ModuleType(USER_PACKAGE, "Files loaded by Torch-MLIR Lens.")
+        root.__path__ = []
+        sys.modules[USER_PACKAGE] = root
+    name = f"{USER_PACKAGE}.{_identifier(os.path.basename(folder) or 'root')}_{digest}"
+    if name not in sys.modules:
+        pkg = types.ModuleType(name)
+        pkg.__path__ = [folder]
+        pkg.__package__ = name
+        pkg.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        pkg.__spec__.submodule_search_locations = [folder]
+        sys.modules[name] = pkg
+    return name
+
+
+def _put_first_on_sys_path(folder: str) -> None:
+    """The file's folder goes first on sys.path, so sibling imports find the user's files."""
+    while folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+
+
+def _in_tree(file: str | None, folder: str) -> bool:
+    """True for files inside the user's folder tree, but never an installed package's."""
+    if not file:
+        return False
+    file = os.path.abspath(file)
+    if "site-packages" in file.split(os.sep) or "dist-packages" in file.split(os.sep):
+        return False
+    return file.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _stamp(file: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _user_siblings(folder: str, exclude: str) -> dict[str, tuple[str, int, int]]:
+    """Modules in sys.modules whose files are in the user's folder tree, with their stamps."""
+    found: dict[str, tuple[str, int, int]] = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name == exclude or not isinstance(file, str) or not _in_tree(file, folder):
+            continue
+        stamp = _stamp(file)
+        if stamp is not None:
+            found[name] = (file, *stamp)
+    return found
+
+
+def _drop_changed_siblings(folder: str, exclude: str) -> bool:
+    """Remove from sys.modules the user-tree modules whose file changed since import."""
+    dropped = False
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name == exclude or not isinstance(file, str) or not _in_tree(file, folder):
+            continue
+        if name.startswith(USER_PACKAGE + ".") and name.count(".") >= 2 and _is_loaded(name):
+            continue  # files loaded by us are keyed by their text, not their disk state
+        recorded = _import_stamps.get(name)
+        current = _stamp(file)
+        if recorded is None:
+            _import_stamps[name] = current
+        elif recorded != current:
+            del sys.modules[name]
+            _import_stamps.pop(name, None)
+            dropped = True
+    return dropped
+
+
+_import_stamps: dict[str, tuple[int, int] | None] = {}
+
+
+def _is_loaded(name: str) -> bool:
+    return any(entry.module.__name__ == name for entry in _cache.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _siblings_changed(entry: _Loaded) -> bool:
+    for name, (file, mtime, size) in entry.siblings.items():
+        if name not in sys.modules or _stamp(file) != (mtime, size):
+            return True
+    return False
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
+
+
+def load_definitions(path: str, text: str | None = None) -> types.ModuleType:
+    """Execute the definitions of `path` (or of `text`, an unsaved buffer of it); cached.
+
+    Raises LensError of kind "syntax-error" or "load-error" (one-line message; the line of the
+    innermost frame in the user's folder tree when the error comes from executing the file).
+    """
+    path = os.path.abspath(path)
+    if text is None:
+        text = _read(path)
+    folder = os.path.dirname(path)
+    name = module_name_for(path)
+    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+    _put_first_on_sys_path(folder)
+    dropped = _drop_changed_siblings(folder, exclude=name)
+    entry = _cache.get(key)
+    if entry is not None and not dropped and not _siblings_changed(entry):
+        _cache.move_to_end(key)
+        sys.modules[name] = entry.module
+        return entry.module
+    module = _execute(path, text, name)
+    siblings = _user_siblings(folder, exclude=name)
+    for sib_name, (_file, mtime, size) in siblings.items():
+        _import_stamps.setdefault(sib_name, (mtime, size))
+    _cache[key] = _Loaded(module, folder, siblings)
+    while len(_cache) > _MAX_CACHED:
+        _cache.popitem(last=False)
+    return module
+
+
+def _execute(path: str, text: str, name: str) -> types.ModuleType:
+    """Parse, filter, compile under the real path and execute into a fresh module."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        line = exc.lineno
+        where = f" (line {line})" if line else ""
+        raise LensError(
+            ErrorKind.SYNTAX_ERROR, f"syntax error in {os.path.basename(path)}{where}: {exc.msg}",
+            file=path, line=line,
+        ) from None
+    except ValueError as exc:  # e.g. null bytes
+        raise LensError(ErrorKind.SYNTAX_ERROR, f"cannot parse {path}: {exc}", file=path) from None
+    code = compile(definitions_only(tree), path, "exec")
+    module = types.ModuleType(name)
+    module.__file__ = path
+    module.__package__ = name.rpartition(".")[0]
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, origin=path)
+    module.__spec__.has_location = True
+    previous = sys.modules.get(name)
+    sys.modules[name] = module  # before executing: dataclasses and pickling look it up
+    try:
+        exec(code, module.__dict__)
+    except BaseException as exc:
+        if previous is not None:
+            sys.modules[name] = previous
+        else:
+            sys.modules.pop(name, None)
+        if not isinstance(exc, Exception | SystemExit):
+            raise  # KeyboardInterrupt and the like are not the file's fault
+        raise _load_error(exc, path) from exc
+    return module
+
+
+def _load_error(exc: BaseException, path: str) -> LensError:
+    """A one-line load-error naming the user's innermost frame."""
+    folder = os.path.dirname(path)
+    file, line = path, None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        frame_file = os.path.abspath(frame.f_code.co_filename)
+        if frame_file == path or _in_tree(frame_file, folder):
+            file, line = frame_file, lineno
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:  # in an imported sibling
+        file, line = os.path.abspath(exc.filename), exc.lineno
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    kind = type(exc).__name__
+    where = f"{os.path.basename(file)}:{line}" if line else os.path.basename(file)
+    message = f"loading {os.path.basename(path)} failed at {where}: {kind}"
+    return LensError(
+        ErrorKind.LOAD_ERROR, f"{message}: {detail}" if detail else message, file=file, line=line,
+    )
+
+
+def clear_cache() -> None:
+    """Forget every executed file (tests; the worker after a settings change)."""
+    _cache.clear()
