@@ -1,0 +1,109 @@
+// Pure source ↔ IR line logic (no `vscode` import, unit-tested in Node).
+// All lines here are 0-based, as editors count them; the server's 1-based map is converted once.
+
+import type { IrLineMapping } from './protocol';
+
+export interface SourceLine {
+  uri: string;
+  line: number; // 0-based
+  depth: number;
+}
+
+/** A run of consecutive lines, both ends included. */
+export interface LineRange {
+  start: number;
+  end: number;
+}
+
+export class LineMap {
+  private readonly bySource = new Map<string, Map<number, number[]>>();
+  private readonly byIr = new Map<number, SourceLine[]>();
+
+  /** `irOffset`: lines shown above the IR in the pane (e.g. failure notes). */
+  constructor(map: readonly IrLineMapping[], irOffset = 0) {
+    for (const m of map) {
+      const irLine = m.irLine - 1 + irOffset;
+      const line = m.line - 1;
+      if (irLine < 0 || line < 0) continue;
+      let lines = this.bySource.get(m.uri);
+      if (!lines) this.bySource.set(m.uri, (lines = new Map()));
+      const irs = lines.get(line) ?? [];
+      if (!irs.includes(irLine)) irs.push(irLine);
+      lines.set(line, irs);
+      const srcs = this.byIr.get(irLine) ?? [];
+      if (!srcs.some((s) => s.uri === m.uri && s.line === line)) {
+        srcs.push({ uri: m.uri, line, depth: m.depth ?? 0 });
+      }
+      this.byIr.set(irLine, srcs);
+    }
+    for (const lines of this.bySource.values()) for (const irs of lines.values()) irs.sort((a, b) => a - b);
+    for (const srcs of this.byIr.values()) srcs.sort((a, b) => a.depth - b.depth || a.line - b.line);
+  }
+
+  get isEmpty(): boolean {
+    return this.byIr.size === 0;
+  }
+
+  /**
+   * IR lines produced by a source line, through any frame: a line in `forward` that calls a
+   * submodule owns the submodule's ops too (depth > 0), as the call chain says.
+   */
+  irLinesFor(uri: string, line: number): number[] {
+    return this.bySource.get(uri)?.get(line) ?? [];
+  }
+
+  /** Source lines of an IR line, innermost frame first. */
+  sourcesFor(irLine: number): SourceLine[] {
+    return this.byIr.get(irLine) ?? [];
+  }
+
+  /** Source lines of an IR line in one file, innermost first. */
+  sourceLinesIn(uri: string, irLine: number): number[] {
+    return this.sourcesFor(irLine).filter((s) => s.uri === uri).map((s) => s.line);
+  }
+
+  /** Every source line in `uri` that produced IR, ascending. */
+  mappedSourceLines(uri: string): number[] {
+    return [...(this.bySource.get(uri)?.keys() ?? [])].sort((a, b) => a - b);
+  }
+
+  /**
+   * Colour bands as Compiler Explorer draws them: each mapped source line gets a colour index,
+   * and each IR line the index of its innermost source line in `uri` (depth 0 wins so a
+   * submodule's ops take the submodule's colour, not the caller's).
+   */
+  bands(uri: string, colours: number): { source: Map<number, number>; ir: Map<number, number> } {
+    const source = new Map<number, number>();
+    this.mappedSourceLines(uri).forEach((line, i) => source.set(line, i % colours));
+    const ir = new Map<number, number>();
+    for (const [irLine, srcs] of this.byIr) {
+      const first = srcs.find((s) => s.uri === uri);
+      if (first) ir.set(irLine, source.get(first.line) ?? 0);
+    }
+    return { source, ir };
+  }
+}
+
+/** Sorted, de-duplicated lines → runs of consecutive lines (fewer decoration ranges). */
+export function toRanges(lines: Iterable<number>): LineRange[] {
+  const sorted = [...new Set(lines)].sort((a, b) => a - b);
+  const out: LineRange[] = [];
+  for (const line of sorted) {
+    const last = out[out.length - 1];
+    if (last && line === last.end + 1) last.end = line;
+    else out.push({ start: line, end: line });
+  }
+  return out;
+}
+
+/** Groups a colour map (line → colour index) into ranges per colour. */
+export function bandRanges(colourOf: Map<number, number>, colours: number): LineRange[][] {
+  const perColour: number[][] = Array.from({ length: colours }, () => []);
+  for (const [line, c] of colourOf) perColour[c % colours].push(line);
+  return perColour.map((lines) => toRanges(lines));
+}
+
+/** The IR line to reveal for a set of highlighted lines: the first, if any. */
+export function revealTarget(lines: readonly number[]): number | undefined {
+  return lines.length ? Math.min(...lines) : undefined;
+}

@@ -1,0 +1,167 @@
+// Source ↔ IR linking: the cursor's source line lights up its IR lines in every open pane (and
+// scrolls them into view); the cursor in a pane lights up the source line(s) that produced the
+// op; optional colour bands; Ctrl/Cmd-click on an op goes to its source (DefinitionProvider).
+
+import * as vscode from 'vscode';
+import type { IrPanes, Pane } from './irPanes';
+import { bandRanges, revealTarget, toRanges, type LineRange } from './lineMap';
+import { SCHEME } from './paneSpec';
+import { SECTION, setting } from './settings';
+
+// Compiler Explorer-like pastel bands; alpha keeps text readable in light and dark themes.
+const BAND_COLOURS = [
+  'rgba(255, 179, 71, 0.16)',
+  'rgba(119, 221, 119, 0.16)',
+  'rgba(111, 168, 255, 0.18)',
+  'rgba(255, 105, 180, 0.14)',
+  'rgba(178, 132, 255, 0.16)',
+  'rgba(64, 224, 208, 0.16)',
+];
+
+function toVsRanges(ranges: LineRange[]): vscode.Range[] {
+  return ranges.map((r) => new vscode.Range(r.start, 0, r.end, 0));
+}
+
+export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
+  private readonly irHighlight = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground'),
+    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.rangeHighlightForeground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Full,
+    borderColor: new vscode.ThemeColor('editor.rangeHighlightBorder'),
+    borderStyle: 'solid',
+    borderWidth: '0 0 0 2px',
+  });
+  private readonly sourceHighlight = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground'),
+    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.rangeHighlightForeground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Full,
+  });
+  private readonly bands = BAND_COLOURS.map((backgroundColor) =>
+    vscode.window.createTextEditorDecorationType({ isWholeLine: true, backgroundColor }),
+  );
+  private readonly disposables: vscode.Disposable[] = [];
+  /** Last cursor line per source URI, to redraw panes that open or refresh later. */
+  private readonly cursor = new Map<string, number[]>();
+
+  constructor(private readonly panes: IrPanes) {
+    this.disposables.push(
+      vscode.window.onDidChangeTextEditorSelection((e) => this.onSelection(e.textEditor)),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
+      panes.onDidUpdatePane((pane) => this.redrawPane(pane)),
+      vscode.languages.registerDefinitionProvider({ scheme: SCHEME }, this),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration(`${SECTION}.colorBands`)) this.redrawAll();
+      }),
+    );
+  }
+
+  private get bandsOn(): boolean {
+    return setting('colorBands', false);
+  }
+
+  async toggleBands(): Promise<void> {
+    await vscode.workspace.getConfiguration(SECTION).update('colorBands', !this.bandsOn, vscode.ConfigurationTarget.Global);
+  }
+
+  private onSelection(editor: vscode.TextEditor): void {
+    const doc = editor.document;
+    if (doc.uri.scheme === SCHEME) {
+      const pane = this.panes.get(doc.uri);
+      if (pane) this.fromPane(pane, editor);
+      return;
+    }
+    const source = doc.uri.toString();
+    if (!this.panes.forSource(source).length) return;
+    const lines = editor.selections.map((s) => s.active.line);
+    this.cursor.set(source, lines);
+    for (const pane of this.panes.forSource(source)) this.highlightPane(pane, lines, true);
+  }
+
+  /** Cursor in a pane: light up the source lines of that op (innermost frame first). */
+  private fromPane(pane: Pane, editor: vscode.TextEditor): void {
+    const irLine = editor.selection.active.line;
+    const byUri = new Map<string, number[]>();
+    for (const s of pane.map.sourcesFor(irLine)) byUri.set(s.uri, [...(byUri.get(s.uri) ?? []), s.line]);
+    for (const ed of vscode.window.visibleTextEditors) {
+      if (ed.document.uri.scheme === SCHEME) continue;
+      const lines = byUri.get(ed.document.uri.toString());
+      if (!lines && !this.panes.forSource(ed.document.uri.toString()).length) continue;
+      ed.setDecorations(this.sourceHighlight, toVsRanges(toRanges(lines ?? [])));
+      const first = lines?.[0];
+      if (first !== undefined) {
+        ed.revealRange(new vscode.Range(first, 0, first, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      }
+    }
+  }
+
+  private highlightPane(pane: Pane, sourceLines: number[], reveal: boolean): void {
+    const irLines = sourceLines.flatMap((l) => pane.map.irLinesFor(pane.spec.source, l));
+    for (const ed of this.editorsOf(pane.uri)) {
+      ed.setDecorations(this.irHighlight, toVsRanges(toRanges(irLines)));
+      const first = revealTarget(irLines);
+      if (reveal && first !== undefined) {
+        ed.revealRange(new vscode.Range(first, 0, first, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      }
+    }
+  }
+
+  private redrawPane(pane: Pane): void {
+    const lines = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
+    this.highlightPane(pane, lines, true);
+    this.drawBands(pane);
+  }
+
+  private redrawAll(): void {
+    for (const pane of this.panes.all()) {
+      const lines = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
+      this.highlightPane(pane, lines, false);
+      this.drawBands(pane);
+    }
+  }
+
+  private drawBands(pane: Pane): void {
+    const on = this.bandsOn;
+    const { source, ir } = pane.map.bands(pane.spec.source, this.bands.length);
+    const irBands = on ? bandRanges(ir, this.bands.length) : this.bands.map(() => []);
+    const srcBands = on ? bandRanges(source, this.bands.length) : this.bands.map(() => []);
+    for (const ed of this.editorsOf(pane.uri)) {
+      this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(irBands[i])));
+    }
+    for (const ed of vscode.window.visibleTextEditors) {
+      if (ed.document.uri.toString() !== pane.spec.source) continue;
+      this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(srcBands[i])));
+    }
+  }
+
+  private sourceCursor(source: string): number[] {
+    const ed = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === source);
+    return ed ? ed.selections.map((s) => s.active.line) : [];
+  }
+
+  private editorsOf(uri: vscode.Uri): vscode.TextEditor[] {
+    const key = uri.toString();
+    return vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === key);
+  }
+
+  /** Ctrl/Cmd-click (or F12) on an op line of a pane: the source line that produced it. */
+  provideDefinition(doc: vscode.TextDocument, position: vscode.Position): vscode.LocationLink[] {
+    const pane = this.panes.get(doc.uri);
+    if (!pane) return [];
+    const line = doc.lineAt(position.line);
+    const origin = new vscode.Range(position.line, line.firstNonWhitespaceCharacterIndex, position.line, line.text.length);
+    return pane.map.sourcesFor(position.line).map((s) => ({
+      originSelectionRange: origin,
+      targetUri: vscode.Uri.parse(s.uri),
+      targetRange: new vscode.Range(s.line, 0, s.line, 0),
+    }));
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.irHighlight.dispose();
+    this.sourceHighlight.dispose();
+    for (const d of this.bands) d.dispose();
+  }
+}

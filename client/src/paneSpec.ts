@@ -1,0 +1,101 @@
+// What an IR pane shows, and its `torch-mlir-lens:` URI (pure; unit-tested).
+// The path is the tab title ("MLP · linalg.mlir"); the query says what to lower, so two files
+// with a module of the same name get two panes.
+
+export const SCHEME = 'torch-mlir-lens';
+
+export interface PaneSpec {
+  source: string; // source file URI
+  module: string;
+  target: string; // a target name, or "custom" with `pipeline`
+  pipelineName?: string;
+  pipeline?: string;
+  pass?: number; // index into printAfterAll's passes
+  passName?: string;
+}
+
+export interface PaneUriParts {
+  path: string;
+  query: string;
+}
+
+function label(spec: PaneSpec): string {
+  return spec.pipelineName ?? spec.target;
+}
+
+/** Path segments may not hold "/"; pass names like "func.func(canonicalize)" keep their look. */
+function clean(text: string): string {
+  return text.replace(/[\\/]/g, '∕');
+}
+
+export function paneTitle(spec: PaneSpec): string {
+  const pass = spec.pass !== undefined ? ` · after ${clean(spec.passName ?? `pass ${spec.pass + 1}`)}` : '';
+  return `${clean(spec.module)} · ${clean(label(spec))}${pass}.mlir`;
+}
+
+export function toUriParts(spec: PaneSpec): PaneUriParts {
+  const q = new URLSearchParams();
+  q.set('source', spec.source);
+  q.set('module', spec.module);
+  q.set('target', spec.target);
+  if (spec.pipelineName) q.set('pipelineName', spec.pipelineName);
+  if (spec.pipeline) q.set('pipeline', spec.pipeline);
+  if (spec.pass !== undefined) q.set('pass', String(spec.pass));
+  if (spec.passName) q.set('passName', spec.passName);
+  return { path: '/' + paneTitle(spec), query: q.toString() };
+}
+
+export function fromQuery(query: string): PaneSpec | undefined {
+  const q = new URLSearchParams(query);
+  const source = q.get('source');
+  const module = q.get('module');
+  const target = q.get('target');
+  if (!source || !module || !target) return undefined;
+  const spec: PaneSpec = { source, module, target };
+  const pipelineName = q.get('pipelineName');
+  const pipeline = q.get('pipeline');
+  const pass = q.get('pass');
+  const passName = q.get('passName');
+  if (pipelineName) spec.pipelineName = pipelineName;
+  if (pipeline) spec.pipeline = pipeline;
+  if (pass !== null && /^\d+$/.test(pass)) spec.pass = Number(pass);
+  if (passName) spec.passName = passName;
+  return spec;
+}
+
+/** Key of the lowering a pane needs: panes differing only in `pass` share one request. */
+export function loweringKey(spec: PaneSpec): string {
+  return JSON.stringify([spec.source, spec.module, spec.target, spec.pipeline ?? null, spec.pass !== undefined]);
+}
+
+/** Text shown in a pane while lowering or when it failed. */
+export function placeholder(spec: PaneSpec, what: 'loading' | 'no-server'): string {
+  const t = label(spec);
+  return what === 'loading'
+    ? `// Torch-MLIR Lens: lowering ${spec.module} to ${t}…\n`
+    : `// Torch-MLIR Lens: the server is not running; see the output channel (Torch-MLIR Lens: Show Output).\n`;
+}
+
+export interface FailureInfo {
+  ok: boolean;
+  ir: string;
+  diagnostics: { severity: string; message: string; line: number | null; op: string | null }[];
+}
+
+/**
+ * IR as shown: a failed lowering shows its diagnostics as comments above any partial IR.
+ * `irOffset` is how many lines precede the IR, so the server's IR line numbers still map.
+ */
+export function paneText(spec: PaneSpec, res: FailureInfo): { text: string; irOffset: number } {
+  if (res.ok && res.ir) return { text: res.ir.endsWith('\n') ? res.ir : res.ir + '\n', irOffset: 0 };
+  const lines = [`// Torch-MLIR Lens: lowering ${spec.module} to ${label(spec)} failed.`];
+  for (const d of res.diagnostics) {
+    const where = d.line ? ` (line ${d.line})` : '';
+    const op = d.op ? ` [${d.op}]` : '';
+    for (const [i, text] of d.message.split('\n').entries()) {
+      lines.push(i === 0 ? `// ${d.severity}${op}${where}: ${text}` : `//   ${text}`);
+    }
+  }
+  if (!res.ir) return { text: lines.join('\n') + '\n', irOffset: 0 };
+  return { text: lines.join('\n') + '\n\n' + res.ir, irOffset: lines.length + 1 };
+}
