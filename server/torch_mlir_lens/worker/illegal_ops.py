@@ -1,0 +1,344 @@
+"""Every op a backend cannot lower, each at its user line.
+
+MLIR reports only the first failure, often naming the wrong op (a `torch.constant.int` left
+behind by the real culprit). Two recipes find them all:
+
+- Leftovers (linalg, stablehlo): run only the conversion passes of the backend pipeline, without
+  the final backend-contract check, and walk the module for torch ops that survived. The
+  conversions use partial conversion, so an op without a pattern stays in place.
+- Isolation (tosa, and the fallback when the leftover run itself fails): copy each torch op with
+  its constant operands into a one-op function and run the whole backend pipeline on it.
+  `convert-torch-to-tosa` marks ops explicitly illegal, so a leftover run fails at the first one.
+  Heuristic: ops are tried out of context (same types, same constant operands).
+
+Failures that name no op (verifier errors, asserts, ...) come back as "lowering-error"
+diagnostics at their location's user line, or on the module when there is none.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import func as func_d
+from torch_mlir.passmanager import PassManager
+
+from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.worker.locations import LocationResolver
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
+
+# Conversion prefixes of the backend pipelines (no backend-contract verification at the end).
+LEFTOVER_PIPELINES: dict[str, str] = {
+    "linalg": (
+        "builtin.module(func.func(torch-restructure-non-constant-axes,torch-fuse-quantized-ops,"
+        "convert-torch-to-tmtensor,canonicalize,convert-torch-to-linalg,canonicalize,"
+        "convert-torch-to-scf,convert-torch-to-arith,convert-torch-to-tensor))"
+    ),
+    "stablehlo": "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-arith))",
+}
+BACKEND_PIPELINES: dict[str, str] = {
+    "linalg": "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)",
+    "tosa": "builtin.module(torch-backend-to-tosa-backend-pipeline)",
+    "stablehlo": "builtin.module(torch-backend-to-stablehlo-backend-pipeline)",
+}
+# Ops that are never the culprit: constants and list plumbing are lowered with their users.
+_SKIP_PREFIXES = ("torch.constant.", "torch_c.")
+_SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
+_CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
+_LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
+_OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
+
+ISOLATION_BUDGET_S = 30.0
+
+
+@dataclass
+class FoundOp:
+    """A torch op a backend cannot lower."""
+
+    name: str  # "torch.aten.roll" or, for torch.operator, "torch.operator aten.lgamma"
+    location: str  # location text
+    message: str
+
+
+def op_name(op: Any) -> str:
+    """The op's name, for an Operation or an OpView (whose `.name` may be an attribute)."""
+    return str(op.operation.name)
+
+
+def is_candidate(name: str) -> bool:
+    """A torch op that can be reported as unsupported (not a constant or list plumbing)."""
+    return name.startswith("torch.") and not name.startswith(_SKIP_PREFIXES) and (
+        name not in _SKIP_NAMES
+    )
+
+
+def _display_name(op: Any) -> str:
+    name = op_name(op)
+    if name == "torch.operator" and "name" in op.operation.attributes:
+        return f"torch.operator {ir.StringAttr(op.operation.attributes['name']).value}"
+    return name
+
+
+def _walk(module_op: Any) -> list[Any]:
+    ops: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.operation.walk(visit)
+    return ops
+
+
+def leftover_ops(module_op: Any) -> list[FoundOp]:
+    """Torch ops still in the module (after a conversion prefix), in program order."""
+    found = []
+    for op in _walk(module_op):
+        if is_candidate(op_name(op)):
+            found.append(FoundOp(_display_name(op), str(op.location), ""))
+    return found
+
+
+def torch_operator_ops(module_op: Any) -> list[FoundOp]:
+    """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level."""
+    return [
+        FoundOp(_display_name(op), str(op.location), "not supported by torch-mlir")
+        for op in _walk(module_op)
+        if op_name(op) == "torch.operator"
+    ]
+
+
+def _run(module_op: Any, pipeline: str) -> list[Diag] | None:
+    """Run a pipeline on a module; None on success, else its error diagnostics."""
+    ctx = module_op.context
+    with ctx, captured(ctx) as diags:
+        try:
+            PassManager.parse(pipeline, context=ctx).run(module_op.operation)
+        except ir.MLIRError as exc:
+            from torch_mlir_lens.worker.mlir_diagnostics import error_diags
+
+            return error_diags(exc, diags)
+    return None
+
+
+def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
+    """Leftover recipe; None when it does not apply or its own run fails."""
+    pipeline = LEFTOVER_PIPELINES.get(target)
+    if pipeline is None:
+        return None
+    clone = torch_module.operation.clone()
+    if _run(clone, pipeline) is not None:
+        return None
+    return leftover_ops(clone)
+
+
+def _is_constant_op(owner: Any) -> bool:
+    if isinstance(owner, ir.Block):
+        return False
+    name = op_name(owner)
+    if name.startswith("torch.constant.") or name == "torch.vtensor.literal":
+        return True
+    if name in _CONSTANT_NAMES:
+        return all(_is_constant_op(v.owner) for v in owner.operation.operands)
+    return False
+
+
+def _strip_ssa(text: str) -> str:
+    return re.sub(r"%[\w.$#-]+", "%", text.split(" loc(")[0])
+
+
+def _isolation_key(op: Any) -> str:
+    """Ops with the same name, types, attributes and constant operands behave the same."""
+    parts = [op_name(op), str([str(r.type) for r in op.operation.results])]
+    for attr in op.operation.attributes:
+        parts.append(f"{attr.name}={attr.attr}")
+    for v in op.operation.operands:
+        owner = v.owner
+        parts.append(_strip_ssa(str(owner)) if _is_constant_op(owner) else str(v.type))
+    return "|".join(parts)
+
+
+def _clone_constant(value: Any, mapping: list[tuple[Any, Any]]) -> Any:
+    for old, new in mapping:
+        if old == value:
+            return new
+    owner = value.owner.operation
+    for v in owner.operands:
+        _clone_constant(v, mapping)
+    clone = owner.clone()
+    for i, v in enumerate(owner.operands):
+        clone.operands[i] = _lookup(v, mapping)
+    for old_r, new_r in zip(owner.results, clone.results, strict=True):
+        mapping.append((old_r, new_r))
+    return _lookup(value, mapping)
+
+
+def _lookup(value: Any, mapping: list[tuple[Any, Any]]) -> Any:
+    for old, new in mapping:
+        if old == value:
+            return new
+    raise KeyError("value not mapped")
+
+
+def isolate(op: Any) -> Any:
+    """A new module with one function that holds `op` and copies of its constant operands."""
+    ctx = op.context
+    operation = op.operation
+    args = []
+    for v in operation.operands:
+        if not _is_constant_op(v.owner) and not any(v == a for a in args):
+            args.append(v)
+    results = [r for r in operation.results if str(r.type).startswith("!torch.vtensor")]
+    with ctx, ir.Location.unknown(ctx):
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            ftype = ir.FunctionType.get([a.type for a in args], [r.type for r in results])
+            fn = func_d.FuncOp("isolated", ftype)
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                mapping: list[tuple[Any, Any]] = list(zip(args, block.arguments, strict=True))
+                for v in operation.operands:
+                    if _is_constant_op(v.owner):
+                        _clone_constant(v, mapping)
+                clone = operation.clone()
+                for i, v in enumerate(operation.operands):
+                    clone.operands[i] = _lookup(v, mapping)
+                by_result = dict(zip(range(len(operation.results)), clone.results, strict=True))
+                keep = [by_result[i] for i, r in enumerate(operation.results) if r in results]
+                func_d.ReturnOp(keep)
+    return module
+
+
+def find_by_isolation(torch_module: Any, target: str,
+                      budget_s: float = ISOLATION_BUDGET_S) -> tuple[list[FoundOp], bool]:
+    """Isolation recipe: ([failing ops], complete). Stops after `budget_s` seconds."""
+    pipeline = BACKEND_PIPELINES[target]
+    start = time.perf_counter()
+    # Gather everything from the big module before running any pass (no stale handles).
+    todo: list[tuple[str, str, str, Any]] = []
+    for op in _walk(torch_module):
+        name = op_name(op)
+        if not is_candidate(name):
+            continue
+        todo.append((_display_name(op), str(op.location), _isolation_key(op), op))
+    # Build every one-op module first, then run passes: no big-module handle is used after a run.
+    smalls: dict[str, Any] = {}
+    for _display, _loc, key, op in todo:
+        if key in smalls:
+            continue
+        try:
+            smalls[key] = isolate(op)
+        except (RuntimeError, ValueError, KeyError):
+            smalls[key] = None  # cannot isolate: say nothing rather than guess
+    todo_data = [(display, loc, key) for display, loc, key, _op in todo]
+    del todo
+    verdicts: dict[str, str | None] = {}
+    found: list[FoundOp] = []
+    complete = True
+    for display, loc, key in todo_data:
+        if key not in verdicts:
+            if time.perf_counter() - start > budget_s:
+                complete = False
+                break
+            small = smalls[key]
+            errors = None if small is None else _run(small.operation, pipeline)
+            verdicts[key] = None if errors is None else _first_line(errors[0].message)
+        message = verdicts[key]
+        if message is not None:
+            found.append(FoundOp(display, loc, message))
+    return found, complete
+
+
+def _first_line(message: str) -> str:
+    return message.split("\n", 1)[0].split(": %", 1)[0].strip()
+
+
+def _located(resolver: LocationResolver, loc: str) -> tuple[str | None, int | None]:
+    frames = resolver.user_frames(loc)
+    return (frames[0][0], frames[0][1]) if frames else (None, None)
+
+
+def unsupported_diagnostics(found: list[FoundOp], target: str,
+                            resolver: LocationResolver) -> list[LensDiagnostic]:
+    """One "unsupported-op" diagnostic per (op, line), in program order."""
+    title = target_title(target)
+    out: list[LensDiagnostic] = []
+    seen: set[tuple[str, str | None, int | None]] = set()
+    for f in found:
+        file, line = _located(resolver, f.location)
+        key = (f.name, file, line)
+        if key in seen:
+            continue
+        seen.add(key)
+        op = f.name.split(" ", 1)[-1] if f.name.startswith("torch.operator ") else f.name
+        detail = f" ({f.message})" if f.message else ""
+        out.append(LensDiagnostic(
+            severity=Severity.ERROR, message=f"{f.name} cannot be lowered to {title}{detail}",
+            kind=ErrorKind.UNSUPPORTED_OP, file=file, line=line, op=op, target=target,
+        ))
+    return out
+
+
+def error_diagnostics(errors: list[Diag], target: str, resolver: LocationResolver,
+                      kind: str = ErrorKind.LOWERING_ERROR) -> list[LensDiagnostic]:
+    """MLIR error diagnostics as LensDiagnostics at their user line (or on the module)."""
+    out: list[LensDiagnostic] = []
+    for d in errors:
+        file, line = _located(resolver, d.location)
+        if file is None:
+            for note in d.notes:
+                file, line = _located(resolver, note.location)
+                if file is not None:
+                    break
+        m = _LEGALIZE.search(d.message) or _OP_PREFIX.search(d.message)
+        out.append(LensDiagnostic(
+            severity=Severity.ERROR, message=f"{target_title(target)}: {_first_line(d.message)}",
+            kind=kind, file=file, line=line, op=m.group(1) if m else None, target=target,
+        ))
+    return out
+
+
+def _names_an_op(d: Diag) -> bool:
+    return bool(_LEGALIZE.search(d.message))
+
+
+def list_unsupported(torch_module: Any, target: str, errors: list[Diag],
+                     resolver: LocationResolver) -> list[LensDiagnostic]:
+    """Every op `target` cannot lower, plus the pipeline errors that name no op.
+
+    `errors` are the diagnostics of the failed backend pipeline run on `torch_module`, which is
+    left untouched (the recipes work on clones).
+    """
+    found = find_leftovers(torch_module, target)
+    complete = True
+    if found is None and target in BACKEND_PIPELINES:
+        found, complete = find_by_isolation(torch_module, target)
+    found = found or []
+    diags = unsupported_diagnostics(found, target, resolver)
+    # "failed to legalize" errors are symptoms of the ops listed above; keep the others.
+    others = [d for d in errors if not (found and _names_an_op(d))]
+    diags.extend(error_diagnostics(others, target, resolver))
+    if not complete:
+        diags.append(LensDiagnostic(
+            severity=Severity.WARNING, kind=ErrorKind.UNSUPPORTED_OP, target=target,
+            message=f"listing of unsupported ops stopped after {ISOLATION_BUDGET_S:.0f} s; "
+                    "more ops may be unsupported",
+        ))
+    return diags
+
+
+def list_torch_level(raw_module: Any, errors: list[Diag],
+                     resolver: LocationResolver, target: str) -> list[LensDiagnostic]:
+    """Ops that fail before any backend: `torch.operator`s, plus errors that name no op."""
+    found = torch_operator_ops(raw_module)
+    diags = unsupported_diagnostics(found, target, resolver)
+    for d in diags:
+        d.message = d.message.replace(f"cannot be lowered to {target_title(target)}",
+                                      "is not supported by torch-mlir")
+    others = [d for d in errors if not (found and _names_an_op(d))]
+    diags.extend(error_diagnostics(others, target, resolver))
+    return diags
