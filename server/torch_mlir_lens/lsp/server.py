@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Coroutine
 from typing import Any
 
@@ -67,7 +68,7 @@ class ClientLogHandler(logging.Handler):
     """Sends this package's log records to the client (`window/logMessage`).
 
     stdout is the protocol, so the client's output channel is where logs belong; records
-    from before `initialize` (and pygls' own) stay on stderr.
+    from before `initialized` (and pygls' own) go to stderr.
     """
 
     _LEVELS = (
@@ -83,7 +84,10 @@ class ClientLogHandler(logging.Handler):
         self._sending = False
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self._server.initialized or self._sending:
+        if self._sending:
+            return
+        if not self._server.initialized:
+            sys.stderr.write(self.format(record) + "\n")  # the client cannot take it yet
             return
         kind = next(k for level, k in self._LEVELS if record.levelno >= level)
         self._sending = True  # a log line emitted while sending must not recurse
@@ -107,6 +111,7 @@ def create_server() -> LensServer:
     handler.setFormatter(logging.Formatter("[%(levelname)s %(name)s] %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
+    log.propagate = False  # once on the client's channel, not again on stderr
     return server
 
 
