@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fromQuery, loweringKey, paneText, paneTitle, toUriParts, type PaneSpec } from '../../client/src/paneSpec';
+
+const SPEC: PaneSpec = { source: 'file:///ws/my%20model.py', module: 'MLP', target: 'linalg' };
+
+describe('pane URIs', () => {
+  it('titles a pane like "MLP · linalg.mlir"', () => {
+    assert.equal(paneTitle(SPEC), 'MLP · linalg.mlir');
+    assert.equal(toUriParts(SPEC).path, '/MLP · linalg.mlir');
+  });
+
+  it('titles custom pipelines and passes, without slashes in the path', () => {
+    const spec = { ...SPEC, target: 'custom', pipelineName: 'decompose', pipeline: 'builtin.module(a/b)', pass: 2, passName: 'func.func(canonicalize)' };
+    assert.equal(paneTitle(spec), 'MLP · decompose · after func.func(canonicalize).mlir');
+    assert.ok(!paneTitle({ ...SPEC, module: 'a/b' }).includes('/'));
+  });
+
+  it('round-trips through the query', () => {
+    const spec = { ...SPEC, target: 'custom', pipelineName: 'p', pipeline: 'builtin.module(x)', pass: 0, passName: 'x' };
+    assert.deepEqual(fromQuery(toUriParts(spec).query), spec);
+    assert.deepEqual(fromQuery(toUriParts(SPEC).query), SPEC);
+    assert.equal(fromQuery('module=MLP'), undefined);
+  });
+
+  it('shares one lowering between a pane and its pass views only by printAfterAll', () => {
+    assert.equal(loweringKey(SPEC), loweringKey({ ...SPEC }));
+    assert.notEqual(loweringKey(SPEC), loweringKey({ ...SPEC, pass: 1 }));
+    assert.equal(loweringKey({ ...SPEC, pass: 1 }), loweringKey({ ...SPEC, pass: 3 }));
+  });
+});
+
+describe('pane text', () => {
+  it('shows IR as is when lowering worked', () => {
+    assert.deepEqual(paneText(SPEC, { ok: true, ir: 'module {\n}', diagnostics: [] }), { text: 'module {\n}\n', irOffset: 0 });
+  });
+
+  it('puts failures as comments above partial IR and reports the offset', () => {
+    const r = paneText(SPEC, {
+      ok: false,
+      ir: 'module {}\n',
+      diagnostics: [{ severity: 'error', message: 'failed to legalize\nsecond line', line: 12, op: 'aten.roll' }],
+    });
+    const lines = r.text.split('\n');
+    assert.equal(lines[0], '// Torch-MLIR Lens: lowering MLP to linalg failed.');
+    assert.equal(lines[1], '// error [aten.roll] (line 12): failed to legalize');
+    assert.equal(lines[2], '//   second line');
+    assert.equal(lines[r.irOffset], 'module {}');
+  });
+});
