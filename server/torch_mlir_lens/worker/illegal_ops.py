@@ -79,7 +79,7 @@ def is_candidate(name: str) -> bool:
 def _display_name(op: Any) -> str:
     name = op_name(op)
     if name == "torch.operator" and "name" in op.operation.attributes:
-        return f"torch.operator {ir.StringAttr(op.operation.attributes['name']).value}"
+        return ir.StringAttr(op.operation.attributes["name"]).value  # e.g. "torch.aten.lgamma"
     return name
 
 
@@ -106,7 +106,7 @@ def leftover_ops(module_op: Any) -> list[FoundOp]:
 def torch_operator_ops(module_op: Any) -> list[FoundOp]:
     """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level."""
     return [
-        FoundOp(_display_name(op), str(op.location), "not supported by torch-mlir")
+        FoundOp(_display_name(op), str(op.location), "")
         for op in _walk(module_op)
         if op_name(op) == "torch.operator"
     ]
@@ -274,11 +274,12 @@ def unsupported_diagnostics(found: list[FoundOp], target: str,
         if key in seen:
             continue
         seen.add(key)
-        op = f.name.split(" ", 1)[-1] if f.name.startswith("torch.operator ") else f.name
-        detail = f" ({f.message})" if f.message else ""
+        legalize = _LEGALIZE.search(f.message)
+        redundant = not f.message or (legalize is not None and legalize.group(1) == f.name)
+        detail = "" if redundant else f" ({f.message})"
         out.append(LensDiagnostic(
             severity=Severity.ERROR, message=f"{f.name} cannot be lowered to {title}{detail}",
-            kind=ErrorKind.UNSUPPORTED_OP, file=file, line=line, op=op, target=target,
+            kind=ErrorKind.UNSUPPORTED_OP, file=file, line=line, op=f.name, target=target,
         ))
     return out
 

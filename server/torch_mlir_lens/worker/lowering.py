@@ -141,11 +141,14 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
     """
     users = UserFiles(user_files)
     module = as_module(fn)
+    noise = io.StringIO()
     try:
-        program = torch.export.export(module, tuple(args), dict(kwargs or {}),
-                                      dynamic_shapes=dynamic_shapes, strict=strict)
-        if decompose:
-            program = program.run_decompositions(get_decomposition_table())
+        # torch prints graph dumps on some failures; keep the worker's streams clean.
+        with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+            program = torch.export.export(module, tuple(args), dict(kwargs or {}),
+                                          dynamic_shapes=dynamic_shapes, strict=strict)
+            if decompose:
+                program = program.run_decompositions(get_decomposition_table())
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
         raise LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file,
