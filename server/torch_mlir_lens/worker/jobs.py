@@ -130,6 +130,21 @@ def _file_digest(path: str | None) -> str | None:
         return None
 
 
+def _folder_stamp(path: str) -> list[tuple[str, int, int]]:
+    """(name, mtime_ns, size) of the .py files next to `path`."""
+    stamps = []
+    try:
+        with os.scandir(os.path.dirname(path)) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py") and entry.path != path:
+                    with contextlib.suppress(OSError):
+                        st = entry.stat()
+                        stamps.append((entry.name, st.st_mtime_ns, st.st_size))
+    except OSError:
+        pass
+    return sorted(stamps)
+
+
 def program_key(job: dict[str, Any], text: str) -> str:
     """Everything that decides the exported program, hashed."""
     parts = {
@@ -143,6 +158,8 @@ def program_key(job: dict[str, Any], text: str) -> str:
         "settings_inputs": job.get("settings_inputs") or {},
         "workspace": job.get("workspace"),
         "strict": bool(job.get("strict", False)),
+        # Sibling files the module may import: an edit to one must re-export.
+        "siblings": _folder_stamp(_job_path(job)),
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()

@@ -1,0 +1,43 @@
+"""Shared fixtures for the Python tests: where things are, and a started Engine with small limits.
+
+Keep this small and generic; suites in subfolders add their own conftest.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def examples_dir() -> Path:
+    return REPO_ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    """tests/models: small modules written for tests (faulty.py, ...)."""
+    return REPO_ROOT / "tests" / "models"
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[object]:
+    """A started Engine (20 s time-out, 1500 MB memory limit), stopped after the test."""
+    from torch_mlir_lens.engine import Engine, EngineConfig
+
+    eng = Engine(EngineConfig(python=sys.executable, timeout_s=20, memory_limit_mb=1500))
+    await eng.start()
+    try:
+        yield eng
+    finally:
+        await eng.stop()

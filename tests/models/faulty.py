@@ -1,0 +1,108 @@
+"""Modules that misbehave in every way a worker must survive (tests/test_engine.py).
+
+Each misbehaves only when instantiated or run, never at import: the file as a whole loads.
+Allocations are bounded so a broken memory limit fails a test instead of the machine.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import torch
+from torch import nn
+
+MB = 2**20
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Healthy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Segfault(nn.Module):
+    def forward(self, x):
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+        return x
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class HardExit(nn.Module):
+    def forward(self, x):
+        os._exit(3)
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class HangInit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class HangForward(nn.Module):
+    def forward(self, x):
+        while True:
+            x = x + 0
+        return x
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class MemoryHog(nn.Module):
+    def __init__(self, limit_mb=6144):
+        super().__init__()
+        hoard = []
+        while len(hoard) * 64 < limit_mb:
+            hoard.append(b"x" * (64 * MB))  # written, so resident
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Loud(nn.Module):
+    """Prints 100 MB to stdout and 100 MB to stderr, half through Python, half to the raw fds."""
+
+    def __init__(self):
+        super().__init__()
+        line = "x" * (MB - 1) + "\n"
+        for _ in range(50):
+            sys.stdout.write(line)
+            sys.stderr.write(line)
+        raw = line.encode()
+        for _ in range(50):
+            os.write(1, raw)
+            os.write(2, raw)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Spawner(nn.Module):
+    """Starts two sleepers that outlive the call: one in the worker's group, one setsid'd."""
+
+    def __init__(self):
+        super().__init__()
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+        self.children = [
+            subprocess.Popen(sleeper).pid,
+            subprocess.Popen(sleeper, start_new_session=True).pid,
+        ]
+        pidfile = os.environ.get("FAULTY_PIDFILE")
+        if pidfile:
+            with open(pidfile, "w") as f:
+                f.write(" ".join(map(str, self.children)))
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)

@@ -1,0 +1,205 @@
+"""The Engine with a real worker: caching, faults, cancellation, no leftover processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
+from torch_mlir_lens.engine.procs import family_pids
+from torch_mlir_lens.results import LensError
+
+MODELS = Path(__file__).resolve().parent / "models"
+FAULTY = str(MODELS / "faulty.py")
+
+
+def job(module: str, path: str = FAULTY, **kw: Any) -> ModuleJob:
+    return ModuleJob(path=path, module=module, **kw)
+
+
+async def lower_healthy(engine: Engine) -> None:
+    (res,) = await engine.lower(job("Healthy"), targets=["linalg"])
+    assert res.ok, res.diagnostics
+    assert "linalg" in res.ir
+
+
+async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_cache_second_lower_runs_no_job_and_targets_share_one_export(
+    engine: Engine,
+) -> None:
+    first = await engine.lower(job("Healthy"), targets=["linalg"])
+    stats = await engine.stats()
+    again = await engine.lower(job("Healthy"), targets=["linalg"])
+    assert (await engine.stats())["jobs_run"] == stats["jobs_run"]
+    assert again[0].ir == first[0].ir
+    # Another target: a new job, but the exported program is reused.
+    (tosa,) = await engine.lower(job("Healthy"), targets=["tosa"])
+    after = await engine.stats()
+    assert tosa.ok and "tosa." in tosa.ir
+    assert after["jobs_run"] == stats["jobs_run"] + 1
+    assert after["exports_run"] == stats["exports_run"]
+    # Several targets in one job: one export, results in the asked order.
+    results = await engine.lower(job("Healthy", text=Path(FAULTY).read_text() + "\n"),
+                                 targets=["torch", "linalg", "stablehlo"])
+    assert [r.target for r in results] == ["torch", "linalg", "stablehlo"]
+    assert (await engine.stats())["exports_run"] == after["exports_run"] + 1
+
+
+async def test_identical_concurrent_requests_share_one_job(engine: Engine) -> None:
+    before = (await engine.stats())["jobs_run"]
+    a, b, c = await asyncio.gather(*(engine.lower(job("Healthy"), targets=["torch"])
+                                     for _ in range(3)))
+    assert a[0].ir == b[0].ir == c[0].ir
+    assert (await engine.stats())["jobs_run"] == before + 1
+
+
+async def test_invalidate_and_text_change_rerun(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(Path(FAULTY).read_text())
+    await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
+    before = (await engine.stats())["jobs_run"]
+    engine.invalidate(str(path))
+    await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
+    assert (await engine.stats())["jobs_run"] == before + 1
+    # Text changed on disk: a different key without any invalidate call.
+    path.write_text(path.read_text().replace("nn.Linear(4, 3)", "nn.Linear(4, 5)"))
+    (res,) = await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
+    assert "2,5" in res.ir.replace(" ", "")
+
+
+@pytest.mark.parametrize(
+    ("module", "kind", "needle"),
+    [
+        ("Segfault", "worker-crash", "SIGSEGV"),
+        ("HardExit", "worker-crash", "exit code 3"),
+        ("HangInit", "timeout", "longer than"),
+        ("HangForward", "timeout", "longer than"),
+        ("MemoryHog", "memory-limit", "memory"),
+    ],
+)
+async def test_fault_gives_its_kind_then_next_job_succeeds(
+    module: str, kind: str, needle: str,
+) -> None:
+    engine = Engine(EngineConfig(python=sys.executable, timeout_s=8, memory_limit_mb=1500))
+    await engine.start()
+    try:
+        await engine.wait_ready()
+        pid = engine.worker_pid
+        assert pid is not None
+        with pytest.raises(LensError) as info:
+            await engine.lower(job(module), targets=["linalg"])
+        assert info.value.kind == kind, info.value.message
+        assert needle in info.value.message
+        if module in ("Segfault", "HangForward"):
+            # faulthandler's stack names the user's line.
+            assert info.value.file == FAULTY and info.value.line, info.value.message
+        assert family_pids(pid) == [], "the old worker (or a child) is still alive"
+        await lower_healthy(engine)
+        assert engine.restarts == 1
+        # The failure is remembered for this text: no second crash/hang on a re-hover.
+        with pytest.raises(LensError):
+            await engine.lower(job(module), targets=["linalg"])
+        assert engine.restarts == 1
+    finally:
+        await engine.stop()
+
+
+async def test_loud_module_does_not_corrupt_the_channel(engine: Engine) -> None:
+    (res,) = await engine.lower(job("Loud"), targets=["linalg"])
+    assert res.ok, res.diagnostics
+    await lower_healthy(engine)
+    assert engine.restarts == 0
+
+
+async def test_children_die_with_the_engine(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    env = {**os.environ, "FAULTY_PIDFILE": str(pidfile)}
+    engine = Engine(EngineConfig(python=sys.executable, timeout_s=30, env=env))
+    await engine.start()
+    try:
+        (res,) = await engine.lower(job("Spawner"), targets=["torch"])
+        assert res.ok
+        children = [int(p) for p in pidfile.read_text().split()]
+        worker = engine.worker_pid
+        assert worker is not None
+        assert set(children) <= set(family_pids(worker))  # the setsid'd one too
+    finally:
+        await engine.stop()
+    assert family_pids(worker) == []
+    for child in children:
+        assert not alive(child)
+
+
+async def test_cancel_running_job(engine: Engine) -> None:
+    await engine.wait_ready()
+    task = asyncio.ensure_future(engine.lower(job("HangForward"), targets=["linalg"]))
+    await wait_for(lambda: engine.busy)
+    assert await engine.cancel(FAULTY, "HangForward") == 1
+    with pytest.raises(LensError) as info:
+        await task
+    assert info.value.kind == "cancelled"
+    await lower_healthy(engine)
+
+
+async def test_newer_text_supersedes_queued_and_running(engine: Engine, tmp_path: Path) -> None:
+    """v1 hangs in the worker, v2 queued, v3 arrives: v1 killed, v2 dropped, v3 runs."""
+    await engine.wait_ready()
+    path = str(tmp_path / "m.py")
+    source = Path(FAULTY).read_text()
+    hanging = source.replace("class HangForward(", "class M(")
+    healthy = source.replace("class Healthy(", "class M(")
+    v1 = asyncio.ensure_future(engine.lower(job("M", path=path, text=hanging),
+                                            targets=["torch"]))
+    await wait_for(lambda: engine.busy)
+    v2 = asyncio.ensure_future(engine.lower(job("M", path=path, text=hanging + "\n"),
+                                            targets=["torch"]))
+    await asyncio.sleep(0)  # let v2 queue
+    start = time.monotonic()
+    (res,) = await engine.lower(job("M", path=path, text=healthy), targets=["torch"])
+    assert res.ok
+    assert time.monotonic() - start < 8  # did not wait for v1's time-out
+    for older in (v1, v2):
+        with pytest.raises(LensError) as info:
+            await older
+        assert info.value.kind == "cancelled"
+
+
+async def test_update_config_applies_without_restart(engine: Engine) -> None:
+    await engine.wait_ready()
+    pid = engine.worker_pid
+    engine.update_config(timeout_s=2.0)
+    assert engine.worker_pid == pid
+    start = time.monotonic()
+    with pytest.raises(LensError) as info:
+        await engine.lower(job("HangForward"), targets=["torch"])
+    assert info.value.kind == "timeout"
+    assert time.monotonic() - start < 10
+
+
+async def test_stop_leaves_no_process(engine: Engine) -> None:
+    await engine.wait_ready()
+    pid = engine.worker_pid
+    assert pid is not None and family_pids(pid) == [pid]
+    await engine.stop()
+    assert family_pids(pid) == []
+    assert not alive(pid)

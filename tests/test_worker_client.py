@@ -1,0 +1,130 @@
+"""WorkerClient on its own: start-up, the channel, crashes from outside, limits, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torch_mlir_lens.engine.procs import family_pids
+from torch_mlir_lens.engine.worker_client import WorkerClient
+from torch_mlir_lens.results import LensError
+
+FAULTY = str(Path(__file__).resolve().parent / "models" / "faulty.py")
+
+
+def lower_job(module: str, targets: list[str] | None = None) -> dict[str, Any]:
+    return {"op": "lower", "path": FAULTY, "module": module, "targets": targets or ["torch"]}
+
+
+async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def client() -> Any:
+    c = WorkerClient(sys.executable, timeout_s=20, memory_limit_mb=1500)
+    await c.start()
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+async def test_start_returns_at_once_and_warms_in_background() -> None:
+    c = WorkerClient(sys.executable)
+    t0 = time.monotonic()
+    await c.start()
+    assert time.monotonic() - t0 < 1.0
+    assert c.pid is not None and not c.ready
+    try:
+        await c.wait_ready()
+        assert c.ready
+        # Warm: a job no longer pays for the imports.
+        t1 = time.monotonic()
+        assert (await c.request({"op": "ping"}))["pid"] == c.pid
+        assert time.monotonic() - t1 < 1.0
+    finally:
+        await c.stop()
+
+
+async def test_bad_job_is_an_error_not_a_dead_worker(client: WorkerClient) -> None:
+    with pytest.raises(LensError) as info:
+        await client.request({"op": "no-such-op"})
+    assert info.value.kind == "bad-request"
+    with pytest.raises(LensError) as info:
+        await client.request({"op": "lower", "path": FAULTY, "module": "Nope",
+                              "targets": ["torch"]})
+    assert info.value.kind == "unknown-module"
+    assert client.restarts == 0
+
+
+async def test_killed_mid_job_is_a_crash_with_the_signal(client: WorkerClient) -> None:
+    await client.wait_ready()
+    task = asyncio.ensure_future(client.request(lower_job("HangForward")))
+    await wait_for(lambda: client.busy)
+    pid = client.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(LensError) as info:
+        await task
+    assert info.value.kind == "worker-crash"
+    assert "SIGKILL" in info.value.message
+    assert family_pids(pid) == []
+    result = await client.request(lower_job("Healthy"))
+    assert result["results"][0]["ok"]
+    assert client.restarts == 1
+
+
+async def test_memory_limit_lowered_while_running(client: WorkerClient) -> None:
+    await client.wait_ready()
+    task = asyncio.ensure_future(client.request(lower_job("HangForward")))
+    await wait_for(lambda: client.busy)
+    client.memory_limit_mb = 100  # the warm worker alone is bigger
+    with pytest.raises(LensError) as info:
+        await task
+    assert info.value.kind == "memory-limit"
+    client.memory_limit_mb = 1500
+    assert (await client.request(lower_job("Healthy")))["results"][0]["ok"]
+
+
+async def test_cancelling_the_caller_kills_the_job(client: WorkerClient) -> None:
+    await client.wait_ready()
+    task = asyncio.ensure_future(client.request(lower_job("HangForward")))
+    await wait_for(lambda: client.busy)
+    pid = client.pid
+    assert pid is not None
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert family_pids(pid) == []
+    assert (await client.request(lower_job("Healthy")))["results"][0]["ok"]
+
+
+async def test_user_prints_go_to_the_drained_log(client: WorkerClient) -> None:
+    result = await client.request(lower_job("Loud"), timeout=120)
+    assert result["results"][0]["ok"]
+    worker = client._worker
+    assert worker is not None
+    tail = worker.tails["stdout"]
+    assert 0 < len(tail) <= 64 * 1024 and tail.endswith(b"x\n")
+    assert (await client.request({"op": "ping"}))["pid"] == client.pid
+
+
+async def test_stop_is_idempotent_and_reaps(client: WorkerClient) -> None:
+    await client.wait_ready()
+    pid = client.pid
+    assert pid is not None
+    await client.stop()
+    await client.stop()
+    assert family_pids(pid) == []
+    assert client.pid is None
