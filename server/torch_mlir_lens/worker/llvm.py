@@ -7,10 +7,15 @@ torch-mlir pass (`refback-munge-memref-copy`). Public functions get the C interf
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.worker.locations import UserFiles, user_frames_of
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 # Why each step:
 # - generalize named ops so that convert-linalg-to-loops sees plain linalg.generic;
@@ -70,43 +75,118 @@ def mark_c_interface(module: ir.Module) -> None:
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get(context=module.context)
 
 
-def format_diagnostics(diagnostics: list[ir.DiagnosticInfo]) -> str:
+class PipelineError(LensError):
+    """A pass pipeline failed: the LensError of the first error, plus one diagnostic per error."""
+
+    def __init__(self, message: str, diagnostics: list[LensDiagnostic], **where: Any) -> None:
+        super().__init__(ErrorKind.LOWERING_ERROR, message, **where)
+        self.diagnostics = diagnostics
+
+
+def format_diagnostics(diags: Sequence[Diag]) -> str:
     """The MLIR error diagnostics as text: one per line, notes indented."""
     lines: list[str] = []
-    for diag in diagnostics:
+    for diag in diags:
         lines.append(f"{diag.location}: {diag.message}")
         lines.extend(f"  note: {note.location}: {note.message}" for note in diag.notes)
     return "\n".join(lines)
 
 
-def run_pipeline(module: ir.Module, pipeline: str, *, stage: str = "LLVM") -> None:
-    """Run `pipeline` on `module` in place; a failure raises LensError with MLIR's messages.
+def _lens_diagnostic(
+    diag: Diag, stage: str, user_files: UserFiles | None, target: str
+) -> LensDiagnostic:
+    frames = user_frames_of(diag.location, user_files) if user_files else []
+    file, line = frames[0] if frames else (None, None)
+    return LensDiagnostic(
+        severity=Severity.ERROR, message=f"lowering to {stage} failed: {diag.message}",
+        kind=ErrorKind.LOWERING_ERROR, file=file, line=line, target=target,
+    )
 
-    `stage` names the goal in the message ("lowering to LLVM failed: ...").
+
+def run_pipeline(
+    module: ir.Module,
+    pipeline: str,
+    *,
+    stage: str = "LLVM",
+    user_files: Iterable[str] | None = None,
+    target: str = "llvm",
+) -> None:
+    """Run `pipeline` on `module` in place; a failure raises PipelineError with MLIR's errors.
+
+    `stage` names the goal in messages ("lowering to LLVM failed: ..."); with `user_files`
+    each diagnostic is placed at the innermost frame in those files.
     """
     ctx = module.context
-    previous = ctx.emit_error_diagnostics
-    # False: the errors come back on the exception instead of being printed to fd 2.
-    ctx.emit_error_diagnostics = False
     try:
         pm = PassManager.parse(pipeline, context=ctx)
-        pm.run(module.operation)
-    except ir.MLIRError as exc:
-        detail = format_diagnostics(list(exc.error_diagnostics)) or str(exc)
-        raise LensError(ErrorKind.LOWERING_ERROR, f"lowering to {stage} failed:\n{detail}") from exc
-    except ValueError as exc:  # PassManager.parse: unknown pass or bad syntax
+    except (ValueError, ir.MLIRError) as exc:  # unknown pass or bad syntax
         raise LensError(ErrorKind.BAD_PIPELINE, str(exc)) from exc
-    finally:
-        ctx.emit_error_diagnostics = previous
+    with captured(ctx) as collected:
+        try:
+            pm.run(module.operation)
+            return
+        except ir.MLIRError as exc:
+            diags = error_diags(exc, collected)
+    files = UserFiles(user_files) if user_files is not None else None
+    lens = [_lens_diagnostic(d, stage, files, target) for d in diags]
+    message = f"lowering to {stage} failed:\n{format_diagnostics(diags)}"
+    raise PipelineError(message, lens, file=lens[0].file, line=lens[0].line)
 
 
-def lower_linalg_to_llvm(module: ir.Module) -> None:
+def lower_linalg_to_llvm(module: ir.Module, *, user_files: Iterable[str] | None = None) -> None:
     """Lower a linalg-on-tensors module to the LLVM dialect, in place.
 
     Public functions get `llvm.emit_c_interface` so the ExecutionEngine can call them as
     `_mlir_ciface_<name>(results*, args*...)`. Raises LensError("lowering-error") carrying the
-    MLIR diagnostics if a pass fails.
+    MLIR diagnostics if a pass fails (a PipelineError: `.diagnostics` has one per error,
+    placed at the innermost frame in `user_files` when given).
     """
     _register_torch_passes()
     mark_c_interface(module)
-    run_pipeline(module, LLVM_PIPELINE)
+    run_pipeline(module, LLVM_PIPELINE, user_files=user_files)
+    _check_all_llvm(module, user_files)
+
+
+def leftover_ops(module: ir.Module) -> list[tuple[str, str]]:
+    """(op name, location text) of every op left outside the LLVM dialect, first seen first.
+
+    The pipeline can "succeed" and still leave an op no pass knew (e.g. linalg.softmax, kept
+    alive by an unrealized cast): the JIT then fails with an unhelpful message.
+    """
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        name = op.name
+        if not name.startswith("llvm.") and name != "builtin.module" and name not in seen:
+            seen.add(name)
+            found.append((name, str(op.location)))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    # The casts only say that something else was left: name that something first.
+    return sorted(found, key=lambda f: f[0] == "builtin.unrealized_conversion_cast")
+
+
+def external_functions(module: ir.Module) -> list[str]:
+    """Names of the `llvm.func` declarations (no body): symbols the JIT must find elsewhere."""
+    names = []
+    for op in module.body.operations:
+        operation = op.operation
+        if operation.name == "llvm.func" and not operation.regions[0].blocks:
+            names.append(ir.StringAttr(operation.attributes["sym_name"]).value)
+    return names
+
+
+def _check_all_llvm(module: ir.Module, user_files: Iterable[str] | None) -> None:
+    leftovers = leftover_ops(module)
+    if not leftovers:
+        return
+    files = UserFiles(user_files) if user_files is not None else None
+    diags = [
+        Diag("error", f"'{name}' was not lowered to the LLVM dialect", loc)
+        for name, loc in leftovers
+    ]
+    lens = [_lens_diagnostic(d, "LLVM", files, "llvm") for d in diags]
+    message = f"lowering to LLVM failed:\n{format_diagnostics(diags)}"
+    raise PipelineError(message, lens, file=lens[0].file, line=lens[0].line)

@@ -83,3 +83,21 @@ class Unlowerable(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.fft.rfft(x).abs()
+
+
+class ScaleHeads(nn.Module):
+    """Two outputs; the second is `x * 3.0`, one arith.constant a test can alter in the IR."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.relu(self.fc(x)), x * 3.0
+
+
+class BigOutputs(nn.Module):
+    """Outputs of 256 KiB each: a leak of result buffers shows quickly in RSS."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.tanh(x) * 2.0, x + 1.0
