@@ -131,6 +131,32 @@ def _export_message(exc: BaseException) -> str:
     return message
 
 
+def _register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> None:
+    """Ask torch to keep the frames of the user's helper functions in node stack traces.
+
+    Non-strict export records only frames named `forward` (plus registered "anchors"), so ops
+    in a helper function or a wrapped plain function would map to the calling line, or to
+    nothing. torch.fx.proxy's anchor set is private: skip silently if it is gone.
+    """
+    anchors = getattr(torch.fx.proxy, "_STACK_TRACE_ANCHORS", None)
+    if not isinstance(anchors, set):
+        return
+    candidates: list[Any] = [fn]
+    for cls in type(module).__mro__:
+        candidates.extend(vars(cls).values())
+    forward = getattr(type(module), "forward", None)
+    candidates.extend(getattr(forward, "__globals__", {}).values())
+    candidates.extend(getattr(fn, "__globals__", {}).values())
+    for obj in candidates:
+        members = list(vars(obj).values()) if inspect.isclass(obj) else [obj]
+        for f in members:
+            f = getattr(f, "__func__", f)
+            code = getattr(f, "__code__", None)
+            if code is not None and code.co_filename in users:
+                anchors.add((code.co_filename, code.co_name))
+                anchors.add((code.co_filename, "<lambda>"))
+
+
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
                    user_files: Iterable[str], strict: bool = False,
                    dynamic_shapes: Any = None, decompose: bool = True) -> Any:
@@ -141,6 +167,7 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
     """
     users = UserFiles(user_files)
     module = as_module(fn)
+    _register_user_frames(module, fn, users)
     noise = io.StringIO()
     try:
         # torch prints graph dumps on some failures; keep the worker's streams clean.

@@ -76,3 +76,17 @@ class AttentionBlock(nn.Module):
 
 def scaled_tanh(x, y):
     return torch.tanh(x) * 2.0 + y  # computes
+
+
+def _gated(x):
+    return x * torch.sigmoid(x)  # computes
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 16),)
+class HelperUser(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return _gated(self.fc(x))  # computes
