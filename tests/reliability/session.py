@@ -120,6 +120,7 @@ class LensSession:
         self.versions: dict[str, int] = {}
         self.history: dict[tuple[str, int], str] = {}  # (uri, version) → text
         self.published: list[PublishedDiagnostics] = []
+        self.statuses: list[Any] = []  # torchMlirLens/status notifications
         self.seen_pids: set[int] = set()  # every descendant of the server ever sampled
         self.returncode: int | None = None
         self.exited_in_time: bool | None = None
@@ -155,7 +156,15 @@ class LensSession:
     async def _make_client(self) -> RecordingClient:
         client = RecordingClient(converter_factory=default_converter)
         features = dict(DEFAULT_CLIENT_FEATURES)
-        features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = self._on_diagnostics
+
+        def on_diagnostics(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+            self._on_diagnostics(client, params)
+
+        def on_status(client: LanguageClient, params: Any) -> None:
+            self.statuses.append(plain(params))
+
+        features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_diagnostics
+        features["torchMlirLens/status"] = on_status
         register_lsp_features(client, features)
         client.set_configuration(self.settings, section=SECTION)
         return client
@@ -259,9 +268,14 @@ class LensSession:
         return await self.client.protocol.send_request_async(method, params)
 
     def request(self, method: str, params: Any, timeout: float = 30) -> Any:
-        """Send one request and wait for its result (raises on an error response)."""
+        """Send one request and wait for its result (raises on an error response).
+
+        Results of methods lsprotocol does not know come back as plain dicts and lists.
+        """
         result = self.run(self.arequest(method, params), timeout)
         self.sample_processes()
+        if method.startswith("torchMlirLens/") or method == types.WORKSPACE_EXECUTE_COMMAND:
+            return plain(result)
         return result
 
     def notify(self, method: str, params: Any) -> None:
@@ -388,6 +402,15 @@ class LensSession:
             f"tracebacks={len(self.client.stderr_log.tracebacks)}\n"
             f"--- server stderr tail ---\n{self.client.stderr_log.text()[-4000:]}"
         )
+
+
+def plain(value: Any) -> Any:
+    """pygls turns unknown JSON objects into namedtuples: turn them back into dicts."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
 
 
 def _capabilities() -> types.ClientCapabilities:
