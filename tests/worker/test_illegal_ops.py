@@ -1,0 +1,141 @@
+"""Every op a backend cannot lower is listed at its line (examples/unsupported_ops.py)."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import tempfile
+from typing import Any
+
+import pytest
+import torch
+
+from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.worker.lowering import LowerOptions, ProgramLowerer, export_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "unsupported_ops.py")
+BACKENDS = ["linalg", "tosa", "stablehlo"]
+INPUTS: dict[str, tuple[Any, ...]] = {
+    "QuantileHead": (torch.rand(4, 16),),
+    "ShiftedFeatures": (torch.randn(4, 16),),
+    "RobustUpsampler": (torch.randn(1, 3, 8, 8),),
+    "LogGammaPrior": (torch.rand(4, 16) + 0.5,),
+}
+
+
+def line_of(text: str) -> int:
+    with open(EXAMPLE) as f:
+        for i, line in enumerate(f, start=1):
+            if text in line and not line.lstrip().startswith(("#", '"')):
+                return i
+    raise AssertionError(text)
+
+
+# (module, target) → {(op, source text of its line)}; None means the target lowers fine.
+ERFINV, FMOD = "z = torch.erfinv(", "wrapped = torch.fmod("
+ROLL, ATAN2, SCATTER = "shifted = torch.roll(", "angle = torch.atan2(", "acc = angle.scatter_add("
+NEAREST, KTH, DIAG = "F.interpolate(y", "scale = torch.kthvalue(", "torch.diag(gram)"
+LGAMMA, HYPOT = "prior = torch.lgamma(", "magnitude = torch.hypot("
+EXPECTED: dict[tuple[str, str], set[tuple[str, str]] | None] = {
+    ("QuantileHead", "linalg"): {("torch.aten.erfinv", ERFINV), ("torch.aten.fmod.Scalar", FMOD)},
+    ("QuantileHead", "tosa"): {("torch.aten.erfinv", ERFINV), ("torch.aten.fmod.Scalar", FMOD)},
+    ("QuantileHead", "stablehlo"): {("torch.aten.erfinv", ERFINV),
+                                    ("torch.aten.fmod.Scalar", FMOD)},
+    ("ShiftedFeatures", "linalg"): None,
+    # roll is decomposed into slice + cat before TOSA sees it.
+    ("ShiftedFeatures", "tosa"): {("torch.aten.slice.Tensor", ROLL), ("torch.aten.cat", ROLL),
+                                  ("torch.aten.atan2", ATAN2),
+                                  ("torch.aten.scatter_add", SCATTER)},
+    ("ShiftedFeatures", "stablehlo"): None,
+    ("RobustUpsampler", "linalg"): None,
+    ("RobustUpsampler", "tosa"): {("torch.aten.__interpolate.size_list_scale_list", NEAREST),
+                                  ("torch.aten.kthvalue", KTH)},
+    ("RobustUpsampler", "stablehlo"): {
+        ("torch.aten.__interpolate.size_list_scale_list", NEAREST),
+        ("torch.aten.kthvalue", KTH), ("torch.aten.diagonal", DIAG)},
+    ("LogGammaPrior", "linalg"): {("torch.aten.lgamma", LGAMMA), ("torch.aten.hypot", HYPOT)},
+    ("LogGammaPrior", "tosa"): {("torch.aten.lgamma", LGAMMA), ("torch.aten.hypot", HYPOT)},
+    ("LogGammaPrior", "stablehlo"): {("torch.aten.lgamma", LGAMMA),
+                                     ("torch.aten.hypot", HYPOT)},
+}
+
+
+@pytest.fixture(scope="module")
+def lowerers() -> dict[str, ProgramLowerer]:
+    ns = runpy.run_path(EXAMPLE)
+    out = {}
+    for name, args in INPUTS.items():
+        program = export_program(ns[name](), args, {}, user_files={EXAMPLE})
+        out[name] = ProgramLowerer(program, module_name=name, user_files={EXAMPLE})
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(lowerers: dict[str, ProgramLowerer]) -> dict[tuple[str, str], LowerResult]:
+    return {(name, t): lowerer.lower(t) for name, lowerer in lowerers.items() for t in BACKENDS}
+
+
+@pytest.mark.parametrize(("module", "target"), sorted(EXPECTED))
+def test_all_unsupported_ops_at_their_lines(results: dict, module: str, target: str) -> None:
+    res = results[(module, target)]
+    expected = EXPECTED[(module, target)]
+    if expected is None:
+        assert res.ok, res.diagnostics
+        assert not res.diagnostics
+        return
+    assert not res.ok
+    errors = [d for d in res.diagnostics if d.severity == "error"]
+    got = {(d.op, d.line) for d in errors}
+    want = {(op, line_of(src)) for op, src in expected}
+    assert got == want
+    for d in errors:
+        assert d.kind == "unsupported-op"
+        assert d.file == EXAMPLE and d.target == target
+        assert d.op and d.op in d.message
+    # The furthest IR reached is still shown (torch IR for a backend failure).
+    assert "torch." in res.ir and res.map
+
+
+def test_first_error_only_when_listing_is_off(lowerers: dict[str, ProgramLowerer]) -> None:
+    res = lowerers["ShiftedFeatures"].lower("tosa", options=LowerOptions(list_unsupported=False))
+    assert not res.ok
+    assert len(res.diagnostics) == 1
+    assert res.diagnostics[0].line == line_of(ROLL)
+
+
+def test_failing_lowering_is_silent_and_leaves_no_files(
+        lowerers: dict[str, ProgramLowerer], capfd: pytest.CaptureFixture[str]) -> None:
+    """No MLIR text on fd 2, no repro file with weights in $TMPDIR."""
+    tmp = tempfile.gettempdir()
+    before = set(os.listdir(tmp))
+    lowerer = lowerers["QuantileHead"]
+    for target in BACKENDS:
+        assert not lowerer.lower(target).ok
+    assert not lowerer.lower("tosa", options=LowerOptions(print_after_all=True)).ok
+    after = set(os.listdir(tmp))
+    ours = {n for n in after - before if n.endswith(".mlir") or "torch-mlir-lens" in n}
+    assert not ours
+    out, err = capfd.readouterr()
+    assert "failed to legalize" not in err + out
+    assert "error:" not in err
+
+
+def test_failure_with_no_op_still_comes_back_on_the_module(tmp_path: Any) -> None:
+    """A pipeline error that names no op is still reported (here: a verifier error)."""
+    path = tmp_path / "complex_abs.py"
+    path.write_text(
+        "import torch\n"
+        "class Spectrum(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.fft.rfft(x).abs()\n"
+    )
+    ns = runpy.run_path(str(path))
+    program = export_program(ns["Spectrum"](), (torch.randn(4, 16),), {},
+                             user_files={str(path)})
+    res = ProgramLowerer(program, module_name="Spectrum", user_files={str(path)}).lower("linalg")
+    assert not res.ok
+    assert res.diagnostics
+    assert all(d.severity == "error" and d.target == "linalg" for d in res.diagnostics)
+    assert {d.kind for d in res.diagnostics} <= {"lowering-error", "unsupported-op"}
+    assert all(d.line in (None, 4) for d in res.diagnostics)
