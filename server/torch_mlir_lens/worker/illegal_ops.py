@@ -188,7 +188,7 @@ def isolate(op: Any) -> Any:
     """A new module with one function that holds `op` and copies of its constant operands."""
     ctx = op.context
     operation = op.operation
-    args = []
+    args: list[Any] = []
     for v in operation.operands:
         if not _is_constant_op(v.owner) and not any(v == a for a in args):
             args.append(v)

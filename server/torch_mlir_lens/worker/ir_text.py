@@ -67,7 +67,7 @@ def _loc_spans(line: str) -> list[tuple[int, int]]:
     """[(start, end)] of every `loc(...)` in the line, outside string literals."""
     if "loc(" not in line:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     pos = 0
     while True:
         m = _LOC_START.search(line, pos)

@@ -204,6 +204,20 @@ def _new_context() -> ir.Context:
     return ctx
 
 
+def parsing_context() -> ir.Context:
+    """A context that can parse every IR we print or write, StableHLO included.
+
+    The StableHLO dialect has no Python registration in this wheel: it is loaded only as a
+    dependency of a pass. Running the conversion pass once on an empty module loads it.
+    """
+    ctx = _new_context()
+    with ctx, captured(ctx):
+        empty = ir.Module.create(ir.Location.unknown(ctx))
+        PassManager.parse("builtin.module(func.func(convert-torch-to-stablehlo))",
+                          context=ctx).run(empty.operation)
+    return ctx
+
+
 def _read_pass_dumps(root: str) -> list[PassIr]:
     """The per-pass files of `enable_ir_printing(tree_printing_dir_path=...)`, in run order."""
     files = []
@@ -471,7 +485,7 @@ class ProgramLowerer:
         if target == "raw":
             return self._result(target, True, self.raw_module(), options, [])
         torch_passes: list[PassIr] | None = None
-        if options.print_after_all and target == "torch" and self._torch is None:
+        if options.print_after_all and target == "torch":
             # Run the torch pipeline on a separate clone to capture its passes.
             try:
                 torch_passes = run_pipeline(self.raw_module().clone(), TORCH_BACKEND_PIPELINE,
@@ -636,5 +650,6 @@ __all__ = [
     "atomic_write",
     "export_program",
     "lower_module",
+    "parsing_context",
     "run_pipeline",
 ]
