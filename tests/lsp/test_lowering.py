@@ -1,0 +1,235 @@
+"""Lowering through the server: hover, cache, export, quick fix, crash, cancellation.
+
+One trusted server for the whole file (module scope), like an editor session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from .helpers import (
+    CONFIG,
+    change_doc,
+    diagnostics,
+    execute,
+    hover,
+    init_params,
+    line_of,
+    open_doc,
+    plain,
+    request,
+    save_doc,
+    server_info,
+    wait_until,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def client(lsp_client: LanguageClient, workspace: Path):
+    await lsp_client.initialize_session(init_params(workspace, trusted=True))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def hover_text(result: types.Hover | None) -> str:
+    assert result is not None
+    contents = result.contents
+    assert isinstance(contents, types.MarkupContent)
+    return contents.value
+
+
+def mlir_block(markdown: str) -> str:
+    assert "```mlir\n" in markdown, markdown
+    return markdown.split("```mlir\n", 1)[1].split("```", 1)[0]
+
+
+async def test_server_never_imports_torch(client: LanguageClient) -> None:
+    info = await server_info(client)
+    assert info["torchImported"] is False and info["torchMlirImported"] is False
+    assert info["trusted"] is True
+
+
+async def test_hover_shows_linalg_of_the_line(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "mlp.py"
+    uri = open_doc(client, path)
+    line = line_of(path, "x = F.relu(self.fc1(x))")
+    text = hover_text(await hover(client, uri, line))
+    block = mlir_block(text)
+    assert text.startswith("**Linalg** · `MLP`")
+    assert "linalg." in block  # the Linear's matmul / the ReLU's generic
+    assert "torch.aten" not in block  # the default target, not the Torch dialect
+    assert "linalg ✓ · tosa ✓ · stablehlo ✓" in text
+    # The line of the class itself and of __init__ produced no ops: no hover at all.
+    assert await hover(client, uri, line_of(path, "class MLP")) is None
+    assert await hover(client, uri, line_of(path, "self.fc1 = nn.Linear")) is None
+    assert await hover(client, uri, line_of(path, "import torch.nn as nn")) is None
+
+
+async def test_second_hover_is_served_from_cache(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "mlp.py"
+    uri = path.as_uri()
+    before = (await server_info(client))["engine"]
+    text = hover_text(await hover(client, uri, line_of(path, "return self.head(x)")))
+    assert "linalg." in mlir_block(text)
+    again = hover_text(await hover(client, uri, line_of(path, "x = F.relu(self.fc1(x))")))
+    assert "linalg." in mlir_block(again)
+    after = (await server_info(client))["engine"]
+    assert after["jobsRun"] == before["jobsRun"], (before, after)
+    assert after["exportsRun"] == before["exportsRun"]
+
+
+async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path,
+                                       tmp_path: Path) -> None:
+    uri = (workspace / "mlp.py").as_uri()
+    out = tmp_path / "mlp.linalg.mlir"
+    answer = await execute(client, "torchMlirLens.exportModule",
+                           {"uri": uri, "module": "MLP", "target": "linalg", "output": str(out)})
+    assert Path(answer["path"]) == out and answer["bytes"] == out.stat().st_size > 0
+    bytecode = tmp_path / "mlp.tosa.mlirbc"
+    await execute(client, "torchMlirLens.exportModule",
+                  {"uri": uri, "module": "MLP", "target": "tosa", "output": str(bytecode),
+                   "bytecode": True})
+    # Re-parse both with torch-mlir's own MLIR bindings, in a process of their own.
+    check = textwrap.dedent("""
+        import sys
+        from torch_mlir import ir
+        for path in sys.argv[1:]:
+            with ir.Context() as ctx:
+                ctx.allow_unregistered_dialects = False
+                data = open(path, "rb").read()
+                module = ir.Module.parse(data)
+                names = {op.operation.name for op in module.body.operations}
+                print(path, sorted(names))
+    """)
+    proc = subprocess.run([sys.executable, "-c", check, str(out), str(bytecode)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "func.func" in proc.stdout
+    # Never replaces a file the user did not ask to replace.
+    before = out.read_bytes()
+    with pytest.raises(JsonRpcException, match="exists"):
+        await execute(client, "torchMlirLens.exportModule",
+                      {"uri": uri, "module": "MLP", "target": "tosa", "output": str(out)})
+    assert out.read_bytes() == before
+    await execute(client, "torchMlirLens.exportModule",
+                  {"uri": uri, "module": "MLP", "target": "tosa", "output": str(out),
+                   "overwrite": True})
+    assert out.read_bytes() != before and b"tosa." in out.read_bytes()
+
+
+async def test_quick_fix_adds_inputs_that_lower(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "no_inputs.py"
+    uri = open_doc(client, path)
+    found = await wait_until(
+        client, lambda: [d for d in diagnostics(client, uri) if d.code == "inputs-missing"],
+        timeout=60,
+    )
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=found[0].range,
+        context=types.CodeActionContext(diagnostics=found),
+    )
+    actions = await client.text_document_code_action_async(params)
+    assert actions and len(actions) == 1
+    action = actions[0]
+    assert isinstance(action, types.CodeAction) and action.kind == types.CodeActionKind.QuickFix
+    assert action.edit is not None and action.edit.changes is not None
+    (edit,) = action.edit.changes[uri]
+    class_line = line_of(path, "class Mixer")
+    assert edit.range.start == types.Position(line=class_line - 1, character=0)
+    assert edit.new_text.startswith("# torch-mlir-lens: inputs=(torch.randn(2, 8), ")
+    # Apply the edit as the editor would, then lower the module.
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(class_line - 1, edit.new_text)
+    change_doc(client, uri, "".join(lines), version=2)
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "Mixer", "target": "linalg"})
+    assert answer["ok"] is True, answer.get("error") or answer["diagnostics"]
+    assert "linalg." in answer["ir"]
+    tanh_line = class_line + 1 + 6  # `return torch.tanh(...)`, one line lower now
+    assert any(m["line"] == tanh_line for m in answer["map"]), answer["map"]
+    # The information diagnostic is gone from the edited text.
+    await wait_until(
+        client, lambda: not [d for d in diagnostics(client, uri) if d.code == "inputs-missing"],
+        timeout=30,
+    )
+
+
+async def test_crashing_module_leaves_server_answering(client: LanguageClient,
+                                                       workspace: Path) -> None:
+    path = workspace / "crashing.py"
+    uri = open_doc(client, path)
+    found = await wait_until(
+        client, lambda: [d for d in diagnostics(client, uri) if d.code == "worker-crash"],
+    )
+    line = line_of(path, "class Crash")
+    text = path.read_text().splitlines()[line - 1]
+    diag = found[0]
+    assert diag.severity == types.DiagnosticSeverity.Error
+    assert diag.range.start.line == line - 1
+    assert text[diag.range.start.character:diag.range.end.character] == "Crash"
+    # The server, and a new worker, still answer.
+    mlp = workspace / "mlp.py"
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": mlp.as_uri(), "module": "MLP", "target": "torch"})
+    assert answer["ok"] is True and "torch.aten.relu" in answer["ir"]
+
+
+async def test_cancel_request_stops_the_lowering(client: LanguageClient,
+                                                 workspace: Path) -> None:
+    slow = (workspace / "slow.py").as_uri()  # not opened: no diagnostics check starts it
+    restarts = (await server_info(client))["engine"]["restarts"]
+    msg_id = "cancel-me-1"
+    future = client.protocol.send_request(
+        "torchMlirLens/lower", {"uri": slow, "module": "Slow", "target": "linalg"},
+        msg_id=msg_id,
+    )
+    statuses = client.statuses  # type: ignore[attr-defined]
+    await wait_until(
+        client,
+        lambda: any("Slow" in (s.get("detail") or "") for s in statuses),
+        method="torchMlirLens/status", timeout=60,
+    )
+    await asyncio.sleep(1.0)  # let the job reach the worker (it sleeps there for 300 s)
+    started = time.monotonic()
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException, match="cancel"):
+        await asyncio.wait_for(asyncio.wrap_future(future), 20)
+    assert time.monotonic() - started < 20
+    # The worker was killed (not left sleeping): the next lowering runs well before the
+    # slow module's 300 s, and the engine counts a restart.
+    mlp = (workspace / "mlp.py").as_uri()
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": mlp, "module": "MLP", "target": "raw"}, timeout=120)
+    assert answer["ok"] is True
+    info = await server_info(client)
+    assert info["engine"]["restarts"] > restarts
+
+
+async def test_save_rechecks_and_edits_invalidate(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "mlp.py"
+    uri = path.as_uri()
+    line = line_of(path, "x = torch.relu(self.fc2(x))")
+    first = mlir_block(hover_text(await hover(client, uri, line)))
+    jobs = (await server_info(client))["engine"]["jobsRun"]
+    text = path.read_text().replace("x = torch.relu(self.fc2(x))",
+                                    "x = torch.tanh(self.fc2(x))")
+    change_doc(client, uri, text, version=5)
+    second = mlir_block(hover_text(await hover(client, uri, line)))
+    assert second != first and "math.tanh" in second
+    assert (await server_info(client))["engine"]["jobsRun"] == jobs + 1
+    save_doc(client, uri)
+    await wait_until(client, lambda: plain(client.diagnostics.get(uri)) == [], timeout=60)
