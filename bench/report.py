@@ -209,7 +209,7 @@ def write_results(
     date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     data = {"date": date, **meta, "figures": [f.to_json() for f in figures], "notes": notes}
     jpath = out_dir / "results.json"
-    jpath.write_text(json.dumps(data, indent=2) + "\n")
+    jpath.write_text(scrub(json.dumps(data, indent=2) + "\n"))
 
     m = meta.get("machine", {})
     v = m.get("versions", {})
@@ -243,8 +243,22 @@ def write_results(
             md.append(f"- {k}: {_detail(val)}")
         md.append("")
     mpath = out_dir / "RESULTS.md"
-    mpath.write_text("\n".join(md))
+    mpath.write_text(scrub("\n".join(md)))
     return jpath, mpath
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def scrub(text: str) -> str:
+    """Remove machine paths (repository, interpreter prefixes, home) from committed text."""
+    for prefix, name in (
+        (str(REPO), "."), (sys.prefix, "<venv>"), (sys.base_prefix, "<python>"),
+        (os.path.expanduser("~"), "~"),
+    ):
+        if prefix and prefix not in ("/", "."):
+            text = text.replace(prefix, name)
+    return text
 
 
 def _detail(val: Any) -> str:

@@ -32,9 +32,10 @@ async def exports_run(client: LensClient) -> int:
     """The worker's export counter (serverInfo → engine.exports_run)."""
     info = await client.server_info()
     engine = info.get("engine") or {}
-    if "exports_run" not in engine:
-        raise BenchError(f"serverInfo has no engine.exports_run: {info!r:.300}")
-    return int(engine["exports_run"])
+    for key in ("exportsRun", "exports_run"):
+        if key in engine:
+            return int(engine[key])
+    raise BenchError(f"serverInfo has no engine.exportsRun: {info!r:.300}")
 
 
 async def settle(client: LensClient, uri: str, since: float, timeout: float = 300.0) -> float:
