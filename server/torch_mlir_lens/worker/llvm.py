@@ -14,7 +14,7 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.worker.locations import UserFiles, user_frames_of
+from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 # Why each step:
@@ -55,10 +55,18 @@ def _register_torch_passes() -> None:
     import torch_mlir.dialects.torch  # noqa: F401
 
 
-def public_func_ops(module: ir.Module) -> list[ir.Operation]:
+ModuleLike = Any  # ir.Module, or a builtin.module Operation / OpView (e.g. from clone())
+
+
+def top_level_ops(module: ModuleLike) -> list[ir.Operation]:
+    """The operations directly in the module's body."""
+    return [op.operation for op in module.operation.regions[0].blocks[0].operations]
+
+
+def public_func_ops(module: ModuleLike) -> list[ir.Operation]:
     """The top-level `func.func` ops that are not private (the ones a caller can invoke)."""
     funcs = []
-    for op in module.body.operations:
+    for op in top_level_ops(module):
         operation = op.operation
         if operation.name != "func.func":
             continue
@@ -69,7 +77,7 @@ def public_func_ops(module: ir.Module) -> list[ir.Operation]:
     return funcs
 
 
-def mark_c_interface(module: ir.Module) -> None:
+def mark_c_interface(module: ModuleLike) -> None:
     """Ask for `_mlir_ciface_<name>` wrappers on every public function."""
     for func in public_func_ops(module):
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get(context=module.context)
@@ -104,11 +112,11 @@ def _lens_diagnostic(
 
 
 def run_pipeline(
-    module: ir.Module,
+    module: ModuleLike,
     pipeline: str,
     *,
     stage: str = "LLVM",
-    user_files: Iterable[str] | None = None,
+    user_files: Iterable[str] | UserFiles | None = None,
     target: str = "llvm",
 ) -> None:
     """Run `pipeline` on `module` in place; a failure raises PipelineError with MLIR's errors.
@@ -127,13 +135,15 @@ def run_pipeline(
             return
         except ir.MLIRError as exc:
             diags = error_diags(exc, collected)
-    files = UserFiles(user_files) if user_files is not None else None
+    files = as_user_files(user_files) if user_files is not None else None
     lens = [_lens_diagnostic(d, stage, files, target) for d in diags]
     message = f"lowering to {stage} failed:\n{format_diagnostics(diags)}"
     raise PipelineError(message, lens, file=lens[0].file, line=lens[0].line)
 
 
-def lower_linalg_to_llvm(module: ir.Module, *, user_files: Iterable[str] | None = None) -> None:
+def lower_linalg_to_llvm(
+    module: ModuleLike, *, user_files: Iterable[str] | UserFiles | None = None
+) -> None:
     """Lower a linalg-on-tensors module to the LLVM dialect, in place.
 
     Public functions get `llvm.emit_c_interface` so the ExecutionEngine can call them as
@@ -147,7 +157,7 @@ def lower_linalg_to_llvm(module: ir.Module, *, user_files: Iterable[str] | None 
     _check_all_llvm(module, user_files)
 
 
-def leftover_ops(module: ir.Module) -> list[tuple[str, str]]:
+def leftover_ops(module: ModuleLike) -> list[tuple[str, str]]:
     """(op name, location text) of every op left outside the LLVM dialect, first seen first.
 
     The pipeline can "succeed" and still leave an op no pass knew (e.g. linalg.softmax, kept
@@ -168,21 +178,20 @@ def leftover_ops(module: ir.Module) -> list[tuple[str, str]]:
     return sorted(found, key=lambda f: f[0] == "builtin.unrealized_conversion_cast")
 
 
-def external_functions(module: ir.Module) -> list[str]:
+def external_functions(module: ModuleLike) -> list[str]:
     """Names of the `llvm.func` declarations (no body): symbols the JIT must find elsewhere."""
     names = []
-    for op in module.body.operations:
-        operation = op.operation
+    for operation in top_level_ops(module):
         if operation.name == "llvm.func" and not operation.regions[0].blocks:
             names.append(ir.StringAttr(operation.attributes["sym_name"]).value)
     return names
 
 
-def _check_all_llvm(module: ir.Module, user_files: Iterable[str] | None) -> None:
+def _check_all_llvm(module: ModuleLike, user_files: Iterable[str] | UserFiles | None) -> None:
     leftovers = leftover_ops(module)
     if not leftovers:
         return
-    files = UserFiles(user_files) if user_files is not None else None
+    files = as_user_files(user_files) if user_files is not None else None
     diags = [
         Diag("error", f"'{name}' was not lowered to the LLVM dialect", loc)
         for name, loc in leftovers

@@ -33,6 +33,7 @@ from torch_mlir_lens.worker.llvm import (
     public_func_ops,
     run_pipeline,
 )
+from torch_mlir_lens.worker.locations import UserFiles, as_user_files
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 
 # ---------------------------------------------------------------------------------------------
@@ -562,7 +563,7 @@ def verify_linalg_module(
     mutate_ir: Callable[[str], str] | None = None,
     func_name: str | None = None,
     context: ir.Context | None = None,
-    user_files: Iterable[str] | None = None,
+    user_files: Iterable[str] | UserFiles | None = None,
 ) -> VerifyResult:
     """Lower linalg-on-tensors IR to LLVM, JIT it, run it on the inputs, compare with eager.
 
@@ -676,7 +677,7 @@ def export_linalg(
     args: Sequence[Any],
     kwargs: dict[str, Any] | None = None,
     *,
-    user_files: Iterable[str] | None = None,
+    user_files: Iterable[str] | UserFiles | None = None,
 ) -> ir.Module:
     """torch.export `fn` and lower it to linalg-on-tensors, with MLIR diagnostics on failure.
 
@@ -687,7 +688,7 @@ def export_linalg(
         module = fx.export_and_import(fn, *args, output_type="raw", **(kwargs or {}))
     except Exception as exc:  # torch.export / the importer on user code
         raise LensError(ErrorKind.EXPORT_ERROR, f"export failed: {exc}") from exc
-    files = list(user_files) if user_files is not None else None
+    files = as_user_files(user_files) if user_files is not None else None
     run_pipeline(
         module, TORCH_BACKEND_PIPELINE, stage="the torch backend contract",
         user_files=files, target="torch",
@@ -708,11 +709,11 @@ def verify_module(
     atol: float | None = None,
     opt_level: int = 0,
     mutate_ir: Callable[[str], str] | None = None,
-    user_files: Iterable[str] | None = None,
+    user_files: Iterable[str] | UserFiles | None = None,
 ) -> VerifyResult:
     """Export `fn` to linalg (see export_linalg), then verify_linalg_module."""
     t0 = time.perf_counter()
-    files = list(user_files) if user_files is not None else None
+    files = as_user_files(user_files) if user_files is not None else None
     try:
         linalg = export_linalg(fn, args, kwargs, user_files=files)
     except LensError as exc:

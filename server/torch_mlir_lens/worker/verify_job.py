@@ -1,0 +1,190 @@
+"""The worker's `verify` job: load → example inputs → export → linalg → LLVM → JIT → compare.
+
+    run_verify_job(job)          job dict (docs/contracts.md, "Worker jobs") → VerifyResult json
+    verify_callable(fn, args, …) export + verify one module instance
+    verify_lowerer(lowerer, …)   verify from an existing ProgramLowerer (shares its export)
+
+The eager reference must be the *same instance* that was exported (same weights), so the
+module is instantiated once here and used for both.
+
+Errors that stop a `lower` job stop this one too (load, unknown module, inputs: LensError).
+A module that does not export or lower is a result with ok=False and the diagnostics, like
+a mismatch, so the editor can show where.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
+
+MAX_OPT_LEVEL = 3
+
+
+def _number(job: dict[str, Any], key: str) -> float | None:
+    value = job.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise LensError(ErrorKind.BAD_REQUEST, f"{key} must be a number >= 0, not {value!r}")
+    return float(value)
+
+
+def _opt_level(job: dict[str, Any]) -> int:
+    value = job.get("opt_level", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OPT_LEVEL:
+        raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {value!r}")
+    return value
+
+
+def _job_path(job: dict[str, Any]) -> str:
+    path = job.get("path")
+    if not isinstance(path, str) or not path:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'path'")
+    return os.path.abspath(path)
+
+
+def _job_text(job: dict[str, Any], path: str) -> str:
+    text = job.get("text")
+    if isinstance(text, str):
+        return text
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
+
+
+def _job_module(job: dict[str, Any]) -> str:
+    module = job.get("module")
+    if not isinstance(module, str) or not module:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'module'")
+    return module
+
+
+def _failed(module_name: str, diagnostics: list[Any], message: str, kind: str,
+            rtol: float | None, atol: float | None, timings: dict[str, float]) -> VerifyResult:
+    return VerifyResult(
+        module=module_name, ok=False, rtol=rtol, atol=atol, timings=timings,
+        diagnostics=diagnostics, message=f"✗ {message}", kind=kind,
+    )
+
+
+def verify_lowerer(
+    lowerer: Any,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    opt_level: int = 0,
+) -> VerifyResult:
+    """Verify the linalg lowering of an existing `worker.lowering.ProgramLowerer`.
+
+    `fn` must be the instance that was exported. The lowerer's cached linalg module is not
+    modified (verify lowers a copy).
+    """
+    name = lowerer.module_name
+    start = time.perf_counter()
+    try:
+        linalg = lowerer.module_for("linalg")
+    except LensError as err:
+        if err.kind == ErrorKind.BAD_REQUEST:
+            raise
+        # lower() lists every unsupported op with its line, not just the first error.
+        listed = lowerer.lower("linalg")
+        diags = listed.diagnostics or [err.to_diagnostic("linalg")]
+        lower_s = round(time.perf_counter() - start, 6)
+        timings = {"lower": lower_s, "total": lower_s}
+        first = diags[0].message.splitlines()[0] if diags else err.message
+        return _failed(name, diags, f"cannot lower to linalg: {first}", diags[0].kind,
+                       rtol, atol, timings)
+    lower_s = round(time.perf_counter() - start, 6)
+    result = verify_linalg_module(
+        linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
+        opt_level=opt_level, user_files=lowerer.users,
+    )
+    result.timings = {"lower": lower_s, **result.timings}
+    result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
+    return result
+
+
+def verify_callable(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    module_name: str,
+    user_files: Iterable[str] | UserFiles,
+    strict: bool = False,
+    dynamic_shapes: Any = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    opt_level: int = 0,
+) -> VerifyResult:
+    """torch.export `fn` (the shared export of worker/lowering.py), then verify_lowerer."""
+    from torch_mlir_lens.worker import lowering
+
+    files = list(user_files) if not isinstance(user_files, UserFiles) else user_files
+    start = time.perf_counter()
+    try:
+        program = lowering.export_program(
+            fn, tuple(args), dict(kwargs or {}), user_files=files, strict=strict,
+            dynamic_shapes=dynamic_shapes,
+        )
+    except LensError as err:
+        export_s = round(time.perf_counter() - start, 6)
+        timings = {"export": export_s, "total": export_s}
+        return _failed(module_name, [err.to_diagnostic("linalg")], err.message, err.kind,
+                       rtol, atol, timings)
+    export_s = round(time.perf_counter() - start, 6)
+    lowerer = lowering.ProgramLowerer(program, module_name=module_name, user_files=files)
+    result = verify_lowerer(lowerer, fn, args, kwargs, rtol=rtol, atol=atol, opt_level=opt_level)
+    result.timings = {"export": export_s, **result.timings}
+    result.timings["total"] = round(result.timings.get("total", 0.0) + export_s, 6)
+    return result
+
+
+def run_verify_job(job: dict[str, Any]) -> dict[str, Any]:
+    """The `verify` job: ModuleJob fields + rtol, atol (None: per-dtype defaults), opt_level.
+
+    Returns VerifyResult.to_json() plus "inputs_source". Raises LensError for bad requests,
+    load errors, unknown modules and inputs problems (the job's error reply).
+    """
+    from torch_mlir_lens.worker import inputs as inputs_mod
+    from torch_mlir_lens.worker import jobs, loader
+
+    rtol, atol, opt_level = _number(job, "rtol"), _number(job, "atol"), _opt_level(job)
+    path = _job_path(job)
+    text = _job_text(job, path)
+    name = _job_module(job)
+
+    start = time.perf_counter()
+    mod = loader.load_definitions(path, text)
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    resolved = inputs_mod.resolve_inputs(
+        mod, name, path=path, text=text,
+        inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
+        init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
+        workspace=job.get("workspace"),
+    )
+    fn = inputs_mod.instantiate(mod, name, resolved)
+    inputs_s = time.perf_counter() - start
+
+    result = verify_callable(
+        fn, resolved.args, resolved.kwargs, module_name=name,
+        user_files=jobs.user_files_for(path), strict=bool(job.get("strict", False)),
+        dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
+    )
+    result.timings = {"load": round(load_s, 6), "inputs": round(inputs_s, 6), **result.timings}
+    result.timings["total"] = round(result.timings.get("total", 0.0) + load_s + inputs_s, 6)
+    data = result.to_json()
+    data["inputs_source"] = resolved.source
+    return data
