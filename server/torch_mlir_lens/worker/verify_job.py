@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
@@ -121,7 +120,7 @@ def verify_callable(
     kwargs: dict[str, Any] | None = None,
     *,
     module_name: str,
-    user_files: Iterable[str] | UserFiles,
+    user_files: Iterable[str],
     strict: bool = False,
     dynamic_shapes: Any = None,
     rtol: float | None = None,
@@ -131,7 +130,7 @@ def verify_callable(
     """torch.export `fn` (the shared export of worker/lowering.py), then verify_lowerer."""
     from torch_mlir_lens.worker import lowering
 
-    files = list(user_files) if not isinstance(user_files, UserFiles) else user_files
+    files = list(user_files)
     start = time.perf_counter()
     try:
         program = lowering.export_program(
