@@ -154,8 +154,10 @@ def _strip_ssa(text: str) -> str:
 def _isolation_key(op: Any) -> str:
     """Ops with the same name, types, attributes and constant operands behave the same."""
     parts = [op_name(op), str([str(r.type) for r in op.operation.results])]
-    for attr in op.operation.attributes:
-        parts.append(f"{attr.name}={attr.attr}")
+    attrs = op.operation.attributes
+    for i in range(len(attrs)):  # iterating yields names only in some binding versions
+        named = attrs[i]
+        parts.append(f"{named.name}={named.attr}")
     for v in op.operation.operands:
         owner = v.owner
         parts.append(_strip_ssa(str(owner)) if _is_constant_op(owner) else str(v.type))
@@ -274,9 +276,8 @@ def unsupported_diagnostics(found: list[FoundOp], target: str,
         if key in seen:
             continue
         seen.add(key)
-        legalize = _LEGALIZE.search(f.message)
-        redundant = not f.message or (legalize is not None and legalize.group(1) == f.name)
-        detail = "" if redundant else f" ({f.message})"
+        # "failed to legalize ..." adds nothing (or names a constant left behind): drop it.
+        detail = "" if not f.message or _LEGALIZE.search(f.message) else f" ({f.message})"
         out.append(LensDiagnostic(
             severity=Severity.ERROR, message=f"{f.name} cannot be lowered to {title}{detail}",
             kind=ErrorKind.UNSUPPORTED_OP, file=file, line=line, op=f.name, target=target,
@@ -321,7 +322,9 @@ def list_unsupported(torch_module: Any, target: str, errors: list[Diag],
     found = found or []
     diags = unsupported_diagnostics(found, target, resolver)
     # "failed to legalize" errors are symptoms of the ops listed above; keep the others.
-    others = [d for d in errors if not (found and _names_an_op(d))]
+    known = {f.message for f in found}
+    others = [d for d in errors
+              if not (found and _names_an_op(d)) and _first_line(d.message) not in known]
     diags.extend(error_diagnostics(others, target, resolver))
     if not complete:
         diags.append(LensDiagnostic(

@@ -524,7 +524,11 @@ class ProgramLowerer:
         start = time.perf_counter()
         try:
             if options.list_unsupported and target in illegal_ops.BACKEND_PIPELINES:
-                return illegal_ops.list_unsupported(torch_mod, target, failure.errors, resolver)
+                try:
+                    return illegal_ops.list_unsupported(torch_mod, target, failure.errors,
+                                                        resolver)
+                except Exception:  # the listing is best effort; the first error is certain
+                    pass
             diags = illegal_ops.error_diagnostics(failure.errors, target, resolver)
             for d in diags:
                 if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
