@@ -1,11 +1,13 @@
 """Static module discovery: examples, aliases, nesting, syntax errors, speed."""
 
+import ast
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from torch_mlir_lens import discovery
 from torch_mlir_lens.discovery import (
     find_modules,
     input_template,
@@ -258,7 +260,7 @@ def test_input_template():
     assert layer_inputs_expr("Dropout", {}) is None
 
 
-def test_speed_on_a_big_file():
+def _big_file() -> tuple[str, int]:
     block = (EXAMPLES / "transformer.py").read_text().split("class Attention", 1)[1]
     parts = ["import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"]
     i = 0
@@ -268,17 +270,83 @@ def test_speed_on_a_big_file():
                      .replace("TinyTransformer", f"TinyTransformer{i}")
                      .replace("TransformerLM", f"TransformerLM{i}"))
         i += 1
-    text = "\n".join(parts)
-    best = min(_timed(text) for _ in range(3))
-    assert len(find_modules(text)) == 5 * i
-    # The machine is shared; the target is ~50 ms on an idle one.
-    assert best < 0.25
+    return "\n".join(parts), 5 * i
+
+
+def test_speed_on_a_big_file():
+    text, n_classes = _big_file()
+    assert len(find_modules(text)) == n_classes
+    cold = min(_timed(text, cold=True) for _ in range(3))
+    # An edit inside one class re-parses and re-analyses only that class's chunk.
+    edit = min(_timed(text.replace("* d_model)", f"* d_model + {k} - {k})", 1)) for k in range(3))
+    # The machine is shared (timings vary 5x with load): generous absolute bounds, and a relative
+    # one that holds whatever the load. On an idle machine: cold ~60 ms, edit ~10 ms for 3,000
+    # lines and 170 classes.
+    assert cold < 1.5
+    assert edit < cold / 2
     t0 = time.perf_counter()
-    find_modules(text)  # cached: the language server asks again for an unchanged document
-    assert time.perf_counter() - t0 < 0.01
+    find_modules(text)  # unchanged text: the result cache answers
+    assert time.perf_counter() - t0 < 0.02
 
 
-def _timed(text: str) -> float:
+def _timed(text: str, cold: bool = False) -> float:
+    if cold:
+        discovery._CHUNK_CACHE.clear()
+        discovery._NODE_CACHE.clear()
     t0 = time.perf_counter()
     find_modules(text + f"\n# {time.perf_counter()}\n")  # defeat the result cache
     return time.perf_counter() - t0
+
+
+def test_chunked_parse_equals_whole_parse():
+    files = [*EXAMPLES.rglob("*.py"), Path(ast.__file__), Path(textwrap.__file__)]
+    for path in files:
+        text = path.read_text()
+        discovery._CHUNK_CACHE.clear()
+        chunked = discovery._parse_chunked(text)
+        assert chunked is not None, path
+        whole = ast.parse(text).body
+        assert ast.dump(ast.Module(chunked, []), include_attributes=True) == ast.dump(
+            ast.Module(whole, []), include_attributes=True
+        ), path
+
+
+def test_chunk_split_inside_brackets_falls_back_to_whole_parse():
+    src = 'import torch.nn as nn\nX = [\n1,\n]\nS = """\nclass Fake(nn.Module):\n"""\n'
+    src += "class M(nn.Module):\n    pass\n"
+    mods = find_modules(src)
+    assert [m.name for m in mods] == ["M"] and mods[0].line == 8
+
+
+def test_edits_between_calls_are_seen():
+    base = textwrap.dedent("""\
+        import torch.nn as nn
+
+        class Inner(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 4)
+            def forward(self, x):
+                return self.fc(x)
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Inner()
+            def forward(self, x):
+                return self.inner(x)
+    """)
+    first = {m.name: m for m in find_modules(base)}
+    assert first["Outer"].first_layer.params["in_features"] == 3
+    assert first["Inner"].inputs == "derived" and first["Inner"].annotation is None
+    # Change only Inner's first layer: Outer's cached first layer must follow.
+    edited = base.replace("nn.Linear(3, 4)", "nn.Linear(7, 4)")
+    # And add a comment above Inner (it lives in the chunk before the class).
+    edited = edited.replace("class Inner", "# torch-mlir-lens: inputs=(torch.randn(1, 7),)\n"
+                            "class Inner")
+    second = {m.name: m for m in find_modules(edited)}
+    assert second["Outer"].first_layer.params["in_features"] == 7
+    assert second["Inner"].inputs == "comment" and second["Inner"].line == 4
+    assert second["Outer"].line == 11
+    # The earlier result objects were not changed behind the caller's back.
+    assert first["Outer"].first_layer.params["in_features"] == 3

@@ -196,12 +196,20 @@ def _repair_parse(lines: list[str], tries: int) -> ast.Module | None:
 _CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "case")
 
 
-def _top_level_chunks(lines: list[str]) -> Iterator[tuple[int, int]]:
-    """(start, end) 0-based line ranges of top-level statements, decorators kept with their def."""
+def _top_level_chunks(
+    lines: list[str], blocked: set[int] | None = None,
+) -> Iterator[tuple[int, int]]:
+    """(start, end) 0-based line ranges of top-level statements, decorators kept with their def.
+
+    `blocked` holds the indexes of lines that begin inside a string, brackets or a backslash
+    continuation (never a statement start); without it, a rough guess from the text is used.
+    """
     start = 0
     has_statement = False
     for i, line in enumerate(lines):
         if not line or line[0] in " \t#)]}'\"" or not line.strip():
+            continue
+        if blocked is not None and i in blocked:
             continue
         word = re.match(r"\w+", line)
         if word and word.group(0) in _CONTINUATION_KEYWORDS:
@@ -215,8 +223,73 @@ def _top_level_chunks(lines: list[str]) -> Iterator[tuple[int, int]]:
     yield start, len(lines)
 
 
+# Strings and comments; only triple-quoted strings (group "t") can span lines.
+_LEX_RE = re.compile(
+    r"""(?P<t>'''(?:[^'\\]|\\.|'(?!''))*(?:'''|$)|\"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|$))"""
+    r"""|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\#[^\n]*""",
+    re.DOTALL,
+)
+
+
+def _blocked_lines(text: str) -> set[int]:
+    """0-based indexes of the lines that start inside a triple-quoted string.
+
+    Lines inside brackets or after a backslash are not tracked: splitting there leaves an
+    unfinished first part that fails to parse, and the caller then parses the whole file.
+    """
+    blocked: set[int] = set()
+    pos = line = 0
+    for m in _LEX_RE.finditer(text):
+        if m.lastgroup == "t":
+            newlines = m.group().count("\n")
+            if newlines:
+                line += text.count("\n", pos, m.start())
+                pos = m.start()
+                blocked.update(range(line + 1, line + newlines + 1))
+    return blocked
+
+
+# Parsed top-level chunks keyed by (first line, chunk text): an edit re-parses only its chunk.
+_CHUNK_CACHE: OrderedDict[tuple[int, str], list[ast.stmt]] = OrderedDict()
+_CHUNK_CACHE_SIZE = 4096
+
+
+def _parse_chunked(text: str) -> list[ast.stmt] | None:
+    """Parse the file chunk by chunk through the chunk cache; None if any chunk fails."""
+    if "\r" in text or "\x0c" in text:
+        return None  # line-break conventions the simple splitter does not model
+    lines = text.split("\n")
+    blocked = _blocked_lines(text)
+    body: list[ast.stmt] = []
+    for start, end in _top_level_chunks(lines, blocked):
+        chunk = "\n".join(lines[start:end])
+        key = (start, chunk)
+        stmts = _CHUNK_CACHE.get(key)
+        if stmts is None:
+            try:
+                # Leading newlines give the nodes their real line numbers, at no real cost.
+                stmts = ast.parse("\n" * start + chunk).body
+            except (SyntaxError, ValueError, RecursionError):
+                return None
+            _CHUNK_CACHE[key] = stmts
+            if len(_CHUNK_CACHE) > _CHUNK_CACHE_SIZE:
+                _CHUNK_CACHE.popitem(last=False)
+        else:
+            _CHUNK_CACHE.move_to_end(key)
+        body.extend(stmts)
+    return body
+
+
 def parse_tolerant(text: str) -> list[ast.stmt]:
-    """The file's top-level statements; parts with syntax errors are left out, never raised."""
+    """The file's top-level statements; parts with syntax errors are left out, never raised.
+
+    Parsed chunk by chunk through a cache (an edit in one class re-parses only that class); when
+    a chunk does not parse on its own the whole file is parsed, and when that fails too, each
+    top-level chunk is repaired (bad lines neutralised) or dropped.
+    """
+    chunked = _parse_chunked(text)
+    if chunked is not None:
+        return chunked
     tree = _parse(text)
     if tree is not None:
         return tree.body
@@ -546,10 +619,28 @@ class _Analyzer:
         self.by_name = {c.node.name: c for c in self.classes}
         self.module_names = _module_class_names(body, self.aliases, path)
         self._scans: dict[int, tuple[set[str], bool]] = {}
+        self.context = (tuple(sorted(self.aliases.items())), frozenset(self.module_names))
+        self._deps: list[tuple[str, ast.ClassDef]] = []
 
     def first_layer(self, cls: ast.ClassDef, depth: int = 0) -> FirstLayer | None:
         """The first layer `forward` uses (else the first registered), followed into containers
-        and same-file submodules."""
+        and same-file submodules. Cached per class node while the imports, the set of module
+        classes and the classes it was followed into stay the same."""
+        if depth > 0:
+            return self._first_layer(cls, depth)
+        hit = _node_cache_get(cls, "first_layer")
+        if hit is not None:
+            context, result, deps = hit
+            if context == self.context and all(
+                name in self.by_name and self.by_name[name].node is node for name, node in deps
+            ):
+                return copy.copy(result)
+        self._deps = []
+        result = self._first_layer(cls, 0)
+        _node_cache_put(cls, "first_layer", (self.context, result, tuple(self._deps)))
+        return copy.copy(result)
+
+    def _first_layer(self, cls: ast.ClassDef, depth: int) -> FirstLayer | None:
         attrs = self._layer_attrs(cls)
         if not attrs or depth > 4:
             return None
@@ -582,6 +673,7 @@ class _Analyzer:
             return None
         callee = dotted_name(value.func) or ""
         if callee in self.by_name and callee in self.module_names:
+            self._deps.append((callee, self.by_name[callee].node))
             return self.first_layer(self.by_name[callee].node, depth + 1)
         kind = qualify(callee, self.aliases).rsplit(".", 1)[-1]
         if kind in _CONTAINERS:
@@ -620,12 +712,14 @@ class _Analyzer:
         Read from the source text with regexes rather than by walking the AST: several times
         faster on big files, and a stray match in a comment only adds a harmless candidate.
         """
-        cached = self._scans.get(id(cls))
+        cached = self._scans.get(id(cls)) or _node_cache_get(cls, "scan")
         if cached is None:
             start = min([d.lineno for d in cls.decorator_list] + [cls.lineno]) - 1
             segment = "\n".join(self.lines[start : cls.end_lineno or cls.lineno])
             names = set(_IDENT_RE.findall(segment))
-            cached = self._scans[id(cls)] = (names, bool(_EXAMPLE_STORE_RE.search(segment)))
+            cached = (names, bool(_EXAMPLE_STORE_RE.search(segment)))
+            _node_cache_put(cls, "scan", cached)
+        self._scans[id(cls)] = cached
         return cached
 
     def uses(self, cls: ast.ClassDef) -> set[str]:
@@ -763,24 +857,58 @@ def _class_info(
     workspace: str | None,
 ) -> ModuleInfo:
     node = c.node
+    facts = _node_cache_get(node, "facts")
+    if facts is None:
+        facts = _class_facts(an, node)
+        _node_cache_put(node, "facts", facts)
+    # Fresh containers: callers may change an info without touching the cached facts.
+    fields: dict[str, Any] = {
+        k: v.copy() if isinstance(v, list | dict) else v for k, v in facts.items()
+    }
+    return ModuleInfo(
+        name=c.qualname, kind="class", inputs="missing",
+        annotation=parse_annotation_block(an.lines, facts["decorator_line"]),
+        settings_key=_settings_key(c.qualname, path, settings, workspace),
+        first_layer=an.first_layer(node),
+        **fields,
+    )
+
+
+def _class_facts(an: _Analyzer, node: ast.ClassDef) -> dict[str, Any]:
+    """What depends on the class's own text only (cached with its parsed chunk)."""
     fwd = _method(node, "forward")
     params, required = _params(fwd, skip_self=True) if fwd else ([], 0)
     init_required, init_defaults = _init_signature(node)
-    deco_line = min([d.lineno for d in node.decorator_list] + [node.lineno])
     col, end_col = _name_columns(an.lines, node)
-    return ModuleInfo(
-        name=c.qualname, kind="class", line=node.lineno, end_line=node.end_lineno or node.lineno,
-        name_col=col, name_end_col=end_col,
-        forward_line=fwd.lineno if fwd else None,
-        forward_end_line=(fwd.end_lineno or fwd.lineno) if fwd else None,
-        bases=[dotted_name(b) or ast.unparse(b) for b in node.bases],
-        inputs="missing", annotation=parse_annotation_block(an.lines, deco_line),
-        decorator_line=deco_line, forward_params=params, forward_required=required,
-        init_required=init_required, init_defaults=init_defaults,
-        convention=_convention(node, an.scan(node)[1]),
-        settings_key=_settings_key(c.qualname, path, settings, workspace),
-        first_layer=an.first_layer(node), annotate_args=an.annotate_args_source(fwd),
-    )
+    return {
+        "line": node.lineno, "end_line": node.end_lineno or node.lineno,
+        "name_col": col, "name_end_col": end_col,
+        "forward_line": fwd.lineno if fwd else None,
+        "forward_end_line": (fwd.end_lineno or fwd.lineno) if fwd else None,
+        "bases": [dotted_name(b) or ast.unparse(b) for b in node.bases],
+        "decorator_line": min([d.lineno for d in node.decorator_list] + [node.lineno]),
+        "forward_params": params, "forward_required": required,
+        "init_required": init_required, "init_defaults": init_defaults,
+        "convention": _convention(node, an.scan(node)[1]),
+        "annotate_args": an.annotate_args_source(fwd),
+    }
+
+
+# Per-node results, valid as long as the node object is alive in the chunk cache: the entry
+# holds the node, so its id cannot be reused while the entry exists.
+_NODE_CACHE: dict[tuple[int, str], tuple[ast.AST, Any]] = {}
+_NODE_CACHE_SIZE = 20000
+
+
+def _node_cache_get(node: ast.AST, what: str) -> Any:
+    hit = _NODE_CACHE.get((id(node), what))
+    return hit[1] if hit is not None and hit[0] is node else None
+
+
+def _node_cache_put(node: ast.AST, what: str, value: Any) -> None:
+    if len(_NODE_CACHE) >= _NODE_CACHE_SIZE:
+        _NODE_CACHE.clear()
+    _NODE_CACHE[(id(node), what)] = (node, value)
 
 
 def _link_parents(an: _Analyzer, infos: list[ModuleInfo]) -> None:
