@@ -1,0 +1,109 @@
+"""`torch-mlir-lens verify`: run the compiled module and compare it with eager PyTorch.
+
+    torch-mlir-lens verify FILE [--module NAME | --line N] [--inputs EXPR | --inputs-file PATH]
+                           [--init EXPR] [--rtol R] [--atol A] [--opt-level 0..3] [--json]
+
+Exit codes as the other commands: 0 matches; 1 differs, or the module does not export/lower/run;
+2 bad input; 3 the worker crashed, timed out or hit the memory limit (a JIT crash is a worker
+crash). Like cli.py, this never imports torch: the worker does the work.
+
+Wiring into cli.py (two lines): in build_parser(), `add_verify_parser(sub)`; in main(), map
+"verify" to `run_verify`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from torch_mlir_lens import cli
+
+EXIT_MISMATCH = cli.EXIT_FAILED
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text!r}")
+    return value
+
+
+def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the `verify` subcommand to cli.build_parser()'s subparsers."""
+    verify = sub.add_parser(
+        "verify", help="run the compiled module and compare it with eager PyTorch"
+    )
+    verify.add_argument("file")
+    which = verify.add_mutually_exclusive_group()
+    which.add_argument("--module", metavar="NAME")
+    which.add_argument("--line", type=int, metavar="N", help="the module around line N")
+    cli._add_inputs(verify)
+    verify.add_argument("--rtol", type=_tolerance, metavar="R",
+                        help="relative tolerance for float outputs (default per dtype)")
+    verify.add_argument("--atol", type=_tolerance, metavar="A",
+                        help="absolute tolerance for float outputs (default per dtype)")
+    verify.add_argument("--opt-level", type=int, choices=range(4), default=0, metavar="N",
+                        help="JIT optimisation level 0..3 (default 0: fastest feedback)")
+    verify.add_argument("--json", action="store_true", help="print the result as JSON")
+    return verify
+
+
+def verify_request(job: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The worker job dict for `verify` (ModuleJob fields + tolerances)."""
+    request: dict[str, Any] = {**job.to_json(), "op": "verify"}
+    if args.rtol is not None:
+        request["rtol"] = args.rtol
+    if args.atol is not None:
+        request["atol"] = args.atol
+    if args.opt_level:
+        request["opt_level"] = args.opt_level
+    return request
+
+
+def exit_code(result: dict[str, Any]) -> int:
+    """0 when every output matches; 1 otherwise (mismatch, or it did not get to compare)."""
+    return cli.EXIT_OK if result.get("ok") else EXIT_MISMATCH
+
+
+def format_result(result: dict[str, Any], path: str) -> str:
+    """People's text: the verdict, then one line per output (and per diagnostic)."""
+    lines = [f"{result.get('module', '?')}: {result.get('message', '')}"]
+    for out in result.get("outputs", []):
+        mark = "✓" if out.get("ok") else "✗"
+        shape = "x".join(str(d) for d in out.get("shape", [])) or "scalar"
+        lines.append(
+            f"  {mark} output {out.get('index')}: {shape} {out.get('dtype')}, "
+            f"max abs err {out.get('max_abs_err')}, max rel err {out.get('max_rel_err')}"
+            + ("" if out.get("ok") else f", worst at {out.get('worst_index')}")
+        )
+    for d in result.get("diagnostics", []):
+        where = cli._where(d.get("file"), d.get("line")) or cli._display(path)
+        op = f" [{d['op']}]" if d.get("op") else ""
+        lines.append(f"{where}: {d.get('severity', 'error')}: {d.get('message', '')}{op}")
+    return "\n".join(lines) + "\n"
+
+
+async def run_verify(args: argparse.Namespace) -> int:
+    """The `verify` command: one worker job, the verdict printed, the exit code returned."""
+    src = cli._load_source(args.file)
+    module = cli._pick_module(src, args.module, args.line)
+    job = cli._module_job(src, module, args)
+    engine = cli._engine(args)
+    await engine.start()
+    try:
+        result = await engine.run(verify_request(job, args))
+    except cli.LensError as err:
+        raise cli._from_lens(err, src.path) from err
+    finally:
+        await engine.stop()
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        sys.stdout.write(format_result(result, src.path))
+    return exit_code(result)

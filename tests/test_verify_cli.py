@@ -1,0 +1,129 @@
+"""`torch-mlir-lens verify`: parsing, verdict text, exit codes; the job runs in-process here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torch_mlir_lens import cli, verify_cli
+
+USER_FILE = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+
+    # torch-mlir-lens: inputs=(torch.randn(3, 8),)
+    class Scale(nn.Module):
+        def forward(self, x):
+            return x * 3.0, (x > 0).sum()
+    """
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = cli._Parser(prog="torch-mlir-lens")
+    verify_cli.add_verify_parser(parser.add_subparsers(dest="command", parser_class=cli._Parser))
+    return parser
+
+
+MISMATCH = {
+    "module": "Scale", "ok": False, "kind": "verify-mismatch",
+    "message": "✗ differs: output 0, max err 0.3 at [1, 4]",
+    "outputs": [
+        {"index": 0, "shape": [3, 8], "dtype": "float32", "max_abs_err": 0.3,
+         "max_rel_err": 0.1, "worst_index": [1, 4], "ok": False, "message": ""},
+        {"index": 1, "shape": [], "dtype": "int64", "max_abs_err": 0.0, "max_rel_err": 0.0,
+         "worst_index": [], "ok": True, "message": ""},
+    ],
+    "diagnostics": [{"severity": "error", "message": "compiled result differs from eager",
+                     "file": None, "line": None, "op": None}],
+}
+
+
+def test_parse_tolerances_and_defaults() -> None:
+    args = _parser().parse_args(["verify", "m.py", "--module", "M", "--rtol", "1e-3",
+                                 "--atol", "0", "--json"])
+    assert (args.rtol, args.atol, args.opt_level, args.json) == (1e-3, 0.0, 0, True)
+    args = _parser().parse_args(["verify", "m.py"])
+    assert args.rtol is None and args.atol is None
+
+
+@pytest.mark.parametrize("bad", [["--rtol", "x"], ["--atol", "-1"], ["--opt-level", "7"]])
+def test_bad_options_exit_2(bad: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        _parser().parse_args(["verify", "m.py", *bad])
+    assert info.value.code == cli.EXIT_BAD_INPUT
+
+
+def test_exit_codes_and_text() -> None:
+    assert verify_cli.exit_code(MISMATCH) == 1
+    assert verify_cli.exit_code({**MISMATCH, "ok": True}) == 0
+    text = verify_cli.format_result(MISMATCH, "m.py")
+    assert text.splitlines()[0] == "Scale: ✗ differs: output 0, max err 0.3 at [1, 4]"
+    assert "✗ output 0: 3x8 float32" in text and "worst at [1, 4]" in text
+    assert "✓ output 1: scalar int64" in text
+
+
+class _InProcessEngine:
+    """Stands in for Engine: runs the worker's verify job in this process."""
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        from torch_mlir_lens.worker.verify_job import run_verify_job
+
+        assert request["op"] == "verify"
+        return run_verify_job(request)
+
+
+def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setattr(cli, "_engine", lambda args: _InProcessEngine())
+    args = _parser().parse_args(argv)
+    return asyncio.run(verify_cli.run_verify(args))
+
+
+def test_verify_command_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "lens_verify_cli_user.py"
+    path.write_text(USER_FILE)
+    assert _run(["verify", str(path), "--json"], monkeypatch) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] and result["message"].startswith("✓ matches eager")
+    assert [o["dtype"] for o in result["outputs"]] == ["float32", "int64"]
+
+
+def test_verify_command_mismatch_exits_1_with_zero_tolerance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "lens_verify_cli_user2.py"
+    # sigmoid is computed differently by the JIT (exp-based) and eager (vectorized)
+    path.write_text(USER_FILE.replace("x * 3.0", "torch.sigmoid(x * 7.3) / 3.1"))
+    code = _run(["verify", str(path), "--module", "Scale", "--inputs",
+                 "(torch.randn(64, 64),)", "--rtol", "0", "--atol", "0"], monkeypatch)
+    out = capsys.readouterr().out
+    if code == 0:
+        pytest.skip("JIT and eager agree bit for bit on this machine")
+    assert code == 1
+    assert "✗ differs: output 0" in out
+
+
+def test_verify_cli_never_imports_torch() -> None:
+    code = (
+        "import sys\n"
+        "import torch_mlir_lens.verify_cli\n"
+        "sys.exit(1 if 'torch' in sys.modules else 0)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
