@@ -139,3 +139,21 @@ def test_failure_with_no_op_still_comes_back_on_the_module(tmp_path: Any) -> Non
     assert all(d.severity == "error" and d.target == "linalg" for d in res.diagnostics)
     assert {d.kind for d in res.diagnostics} <= {"lowering-error", "unsupported-op"}
     assert all(d.line in (None, 4) for d in res.diagnostics)
+
+
+@pytest.mark.parametrize("module_line", [None, 12])
+def test_unlocated_failure_lands_on_the_module(module_line: int | None) -> None:
+    """A custom pipeline failing with an error that has no location: reported on the module."""
+    models = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "small_models.py")
+    ns = runpy.run_path(models)
+    program = export_program(ns["MLP"](), (torch.randn(2, 16),), {}, user_files={models})
+    lowerer = ProgramLowerer(program, module_name="MLP", user_files={models},
+                             module_file=models if module_line else None,
+                             module_line=module_line)
+    verify = "builtin.module(torch-verify-linalg-on-tensors-backend-contract)"
+    res = lowerer.lower(None, pipeline=verify)
+    assert not res.ok and res.target == "custom"
+    contract = [d for d in res.diagnostics if "backend contract" in d.message]
+    assert contract and contract[0].kind == "lowering-error"
+    assert contract[0].line == module_line
+    assert contract[0].file == (models if module_line else None)

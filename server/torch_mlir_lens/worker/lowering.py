@@ -294,9 +294,14 @@ def _fx_text_and_map(program: Any, users: UserFiles) -> tuple[str, list[IrLineMa
 class ProgramLowerer:
     """Lowers one exported program to any target; the FX import and torch pipeline run once."""
 
-    def __init__(self, program: Any, *, module_name: str, user_files: Iterable[str]) -> None:
+    def __init__(self, program: Any, *, module_name: str, user_files: Iterable[str],
+                 module_file: str | None = None, module_line: int | None = None) -> None:
+        """`module_file`/`module_line` (the class line), when given, locate the failures
+        that have no user line of their own; otherwise those stay on the module (None)."""
         self.program = program
         self.module_name = module_name
+        self.module_file = module_file
+        self.module_line = module_line
         self.users = UserFiles(user_files)
         self.export_seconds: float | None = None  # set by lower_module (reported once)
         self._ctx: ir.Context | None = None
@@ -472,6 +477,10 @@ class ProgramLowerer:
                 diagnostics: list[LensDiagnostic],
                 passes: list[PassIr] | None = None) -> LowerResult:
         rendered = self._render(module_op, options) if module_op is not None else None
+        if self.module_file is not None:
+            for d in diagnostics:
+                if d.file is None:
+                    d.file, d.line = self.module_file, self.module_line
         return LowerResult(
             module=self.module_name, target=target, ok=ok,
             ir=rendered.text if rendered else "",
