@@ -137,13 +137,28 @@ def test_syntax_error(tmp_path):
 
 
 def test_load_error_names_the_user_line(tmp_path):
-    path = _write(tmp_path / "boom.py", "import os\n\nA = 1\nB = undefined_name + 1\n")
+    path = _write(tmp_path / "boom.py", "import os\n\nA = 1\n\nclass C(Undefined):\n    pass\n")
     with pytest.raises(LensError) as info:
         load_definitions(str(path))
     err = info.value
-    assert err.kind == "load-error" and err.line == 4
-    assert "NameError" in err.message and "undefined_name" in err.message
+    assert err.kind == "load-error" and err.line == 5
+    assert "NameError" in err.message and "Undefined" in err.message
+    assert "\n" not in err.message
     assert loader.module_name_for(str(path.resolve())) not in sys.modules
+
+
+def test_failing_assignment_is_skipped_not_fatal(tmp_path):
+    path = _write(tmp_path / "script.py", """\
+        import torch
+        for step in range(3):
+            loss = torch.tensor(float(step))
+        final = loss.item()  # `loss` only exists if the loop ran
+        class M(torch.nn.Module):
+            pass
+    """)
+    mod = load_definitions(str(path))
+    assert hasattr(mod, "M") and not hasattr(mod, "final")
+    assert mod.__torch_mlir_lens_skipped__ == [(4, "NameError: name 'loss' is not defined")]
 
 
 def test_load_error_in_a_sibling_names_the_sibling(tmp_path):

@@ -6,7 +6,8 @@ do those locations name the user's file (see the shared torch-mlir notes, "Locat
 
 What runs (at top level, and recursively inside `try`/`if` blocks):
 imports, `def`/`class` (with their decorators), assignments (`=`, annotated, augmented), `pass`,
-docstrings/bare constants, `global`/`nonlocal`. What never runs: any other expression statement
+docstrings/bare constants, `global`/`nonlocal` (a top-level assignment that fails is skipped,
+see `_run_statement`). What never runs: any other expression statement
 (top-level calls such as `train()` or `print(...)`), loops, `with` blocks, `match`, `del`,
 `raise`, `assert` — and the whole `if __name__ == "__main__":` block (also spelled with the
 operands swapped). A training script must not train on a hover.
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from torch_mlir_lens.results import ErrorKind, LensError
 
 USER_PACKAGE = "torch_mlir_lens_user"
+SKIPPED_ATTR = "__torch_mlir_lens_skipped__"  # [(line, message)] of assignments that failed
 _MAX_CACHED = 32
 
 _KEEP = (
@@ -263,7 +265,7 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
         ) from None
     except ValueError as exc:  # e.g. null bytes
         raise LensError(ErrorKind.SYNTAX_ERROR, f"cannot parse {path}: {exc}", file=path) from None
-    code = compile(definitions_only(tree), path, "exec")
+    statements = definitions_only(tree).body
     module = types.ModuleType(name)
     module.__file__ = path
     module.__package__ = name.rpartition(".")[0]
@@ -271,8 +273,11 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
     module.__spec__.has_location = True
     previous = sys.modules.get(name)
     sys.modules[name] = module  # before executing: dataclasses and pickling look it up
+    skipped: list[tuple[int, str]] = []
+    module.__dict__[SKIPPED_ATTR] = skipped
     try:
-        exec(code, module.__dict__)
+        for stmt in statements:
+            _run_statement(stmt, module, path, skipped)
     except BaseException as exc:
         if previous is not None:
             sys.modules[name] = previous
@@ -282,6 +287,27 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
             raise  # KeyboardInterrupt and the like are not the file's fault
         raise _load_error(exc, path) from exc
     return module
+
+
+def _run_statement(
+    stmt: ast.stmt, module: types.ModuleType, path: str, skipped: list[tuple[int, str]],
+) -> None:
+    """Execute one top-level statement (compiled under the real path).
+
+    A failing top-level assignment is skipped rather than fatal: in scripts they often use names
+    that only the skipped loops or calls would have defined (`final = loss.item()` after a
+    training loop), and the modules of the file do not need them. Its error is kept in
+    `module.__torch_mlir_lens_skipped__` as (line, message). Imports, definitions and blocks
+    that fail are load errors.
+    """
+    code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec")
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:
+        if not isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            raise
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        skipped.append((stmt.lineno, f"{type(exc).__name__}: {detail}".rstrip(": ")))
 
 
 def _load_error(exc: BaseException, path: str) -> LensError:
