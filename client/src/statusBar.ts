@@ -35,7 +35,7 @@ export class StatusBar implements vscode.Disposable {
     this.state = state;
     const look = LOOK[state] ?? LOOK.error;
     // "lowering MLP" names the module; other states keep the bar short and put detail in the tip.
-    const text = state === 'lowering' && detail ? `lowering ${detail}` : look.text;
+    const text = state === 'lowering' && detail ? (detail.startsWith('lowering') ? detail : `lowering ${detail}`) : look.text;
     this.item.text = `${look.icon} Torch-MLIR: ${text}`;
     this.item.tooltip = `Torch-MLIR Lens: ${detail && state !== 'lowering' ? detail : look.tip}\nClick to show the output.`;
     this.item.backgroundColor =

@@ -1,1 +1,107 @@
-export async function run(): Promise<void> {}
+// Runs inside the real extension host of the e2e VS Code (extensionTestsPath). It checks
+// through the editor's own API what the server gave the installed extension: code lenses,
+// a hover with MLIR, diagnostics on unsupported ops. The driver does the UI part in parallel;
+// this suite keeps the extension host alive until the driver says it is done.
+//
+// Files, beside the workspace folder: suite-result.json (written), ui-done (waited for).
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+
+const EXTENSION_ID = 'torch-mlir-lens.torch-mlir-lens';
+
+interface Step {
+  ok: boolean;
+  ms: number;
+  detail: string;
+}
+
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  while (Date.now() < deadline) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      lastError = String(e);
+    }
+    await new Promise((r) => setTimeout(r, 500)); // polling interval of a condition, not a fixed wait
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`);
+}
+
+function hoverText(hovers: vscode.Hover[]): string {
+  return hovers
+    .flatMap((h) => h.contents)
+    .map((c) => (typeof c === 'string' ? c : c instanceof vscode.MarkdownString ? c.value : (c as { value: string }).value))
+    .join('\n');
+}
+
+function lineOf(doc: vscode.TextDocument, needle: string): number {
+  for (let i = 0; i < doc.lineCount; i++) if (doc.lineAt(i).text.includes(needle)) return i;
+  throw new Error(`${needle} not in ${doc.uri.fsPath}`);
+}
+
+export async function run(): Promise<void> {
+  const ws = vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (!ws) throw new Error('no workspace folder');
+  const base = path.dirname(ws.fsPath);
+  const steps: Record<string, Step> = {};
+  const step = async (name: string, fn: () => Promise<string>) => {
+    const t0 = Date.now();
+    try {
+      steps[name] = { ok: true, detail: await fn(), ms: Date.now() - t0 };
+    } catch (e) {
+      steps[name] = { ok: false, detail: String(e), ms: Date.now() - t0 };
+    }
+    fs.writeFileSync(path.join(base, 'suite-result.json'), JSON.stringify(steps, null, 2));
+  };
+
+  await step('activated', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    if (!ext) throw new Error(`${EXTENSION_ID} is not installed`);
+    await ext.activate();
+    return `${ext.id} ${ext.packageJSON.version} from ${ext.extensionUri.toString()}`;
+  });
+
+  const mlp = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(ws, 'mlp.py'));
+  await step('lenses', async () => {
+    const titles = await waitFor('the "Show Linalg IR" lens', 150_000, async () => {
+      const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', mlp.uri, 50);
+      const t = (lenses ?? []).map((l) => l.command?.title ?? '');
+      return t.includes('Show Linalg IR') ? t : undefined;
+    });
+    return titles.join(' | ');
+  });
+
+  await step('hover', async () => {
+    const line = lineOf(mlp, 'F.relu(self.fc1(x))');
+    const pos = new vscode.Position(line, mlp.lineAt(line).firstNonWhitespaceCharacterIndex + 4);
+    const text = await waitFor('a hover with MLIR', 150_000, async () => {
+      const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', mlp.uri, pos);
+      const t = hoverText(hovers ?? []);
+      return t.includes('```mlir') && /linalg\.|arith\./.test(t) ? t : undefined;
+    });
+    return text.slice(0, 400);
+  });
+
+  const bad = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(ws, 'unsupported_ops.py'));
+  await step('diagnostics', async () => {
+    const erfinvLine = lineOf(bad, 'torch.erfinv(');
+    const diags = await waitFor('a torch-mlir diagnostic on the erfinv line', 180_000, async () => {
+      const d = vscode.languages.getDiagnostics(bad.uri).filter((x) => x.source === 'torch-mlir');
+      return d.some((x) => x.range.start.line === erfinvLine) ? d : undefined;
+    });
+    return diags.map((d) => `${d.range.start.line + 1}: ${d.message.split('\n')[0]}`).join(' | ').slice(0, 600);
+  });
+
+  // Keep the extension host up while the driver drives the UI (it writes ui-done).
+  await waitFor('the driver to finish the UI steps', 240_000, async () =>
+    fs.existsSync(path.join(base, 'ui-done')) ? true : undefined,
+  ).catch(() => undefined);
+
+  const failed = Object.entries(steps).filter(([, s]) => !s.ok);
+  if (failed.length) throw new Error(`failed: ${failed.map(([n, s]) => `${n}: ${s.detail}`).join('; ')}`);
+}

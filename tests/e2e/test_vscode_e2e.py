@@ -1,0 +1,76 @@
+"""The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against
+the real language server: lenses, the Linalg pane with a highlighted line, a hover with MLIR, a
+squiggle on an unsupported op. Driven by tests/e2e/driver.mjs; screenshots and logs go to
+test-artifacts/e2e/.
+
+Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
+first. Skipped, with the reason, when they are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("TML_E2E_CACHE", ROOT / ".cache" / "vscode-e2e"))
+RESULT = ROOT / "test-artifacts" / "e2e" / "result.json"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+
+
+def _version() -> str:
+    return json.loads((ROOT / "package.json").read_text())["version"]
+
+
+def _missing() -> list[str]:
+    missing = []
+    if not (CACHE / "cs" / "node_modules" / ".bin" / "code-server").exists():
+        missing.append("code-server (run `make e2e-deps`)")
+    if not (CACHE / "pw" / "node_modules" / "playwright-core").exists():
+        missing.append("playwright-core (run `make e2e-deps`)")
+    if not Path(os.environ.get("TML_CHROMIUM", "/usr/bin/chromium")).exists():
+        missing.append("chromium (run `make e2e-deps`)")
+    if not (ROOT / f"torch-mlir-lens-{_version()}.vsix").exists():
+        missing.append("the .vsix (run `make vsix`)")
+    if not (ROOT / "out" / "e2e" / "suite" / "index.js").exists():
+        missing.append("the built e2e suite (run `make client`)")
+    if shutil.which("node") is None:
+        missing.append("node")
+    return missing
+
+
+def test_extension_in_real_vscode() -> None:
+    missing = _missing()
+    if missing:
+        pytest.skip("e2e prerequisites missing: " + ", ".join(missing))
+    env = dict(os.environ)
+    # The server runs in the interpreter running this test (the project's venv).
+    env.setdefault("TML_PYTHON", sys.executable)
+    proc = subprocess.run(
+        ["node", str(ROOT / "tests" / "e2e" / "driver.mjs")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    log = proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert RESULT.exists(), f"the driver wrote no result\n{log}"
+    result = json.loads(RESULT.read_text())
+    steps = result.get("steps", {})
+    for name in ("lenses", "pane", "highlight", "hover", "squiggle"):
+        assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
+    suite = result.get("suite") or {}
+    for name in ("activated", "lenses", "hover", "diagnostics"):
+        assert suite.get(name, {}).get("ok"), f"in-editor check {name!r} failed: {suite.get(name)}\n{log}"
+    assert result.get("suiteExit") == 0, f"in-editor suite exit code {result.get('suiteExit')}\n{log}"
+    for shot in ("01-lenses.png", "02-pane-highlight.png", "03-hover.png", "04-squiggle.png"):
+        assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
+    assert proc.returncode == 0, log
