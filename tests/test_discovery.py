@@ -258,6 +258,8 @@ def test_input_template():
         "torch.randn(2, 8, 5)"
     )
     assert layer_inputs_expr("Dropout", {}) is None
+    lit = _example("conventions.py")["LitAutoEncoder"]  # nn.Linear(features, 64), features=28*28
+    assert lit.first_layer.kind == "Linear" and lit.first_layer.params["in_features"] == 784
 
 
 def _big_file() -> tuple[str, int]:

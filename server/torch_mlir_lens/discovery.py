@@ -26,10 +26,11 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import operator
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,11 @@ _LAYER_PARAMS: dict[str, tuple[str, ...]] = {
     "BatchNorm3d": ("num_features",),
 }
 _CONTAINERS = frozenset({"Sequential", "ModuleList"})
+# Integer arithmetic folded in layer sizes (`nn.Linear(28 * 28, 64)`, `nn.Linear(2 * d, d)`).
+_INT_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
 _DEFAULT_DIM = 16  # placeholder feature size when a layer's size is not a literal
 
 
@@ -529,6 +535,19 @@ def _literal(node: ast.AST | None) -> Any:
         return None
 
 
+def _fold(node: ast.expr, names: dict[str, Any]) -> Any:
+    """A literal, a name with a known value, or integer arithmetic of those; else None."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        left, right = _fold(node.left, names), _fold(node.right, names)
+        ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right))
+        if ints and (right != 0 or not isinstance(node.op, ast.FloorDiv)):
+            return _INT_OPS[type(node.op)](left, right)
+        return None
+    return _literal(node)
+
+
 def _init_signature(cls: ast.ClassDef) -> tuple[list[str], dict[str, Any]]:
     """(required constructor params, literal defaults) from `__init__` (none if not defined)."""
     init = _method(cls, "__init__")
@@ -538,12 +557,12 @@ def _init_signature(cls: ast.ClassDef) -> tuple[list[str], dict[str, Any]]:
     positional = (list(args.posonlyargs) + list(args.args))[1:]
     n_req = len(positional) - len(args.defaults)
     required = [a.arg for a in positional[:n_req]]
-    defaults = {a.arg: _literal(d) for a, d in zip(positional[n_req:], args.defaults, strict=True)}
+    defaults = {a.arg: _fold(d, {}) for a, d in zip(positional[n_req:], args.defaults, strict=True)}
     for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
         if d is None:
             required.append(a.arg)
         else:
-            defaults[a.arg] = _literal(d)
+            defaults[a.arg] = _fold(d, {})
     return required, defaults
 
 
@@ -694,9 +713,7 @@ class _Analyzer:
         """Literal constructor arguments; names that are `__init__` params use their default."""
 
         def value(node: ast.expr) -> Any:
-            if isinstance(node, ast.Name) and node.id in defaults:
-                return defaults[node.id]
-            return _literal(node)
+            return _fold(node, defaults)
 
         params: dict[str, Any] = {}
         for name, arg in zip(_LAYER_PARAMS.get(kind, ()), call.args, strict=False):
