@@ -81,6 +81,25 @@ class Context:
             self._warm = await self.new_server("server-warm", QUIET_SETTINGS)
         return self._warm
 
+    async def quiet_server(self, name: str) -> LensClient:
+        """A fresh quiet server for a figure that measures a process; the warm one in smoke runs.
+
+        Waits until the worker is up (serverInfo answers after it), so its start-up does not
+        compete with what the figure measures.
+        """
+        if self.config.smoke:
+            client = await self.warm_server()
+        else:
+            client = await self.new_server(name, QUIET_SETTINGS)
+        with contextlib.suppress(Exception):
+            await client.server_info()
+        return client
+
+    async def release(self, client: LensClient) -> None:
+        """Stop a server from `quiet_server` / `new_server` (the shared warm one stays)."""
+        if client is not self._warm:
+            await self.stop_server(client)
+
     async def stop_server(self, client: LensClient) -> None:
         """Stop one server and any of its children left behind (by pid, ours only)."""
         children: list[psutil.Process] = []

@@ -165,20 +165,24 @@ EDITED_MODULE = "Scorer"  # the module whose line the edit loop changes
 EDIT_MARKER = "h = h * 1.0"  # the line that changes; run k makes it `h = h * (1.0 + k/1000)`
 
 
-def edit_source(edit: int = 0, only: str | None = None) -> str:
-    """The 5-module file (or just `only`), with the edited line's constant set by `edit`."""
-    names = [only] if only else list(_EDIT_CLASSES)
+def edit_source(edit: int = 0, only: str | None = None, n_modules: int = 5) -> str:
+    """The 5-module file (or just `only`), with the edited line's constant set by `edit`.
+
+    `n_modules` < 5 keeps the edited module and the first others (smoke runs).
+    """
+    others = [n for n in _EDIT_CLASSES if n != EDITED_MODULE][: n_modules - 1]
+    names = [only] if only else [n for n in _EDIT_CLASSES if n == EDITED_MODULE or n in others]
     body = "".join(_EDIT_CLASSES[n] for n in names)
     if edit:
         body = body.replace(EDIT_MARKER, f"h = h * {1.0 + edit / 1000:.3f}")
     return EDIT_HEADER + body
 
 
-def edit_files(work: Path) -> tuple[Path, Path]:
+def edit_files(work: Path, n_modules: int = 5) -> tuple[Path, Path]:
     """Write the 5-module file and the edited module alone; return both paths."""
     work.mkdir(parents=True, exist_ok=True)
     five = work / "edit5.py"
-    five.write_text(edit_source())
+    five.write_text(edit_source(n_modules=n_modules))
     alone = work / "edit1.py"
     alone.write_text(edit_source(only=EDITED_MODULE))
     return five, alone

@@ -136,7 +136,35 @@ def _example_lm_source() -> str | None:
             at -= 1
         i -= 1
     text = "\n".join(lines) + "\n"
-    return text if "class Block(" in text and "inputs=" in lines[at - 1] else None
+    if "class Block(" not in text or "inputs=" not in lines[at - 1]:
+        return None
+    return _drop_other_parents(text)
+
+
+def _drop_other_parents(text: str) -> str:
+    """Remove every top-level class that is neither TransformerLM nor used by it.
+
+    The example also holds a small `TinyTransformer` built from the same `Block`; left in, the
+    product may derive Block's inputs from it (d_model 64) instead of from the 20-layer model.
+    """
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    keep, todo = set(), ["TransformerLM"]
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in classes:
+            continue
+        keep.add(name)
+        todo += [n.id for n in ast.walk(classes[name]) if isinstance(n, ast.Name)]
+    drop = set()
+    for name, node in classes.items():
+        if name not in keep:
+            first = node.lineno - 1
+            while first > 0 and lines[first - 1].startswith("#"):
+                first -= 1
+            drop.update(range(first, node.end_lineno or node.lineno))
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in drop) + "\n"
 
 
 def lm_file(work: Path = WORK, tiny: bool = False) -> Path:

@@ -1,6 +1,7 @@
 """Figure 3: static features on a 3,000-line file with 60 module classes.
 
-A fresh server (trusted, diagnostics off so the worker stays idle) opens the generated file.
+A fresh server (trusted, diagnostics off so the worker stays idle; timing starts once its
+worker is up) opens the generated file.
 Each timed iteration edits one line inside a `forward` (didChange) and then asks for the code
 lenses: time from the change to the lenses. Then the LSP process's RSS (psutil) and whether
 torch or torch-mlir is loaded in it (serverInfo.torchImported and /proc/<pid>/maps).
@@ -14,7 +15,7 @@ import time
 
 import psutil
 
-from bench.context import QUIET_SETTINGS, Context
+from bench.context import Context
 from bench.gen_files import zoo_file
 from bench.lsp_client import maps_have_torch
 from bench.report import FigureResult, Metric, metric_from_samples
@@ -34,7 +35,7 @@ async def run(ctx: Context) -> FigureResult:
     text = path.read_text()
     lines = text.splitlines()
     edit_at = [i for i, ln in enumerate(lines) if ln.strip() == "out = z + 0.0"]
-    client = await ctx.new_server("server-fig3", QUIET_SETTINGS)
+    client = await ctx.quiet_server("server-fig3")
     try:
         uri = client.open(path, text)
         lenses, t_first = await client.code_lens(uri)
@@ -55,7 +56,7 @@ async def run(ctx: Context) -> FigureResult:
         torch_in_maps = maps_have_torch(client.pid)
         torch_imported = bool(info.get("torchImported", False)) or torch_in_maps
     finally:
-        await ctx.stop_server(client)
+        await ctx.release(client)
 
     p95 = percentile(times, 95)
     lo, hi = spread(times)

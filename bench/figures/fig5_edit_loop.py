@@ -74,7 +74,8 @@ async def edit_and_save(client: LensClient, uri: str, path: Path, text: str) -> 
 async def run(ctx: Context) -> FigureResult:
     """Open both files, let them settle, then time interleaved edit-save loops."""
     result = FigureResult(NUMBER, TITLE)
-    five, alone = edit_files(ctx.work)
+    n_modules = 2 if ctx.config.smoke else 5
+    five, alone = edit_files(ctx.work, n_modules)
     client = await ctx.new_server("server-fig5", {})
     try:
         t0 = time.perf_counter()
@@ -87,7 +88,8 @@ async def run(ctx: Context) -> FigureResult:
         base_exports = await exports_run(client)
         t5, t1s, deltas = [], [], []
         for k in range(1, ctx.config.fig5_repeats + 1):
-            jobs = [(uri5, five, edit_source(k)), (uri1, alone, edit_source(k, EDITED_MODULE))]
+            jobs = [(uri5, five, edit_source(k, n_modules=n_modules)),
+                    (uri1, alone, edit_source(k, EDITED_MODULE))]
             if k % 2 == 0:
                 jobs.reverse()
             for uri, path, text in jobs:
@@ -100,6 +102,7 @@ async def run(ctx: Context) -> FigureResult:
                 else:
                     t1s.append(t)
         result.details["exports at settle"] = base_exports
+        result.details["modules in the file"] = n_modules
     finally:
         await ctx.stop_server(client)
 

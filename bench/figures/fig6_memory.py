@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 
 from bench.baseline import BaselineProcess
-from bench.context import QUIET_SETTINGS, BenchError, Context, check_lower, worker_pid
+from bench.context import BenchError, Context, check_lower, worker_pid
 from bench.lsp_client import peak_rss_mb
 from bench.models import lm20
 from bench.report import FigureResult, Metric, metric_from_samples
@@ -28,11 +28,11 @@ TARGET_IR_MB = 2.0
 async def product_peak(ctx: Context, run: int) -> tuple[float, float, float]:
     """(worker VmHWM MB, IR MB, worker VmHWM MB before lowering) on a fresh server."""
     model = lm20(ctx.work, tiny=ctx.config.smoke)
-    client = await ctx.new_server(f"server-fig6-{run}", QUIET_SETTINGS)
+    client = await ctx.quiet_server(f"server-fig6-{run}")
     try:
         info: dict = {}
         with contextlib.suppress(Exception):
-            info = await client.server_info()  # also waits for the worker to be up
+            info = await client.server_info()
         pid = worker_pid(client, info)
         idle = peak_rss_mb(pid) if pid else float("nan")
         uri = client.open(model.path)
@@ -46,7 +46,7 @@ async def product_peak(ctx: Context, run: int) -> tuple[float, float, float]:
         peak = peak_rss_mb(pid)
         return peak, len(res["ir"].encode()) / 2**20, idle
     finally:
-        await ctx.stop_server(client)
+        await ctx.release(client)
 
 
 async def plain_peak(ctx: Context) -> float:
