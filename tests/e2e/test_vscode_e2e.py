@@ -69,8 +69,10 @@ def test_extension_in_real_vscode() -> None:
         assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
     suite = result.get("suite") or {}
     for name in ("activated", "lenses", "hover", "diagnostics"):
-        assert suite.get(name, {}).get("ok"), f"in-editor check {name!r} failed: {suite.get(name)}\n{log}"
-    assert result.get("suiteExit") == 0, f"in-editor suite exit code {result.get('suiteExit')}\n{log}"
+        check = suite.get(name, {})
+        assert check.get("ok"), f"in-editor check {name!r} failed: {check}\n{log}"
+    exit_code = result.get("suiteExit")
+    assert exit_code == 0, f"in-editor suite exit code {exit_code}\n{log}"
     for shot in ("01-lenses.png", "02-pane-highlight.png", "03-hover.png", "04-squiggle.png"):
         assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
     assert proc.returncode == 0, log
