@@ -107,6 +107,9 @@ class VerifyResult:
     message: str = ""
     kind: str | None = None
     max_abs_err: float = 0.0
+    # On a mismatch, when found: the first user line whose values differ (divergence.py):
+    # {"file", "line", "shape", "dtype", "max_abs_err", "worst_index", "message"}.
+    divergence: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +123,7 @@ class VerifyResult:
             "message": self.message,
             "kind": self.kind,
             "max_abs_err": _json_float(self.max_abs_err),
+            "divergence": self.divergence,
         }
 
     @classmethod
@@ -135,6 +139,7 @@ class VerifyResult:
             message=data.get("message", ""),
             kind=data.get("kind"),
             max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            divergence=data.get("divergence"),
         )
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
@@ -83,11 +83,15 @@ def verify_lowerer(
     rtol: float | None = None,
     atol: float | None = None,
     opt_level: int = 0,
+    locate: bool = True,
+    mutate_ir: Callable[[str], str] | None = None,
 ) -> VerifyResult:
     """Verify the linalg lowering of an existing `worker.lowering.ProgramLowerer`.
 
     `fn` must be the instance that was exported. The lowerer's cached linalg module is not
-    modified (verify lowers a copy).
+    modified (verify lowers a copy). On a mismatch and with `locate`, the first user line
+    whose values differ is searched (divergence.py) and reported as `divergence` and as a
+    diagnostic at that line. `mutate_ir` alters the linalg text first (tests).
     """
     name = lowerer.module_name
     start = time.perf_counter()
@@ -107,11 +111,39 @@ def verify_lowerer(
     lower_s = round(time.perf_counter() - start, 6)
     result = verify_linalg_module(
         linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
-        opt_level=opt_level, user_files=lowerer.users,
+        opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir,
     )
+    if locate and result.kind == ErrorKind.VERIFY_MISMATCH:
+        _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir)
     result.timings = {"lower": lower_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
     return result
+
+
+def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ...],
+            kwargs: dict[str, Any] | None, rtol: float | None, atol: float | None,
+            opt_level: int, mutate_ir: Callable[[str], str] | None) -> None:
+    """Add the first diverging line to a mismatch (best effort: a failure only loses it)."""
+    from torch_mlir_lens.worker.divergence import first_divergence
+
+    start = time.perf_counter()
+    try:
+        found = first_divergence(
+            linalg, lowerer.program, args, kwargs, user_files=lowerer.users, rtol=rtol,
+            atol=atol, opt_level=opt_level, mutate_ir=mutate_ir,
+        )
+    except Exception:  # a heuristic on top of a verdict that already stands
+        found = None
+    result.timings["locate"] = round(time.perf_counter() - start, 6)
+    result.timings["total"] = round(result.timings.get("total", 0.0) + result.timings["locate"], 6)
+    if found is None:
+        return
+    result.divergence = found.to_json()
+    result.diagnostics.insert(0, LensDiagnostic(
+        severity=Severity.ERROR, message=found.message, kind=ErrorKind.VERIFY_MISMATCH,
+        file=found.file, line=found.line, target="llvm",
+    ))
+    result.message += f" — first differs at line {found.line}"
 
 
 def verify_callable(

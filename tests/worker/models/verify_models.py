@@ -101,3 +101,28 @@ class BigOutputs(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.tanh(x) * 2.0, x + 1.0
+
+
+class ScaledBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        h = h * 3.0  # the constant the divergence test alters
+        return torch.tanh(h)
+
+
+class NestedScale(nn.Module):
+    """A submodule between two lines: a change inside it must be located inside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(6, 8)
+        self.block = ScaledBlock()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = torch.relu(self.inp(x))
+        z = self.block(y)
+        return (z + 1.0).sum(-1), y

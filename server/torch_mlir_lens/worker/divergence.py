@@ -1,0 +1,202 @@
+"""On a mismatch: the first source line whose compiled values differ from eager.
+
+Eager side: the exported program's graph, run node by node (torch.fx.Interpreter); each node's
+`stack_trace` names the user's line. Compiled side: the linalg function is rewritten to also
+return, for every user line, the last value computed there (one per shape/dtype), then lowered,
+JIT-compiled and run once. Values are paired per (line, shape, dtype) and compared with the
+usual tolerances; the diverging pair earliest in the graph names the line.
+
+A heuristic: a line's last value of a given shape is usually the same tensor on both sides
+(each aten op lowers to linalg ops whose last one produces its result), but decompositions can
+differ; unpaired values are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch_mlir import ir
+from torch_mlir.dialects import func as func_d
+
+from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
+from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
+from torch_mlir_lens.worker.verify import (
+    _ELEMENT_TYPES,
+    FuncSig,
+    _parse,
+    compare_output,
+    function_signature,
+    jit,
+    run_compiled,
+)
+
+Key = tuple[str, int, tuple[int, ...], torch.dtype]  # file, line, shape, dtype
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_SKIP_OPS = {"arith.constant", "tensor.empty", "ml_program.global_load_const"}
+
+
+@dataclass
+class Divergence:
+    """Where compiled and eager values first part ways."""
+
+    file: str
+    line: int
+    shape: list[int]
+    dtype: str
+    max_abs_err: float
+    worst_index: list[int]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- eager values per line -------------------------------------------------------------------
+
+
+def _innermost_user_frame(stack_trace: str, users: UserFiles) -> tuple[str, int] | None:
+    """The last (innermost) frame of a Python stack trace that is in the user's files."""
+    frames = [(f, int(n)) for f, n in _FRAME.findall(stack_trace or "") if f in users]
+    return frames[-1] if frames else None
+
+
+def eager_values(program: Any, args: Sequence[Any], kwargs: dict[str, Any],
+                 users: UserFiles) -> dict[Key, tuple[int, torch.Tensor]]:
+    """(file, line, shape, dtype) → (graph position, value) of the last such node per line."""
+    flat = pytree.tree_leaves((tuple(args), dict(kwargs)))
+    gm = _runnable_graph(program, len(flat))
+    found: dict[Key, tuple[int, torch.Tensor]] = {}
+    position = {node: i for i, node in enumerate(gm.graph.nodes)}
+
+    class _Recorder(torch.fx.Interpreter):
+        def run_node(self, node: torch.fx.Node) -> Any:
+            value = super().run_node(node)
+            if node.op == "call_function" and isinstance(value, torch.Tensor):
+                frame = _innermost_user_frame(node.meta.get("stack_trace", ""), users)
+                if frame is not None:
+                    key = (frame[0], frame[1], tuple(value.shape), value.dtype)
+                    found[key] = (position[node], value.detach().clone())
+            return value
+
+    with torch.no_grad():
+        _Recorder(gm).run(*flat)
+    return found
+
+
+def _runnable_graph(program: Any, n_inputs: int) -> torch.fx.GraphModule:
+    """A graph module taking just the user inputs.
+
+    The FX importer's `import_frozen_program` freezes the program in place (parameters become
+    get_attr nodes), after which `program.module()` fails: the frozen graph runs as is.
+    """
+    gm = program.graph_module
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) == n_inputs:
+        return gm
+    return program.module()
+
+
+# --- compiled values per line ----------------------------------------------------------------
+
+
+def _value_key(value: ir.Value, op: ir.Operation, users: UserFiles) -> Key | None:
+    ty = value.type
+    if not isinstance(ty, ir.RankedTensorType) or not ty.has_static_shape:
+        return None
+    element = str(ty.element_type)
+    if element not in _ELEMENT_TYPES:
+        return None
+    frames = user_frames_of(str(op.location), users)
+    if not frames:
+        return None
+    file, line = frames[0]
+    return (file, line, tuple(ty.shape), _ELEMENT_TYPES[element][1])
+
+
+def _compiled_values(func: ir.Operation, users: UserFiles) -> dict[Key, ir.Value]:
+    """The last value of each (line, shape, dtype) among the function's top-level ops."""
+    found: dict[Key, ir.Value] = {}
+    for op in func.regions[0].blocks[0].operations:
+        operation = op.operation
+        if operation.name in _SKIP_OPS:
+            continue
+        for value in operation.results:
+            key = _value_key(value, operation, users)
+            if key is not None:
+                found[key] = value
+    return found
+
+
+def _return_also(func: ir.Operation, extra: list[ir.Value]) -> None:
+    """Append `extra` to the function's results (return op and type)."""
+    block = func.regions[0].blocks[0]
+    ret = list(block.operations)[-1].operation
+    operands = list(ret.operands) + extra
+    with ir.InsertionPoint(ret), ret.location:
+        func_d.ReturnOp(operands)
+    ret.erase()
+    fty = func.attributes["function_type"].value
+    ctx = func.context
+    new_type = ir.FunctionType.get(list(fty.inputs), [v.type for v in operands], context=ctx)
+    func.attributes["function_type"] = ir.TypeAttr.get(new_type, context=ctx)
+
+
+# --- the search ------------------------------------------------------------------------------
+
+
+def first_divergence(
+    linalg: str | ir.Module,
+    program: Any,
+    args: Sequence[Any],
+    kwargs: dict[str, Any] | None,
+    *,
+    user_files: Iterable[str] | UserFiles,
+    rtol: float | None = None,
+    atol: float | None = None,
+    opt_level: int = 0,
+    mutate_ir: Callable[[str], str] | None = None,
+) -> Divergence | None:
+    """The earliest user line whose compiled value differs from eager, or None if none does.
+
+    `linalg` (and `mutate_ir`) as for verify_linalg_module; `program` is the ExportedProgram
+    that `linalg` was lowered from. Raises LensError if lowering or the JIT fails.
+    """
+    users = as_user_files(user_files)
+    kwargs = dict(kwargs or {})
+    eager = eager_values(program, args, kwargs, users)
+    module = _parse(linalg, mutate_ir, None)
+    sig = function_signature(module)
+    func = next(f for f in public_func_ops(module)
+                if ir.StringAttr(f.attributes["sym_name"]).value == sig.name)
+    compiled = _compiled_values(func, users)
+    keys = sorted((k for k in compiled if k in eager), key=lambda k: eager[k][0])
+    if not keys:
+        return None
+    _return_also(func, [compiled[k] for k in keys])
+    sig = function_signature(module, sig.name)
+    lower_linalg_to_llvm(module, user_files=users)
+    engine = jit(module, opt_level)
+    inputs = [t for t in pytree.tree_leaves((tuple(args), kwargs)) if isinstance(t, torch.Tensor)]
+    outputs = run_compiled(engine, FuncSig(sig.name, sig.inputs, sig.results), inputs)
+    del engine
+    extra = outputs[len(outputs) - len(keys):]
+    for key, actual in zip(keys, extra, strict=True):
+        expected = eager[key][1]
+        out = compare_output(0, actual, expected, rtol, atol)
+        if not out.ok:
+            file, line = key[0], key[1]
+            return Divergence(
+                file=file, line=line, shape=out.shape, dtype=out.dtype,
+                max_abs_err=out.max_abs_err, worst_index=out.worst_index,
+                message=(
+                    f"compiled values first differ from eager here: {out.dtype} "
+                    f"{out.shape}, max err {out.max_abs_err:.2g} at {out.worst_index}"
+                ),
+            )
+    return None
