@@ -109,6 +109,20 @@ def test_export_writes_a_file_mlir_reparses(mlp: ProgramLowerer, tmp_path: Any,
         assert "dialect_resources" in data.decode()  # full weights: the file is complete
 
 
+def test_export_of_the_custom_pipeline(mlp: ProgramLowerer, tmp_path: Any) -> None:
+    assert mlp.lower(None, pipeline=CUSTOM).ok
+    out = tmp_path / "custom.mlir"
+    mlp.write_export("custom", str(out), bytecode=False)
+    assert "linalg.matmul" in out.read_text()
+
+
+def test_weights_elided_in_tosa_text_too(mlp: ProgramLowerer) -> None:
+    """TOSA folds weights into inline dense<"0x..."> constants: those are elided as well."""
+    res = mlp.lower("tosa")
+    assert '"0x' not in res.ir
+    assert max(len(line) for line in res.ir.splitlines()) < 1000
+
+
 def test_export_of_a_failing_target_raises_and_writes_nothing(tmp_path: Any) -> None:
     example = os.path.join(ROOT, "examples", "unsupported_ops.py")
     ns = runpy.run_path(example)

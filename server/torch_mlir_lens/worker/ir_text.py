@@ -27,6 +27,8 @@ from torch_mlir_lens.worker.locations import Chain, LocationResolver, UserFiles,
 
 # Weights (dense_resource blobs) larger than this many bytes are elided when printing for people.
 ELIDE_RESOURCES_OVER = 64
+# Inline dense constants with more elements than this are elided too.
+ELIDE_ELEMENTS_OVER = 16
 
 _ALIAS_LINE = re.compile(r"^(#loc[\w$.-]*) = (loc\(.*\))\s*$")
 _LOC_START = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.$#])loc\(')
@@ -59,8 +61,12 @@ class _Op:
 
 def print_asm(op: Any, *, keep_weights: bool = False) -> str:
     """Print an operation with locations (always, for the map); weights elided unless kept."""
-    limit = None if keep_weights else ELIDE_RESOURCES_OVER
-    return str(op.get_asm(enable_debug_info=True, large_resource_limit=limit))
+    if keep_weights:
+        return str(op.get_asm(enable_debug_info=True))
+    # Resources (the weights as imported) and inline dense constants (TOSA folds weights into
+    # `dense<"0x...">`) are both elided.
+    return str(op.get_asm(enable_debug_info=True, large_resource_limit=ELIDE_RESOURCES_OVER,
+                          large_elements_limit=ELIDE_ELEMENTS_OVER))
 
 
 def _loc_spans(line: str) -> list[tuple[int, int]]:

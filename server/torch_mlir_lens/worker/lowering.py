@@ -309,7 +309,7 @@ class ProgramLowerer:
         self._torch: Any = None
         self._torch_errors: list[Diag] | None = None
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
-        self._failures: dict[str, _PassFailure] = {}
+        self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
 
     # -- building blocks ----------------------------------------------------------------------
@@ -356,6 +356,7 @@ class ProgramLowerer:
 
     def _pipeline_for(self, target: str, pipeline: str | None) -> str:
         if target == CUSTOM_TARGET:
+            pipeline = pipeline or self._last_custom
             if not pipeline:
                 raise LensError(ErrorKind.BAD_REQUEST, "the custom target needs a pipeline")
             return pipeline
@@ -367,6 +368,9 @@ class ProgramLowerer:
     def _lower_from_torch(self, target: str, pipeline: str | None,
                           options: LowerOptions) -> tuple[Any, list[PassIr] | None]:
         """A clone of the torch module lowered to a backend / custom pipeline (cached)."""
+        if target == CUSTOM_TARGET:
+            pipeline = pipeline or self._last_custom
+            self._last_custom = pipeline
         key = pipeline if target == CUSTOM_TARGET and pipeline else target
         if key in self._lowered and not options.print_after_all:
             return self._lowered[key], None
