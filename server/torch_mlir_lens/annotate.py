@@ -74,13 +74,26 @@ def annotate(
 
     out = [f"// {result.module} → {result.target}" + ("" if result.ok else " (incomplete)")]
     last: tuple[str, int] | None = None
+    group_indent = 0
     for number, ir_line in enumerate(result.ir.splitlines(), start=1):
         src = sources.get(number)
+        indent = len(ir_line) - len(ir_line.lstrip())
+        if src is None and last is not None and _ends_group(ir_line, indent, group_indent):
+            last = None  # the function's `return` and closing braces belong to no line
         if src is not None and src != last:
             file, line = src
             is_main = main is None or os.path.abspath(file) == main
             label = str(line) if is_main else f"{os.path.basename(file)}:{line}"
             out.append(f"{label:>{GUTTER}} │ {source_text(file, line)}")
             last = src
+            group_indent = indent
         out.append(f"{IR_INDENT}{ir_line}" if last is not None else ir_line)
     return "\n".join(out) + "\n"
+
+
+def _ends_group(ir_line: str, indent: int, group_indent: int) -> bool:
+    """An unmapped line that leaves the block of ops (deeper lines are region bodies)."""
+    if indent < group_indent:
+        return True
+    stripped = ir_line.strip()
+    return indent == group_indent and stripped.startswith(("return", "func.return"))

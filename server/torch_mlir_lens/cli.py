@@ -422,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(command(args))
     except CliError as err:
         where = _where(err.file, err.line)
-        sys.stderr.write(f"{PROG}: error: {where + ': ' if where else ''}{err.message}\n")
+        message = next((ln.strip() for ln in err.message.splitlines() if ln.strip()), "failed")
+        sys.stderr.write(f"{PROG}: error: {where + ': ' if where else ''}{message}\n")
         return err.code
     except KeyboardInterrupt:
         return 130

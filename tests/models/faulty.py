@@ -94,14 +94,14 @@ class Spawner(nn.Module):
     def __init__(self):
         super().__init__()
         sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
-        self.children = [
+        self.child_pids = [
             subprocess.Popen(sleeper).pid,
             subprocess.Popen(sleeper, start_new_session=True).pid,
         ]
         pidfile = os.environ.get("FAULTY_PIDFILE")
         if pidfile:
             with open(pidfile, "w") as f:
-                f.write(" ".join(map(str, self.children)))
+                f.write(" ".join(map(str, self.child_pids)))
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):

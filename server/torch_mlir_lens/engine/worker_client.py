@@ -335,7 +335,7 @@ class WorkerClient:
                 break
             await asyncio.sleep(0.02)
         text = worker.tail_text()
-        file, line, _ = _fault_frame(text[text.rfind("most recent call first") - 200:], path)
+        file, line, _ = _fault_frame(text, path)
         return file, line
 
     async def _crash_error(self, worker: _Worker, path: str | None) -> LensError:
