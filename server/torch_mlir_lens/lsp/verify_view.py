@@ -1,0 +1,93 @@
+"""How a Verify result shows in the editor: the lens title and the diagnostics.
+
+Pure functions over the worker's VerifyResult json (snake_case, as `Engine.run` returns it);
+no torch. The features wire them in:
+
+- code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
+  "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
+- commands.verify: `doc.diagnostics[diagnostics_key(module)] = verify_records(...)`, then
+  publish and refresh the lenses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.documents import DiagRecord
+from torch_mlir_lens.results import ErrorKind
+
+LENS_TITLE = "Verify"
+MAX_TITLE = 70
+_KEY_PREFIX = "verify:"
+
+
+def diagnostics_key(module: str) -> str:
+    """The DocumentState.diagnostics key of a module's Verify findings."""
+    return f"{_KEY_PREFIX}{module}"
+
+
+def lens_title(result: Mapping[str, Any] | None) -> str:
+    """The lens text: "Verify" before any run, else the verdict (clicking runs it again)."""
+    if not result:
+        return LENS_TITLE
+    message = str(result.get("message") or ("✓ matches eager" if result.get("ok") else "✗"))
+    message = message.splitlines()[0]
+    if len(message) > MAX_TITLE:
+        message = message[: MAX_TITLE - 1] + "…"
+    return message
+
+
+def _same_file(a: str, b: str | None) -> bool:
+    if b is None:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.normpath(a) == os.path.normpath(b)
+
+
+def verify_records(
+    lines: Sequence[str],
+    path: str | None,
+    module: str,
+    name_range: types.Range,
+    result: Mapping[str, Any],
+) -> list[DiagRecord]:
+    """Diagnostics of one Verify result in the document at `path`.
+
+    Nothing when it matches. Otherwise the verdict on the class name (`name_range`), plus
+    each located finding of this file at its line (the first diverging line, lowering
+    errors). Findings in other files are named on the class.
+    """
+    if result.get("ok"):
+        return []
+    kind = str(result.get("kind") or ErrorKind.VERIFY_ERROR)
+    mismatch = kind == ErrorKind.VERIFY_MISMATCH
+    severity = types.DiagnosticSeverity.Warning if mismatch else types.DiagnosticSeverity.Error
+    verdict = str(result.get("message") or "✗ verify failed").lstrip("✗ ").strip()
+    records = [DiagRecord(
+        range=name_range, severity=severity, message=f"{module}: compiled module {verdict}"
+        if mismatch else f"{module}: verify failed: {verdict}", kind=kind, module=module,
+        targets=("llvm",),
+    )]
+    for diag in result.get("diagnostics", []):
+        file, line = diag.get("file"), diag.get("line")
+        if not file or not line:
+            continue  # already said by the verdict on the class
+        here = _same_file(file, path)
+        records.append(DiagRecord(
+            range=convert.line_range(lines, line) if here else name_range,
+            severity=severity if mismatch else convert.lsp_severity(diag.get("severity")),
+            message=str(diag.get("message", "")),
+            kind=str(diag.get("kind") or kind),
+            module=module,
+            op=convert.short_op(diag.get("op")),
+            targets=(str(diag.get("target") or "llvm"),),
+            related=() if here else (f"{file}:{line}",),
+        ))
+    return records

@@ -1,0 +1,69 @@
+"""Verify in the editor: lens titles and diagnostics from a VerifyResult json."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp.verify_view import (
+    LENS_TITLE,
+    diagnostics_key,
+    lens_title,
+    verify_records,
+)
+
+LINES = [
+    "import torch",
+    "class Net(torch.nn.Module):",
+    "    def forward(self, x):",
+    "        h = x * 3.0",
+    "        return h.tanh()",
+]
+PATH = "/ws/net.py"
+NAME = types.Range(start=types.Position(line=1, character=6),
+                   end=types.Position(line=1, character=9))
+
+MISMATCH = {
+    "module": "Net", "ok": False, "kind": "verify-mismatch",
+    "message": "✗ differs: output 0, max err 0.3 at [1, 4] — first differs at line 4",
+    "diagnostics": [
+        {"severity": "error", "message": "compiled values first differ from eager here",
+         "kind": "verify-mismatch", "file": PATH, "line": 4, "op": None, "target": "llvm"},
+        {"severity": "error", "message": "compiled result differs from eager: output 0",
+         "kind": "verify-mismatch", "file": None, "line": None, "op": None, "target": "llvm"},
+    ],
+}
+
+
+def test_lens_titles() -> None:
+    assert lens_title(None) == LENS_TITLE
+    assert lens_title({"ok": True, "message": "✓ matches eager (max err 2e-07)"}) == (
+        "✓ matches eager (max err 2e-07)"
+    )
+    long = lens_title({"ok": False, "message": "✗ " + "x" * 200})
+    assert len(long) <= 70 and long.endswith("…")
+
+
+def test_match_has_no_diagnostics() -> None:
+    assert verify_records(LINES, PATH, "Net", NAME, {"ok": True, "diagnostics": []}) == []
+
+
+def test_mismatch_on_the_class_and_at_the_diverging_line() -> None:
+    records = verify_records(LINES, PATH, "Net", NAME, MISMATCH)
+    assert [r.range.start.line for r in records] == [1, 3]
+    assert records[0].range == NAME
+    assert "differs: output 0" in records[0].message
+    assert all(r.severity == types.DiagnosticSeverity.Warning for r in records)
+    assert records[1].range.start.character == 8  # the code of line 4, not its indent
+    assert diagnostics_key("Net") != "Net"  # never overwrites the module's lowering findings
+
+
+def test_lowering_failure_elsewhere_is_named_on_the_class() -> None:
+    result = {
+        "ok": False, "kind": "lowering-error", "message": "✗ cannot lower to linalg: boom",
+        "diagnostics": [{"severity": "error", "message": "boom", "kind": "lowering-error",
+                         "file": "/ws/other.py", "line": 9, "op": "torch.aten.fft_rfft"}],
+    }
+    records = verify_records(LINES, PATH, "Net", NAME, result)
+    assert records[0].severity == types.DiagnosticSeverity.Error
+    assert records[1].range == NAME and records[1].related == ("/ws/other.py:9",)
+    assert records[1].op == "aten.fft_rfft"
