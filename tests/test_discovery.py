@@ -101,6 +101,26 @@ def test_submodules_examples_follow_sibling_imports():
     assert set(mods) == {"TinyResNet", "WideResNet"}  # WideResNet's base lives in layers.py
     layers = _example("submodules/layers.py")
     assert layers["ConvBNReLU"].parent_candidates == ["ResidualBlock"]
+    # model.py imports both blocks and has an inputs comment: derived across files.
+    assert layers["ResidualBlock"].sibling_parents == ["model.py::TinyResNet"]
+    assert layers["ResidualBlock"].inputs == "derived"
+    assert layers["ConvBNReLU"].inputs == "derived"
+
+
+def test_sibling_parents_follow_the_folder(tmp_path):
+    blocks = tmp_path / "blocks.py"
+    blocks.write_text("import torch.nn as nn\nclass B(nn.Module):\n    pass\n")
+    assert find_modules(blocks.read_text(), str(blocks))[0].inputs == "missing"
+    time.sleep(0.05)  # a new folder mtime even on coarse-timestamp file systems
+    (tmp_path / "net.py").write_text(
+        "import torch.nn as nn\nimport blocks\n"
+        "# torch-mlir-lens: inputs=(torch.randn(1, 2),)\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.b = blocks.B()\n"
+    )
+    # A new sibling file: the cached result for the same text must not be reused.
+    info = find_modules(blocks.read_text(), str(blocks))[0]
+    assert info.sibling_parents == ["net.py::Net"] and info.inputs == "derived"
 
 
 def test_training_script_example():

@@ -117,6 +117,9 @@ class ModuleInfo:
     settings_key: str | None = None  # the settings key that matched
     first_layer: FirstLayer | None = None
     annotate_args: str | None = None  # source of the `@annotate_args(...)` argument on forward
+    # Module classes of sibling files (same folder) that import and use this class and have
+    # inputs themselves, as "file.py::Class": derived inputs across files.
+    sibling_parents: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the annotation flattened)."""
@@ -131,6 +134,7 @@ class ModuleInfo:
                 "errors": ann.errors,
             },
             "parent_candidates": self.parent_candidates,
+            "sibling_parents": self.sibling_parents,
         }
 
 
@@ -856,6 +860,13 @@ def _siblings_unchanged(consulted: dict[str, tuple[int, int]]) -> bool:
 def _find_modules(
     text: str, path: str | None, settings: dict[str, str] | None, workspace: str | None,
 ) -> list[ModuleInfo]:
+    return _analyze(text, path, settings, workspace, siblings=True)[0]
+
+
+def _analyze(
+    text: str, path: str | None, settings: dict[str, str] | None, workspace: str | None,
+    *, siblings: bool,
+) -> tuple[list[ModuleInfo], _Analyzer]:
     body = parse_tolerant(text)
     an = _Analyzer(text, path, body)
     infos: list[ModuleInfo] = []
@@ -863,10 +874,10 @@ def _find_modules(
         if c.node.name in an.module_names:
             infos.append(_class_info(an, c, settings, path, workspace))
     _link_parents(an, infos)
-    _resolve_statuses(an, infos)
+    _resolve_statuses(an, infos, path if siblings else None)
     infos.extend(_function_infos(an, body, settings, path, workspace))
     infos.sort(key=lambda m: m.line)
-    return infos
+    return infos, an
 
 
 def _class_info(
@@ -940,8 +951,11 @@ def _link_parents(an: _Analyzer, infos: list[ModuleInfo]) -> None:
                 child.parent_candidates.append(c.qualname)
 
 
-def _resolve_statuses(an: _Analyzer, infos: list[ModuleInfo]) -> None:
-    """Set `inputs` for each class, in precedence order; derived needs a fixed point."""
+def _resolve_statuses(an: _Analyzer, infos: list[ModuleInfo], path: str | None) -> None:
+    """Set `inputs` for each class, in precedence order; derived needs a fixed point.
+
+    With a `path`, classes still without inputs look for parents in sibling files too.
+    """
     module_fn = _has_module_example_inputs(an.body)
     by_name = {i.name: i for i in infos}
     for info in infos:
@@ -959,6 +973,11 @@ def _resolve_statuses(an: _Analyzer, infos: list[ModuleInfo]) -> None:
         elif info.settings_key is not None:
             info.inputs = "settings"
     _inherit_conventions(infos, by_name)
+    if path:
+        _link_sibling_parents(path, [i for i in infos if i.inputs == "missing"])
+    for info in infos:
+        if info.inputs == "missing" and info.sibling_parents:
+            info.inputs = "derived"
     changed = True
     while changed:
         changed = False
@@ -971,6 +990,81 @@ def _resolve_statuses(an: _Analyzer, infos: list[ModuleInfo]) -> None:
                     info.inputs, changed = "derived", True
             elif info.inputs == "missing" and _inferable(info):
                 info.inputs, changed = "inferred", True
+
+
+def _stamp_and_read(path: str) -> str | None:
+    """A sibling's text (cached by mtime and size), noting it for the result cache."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    consulted = _CONSULTED.get()
+    if consulted is not None:
+        consulted[path] = (st.st_mtime_ns, st.st_size)
+    key = (path, st.st_mtime_ns, st.st_size)
+    text = _TEXT_CACHE.get(key)
+    if text is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return None
+        if len(_TEXT_CACHE) > 256:
+            _TEXT_CACHE.clear()
+        _TEXT_CACHE[key] = text
+    return text
+
+
+_TEXT_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def _link_sibling_parents(path: str, missing: list[ModuleInfo]) -> None:
+    """Fill `sibling_parents` of `missing` classes from the .py files next to `path`."""
+    wanted = {i.name: i for i in missing if i.kind == "class" and "." not in i.name}
+    if not wanted:
+        return
+    path = os.path.abspath(path)
+    folder, base = os.path.split(path)
+    stem = os.path.splitext(base)[0]
+    try:
+        st = os.stat(folder)  # its mtime changes when files are added or removed
+        consulted = _CONSULTED.get()
+        if consulted is not None:
+            consulted[folder] = (st.st_mtime_ns, st.st_size)
+        files = sorted(f for f in os.listdir(folder) if f.endswith(".py") and f != base)
+    except OSError:
+        return
+    for fname in files:
+        text = _stamp_and_read(os.path.join(folder, fname))
+        if text is None or stem not in text:
+            continue
+        for cls, parent in _sibling_users(os.path.join(folder, fname), text, stem, set(wanted)):
+            wanted[cls].sibling_parents.append(f"{fname}::{parent}")
+
+
+def _sibling_users(
+    file: str, text: str, stem: str, names: set[str],
+) -> Iterator[tuple[str, str]]:
+    """(our class, their class) for each module class of `file` with inputs that uses ours."""
+    infos, an = _analyze(text, file, None, None, siblings=False)
+    local: dict[str, str] = {}  # their name → our class
+    for alias, qual in an.aliases.items():
+        module, _, cls = qual.lstrip(".").rpartition(".")
+        if module.rsplit(".", 1)[-1] == stem and cls in names:
+            local[alias] = cls
+        elif qual.lstrip(".").rsplit(".", 1)[-1] == stem:  # `import layers`: layers.Block
+            local.update({n: n for n in names})
+    if not local:
+        return
+    by_name = {c.qualname: c for c in an.classes}
+    for info in infos:
+        known = info.inputs not in ("missing", "derived")  # the worker records from these
+        if info.kind != "class" or not known or info.name not in by_name:
+            continue
+        used = an.scan(by_name[info.name].node)[0]
+        for their, ours in sorted(local.items()):
+            if their in used:
+                yield ours, info.name
 
 
 def _inherit_conventions(infos: list[ModuleInfo], by_name: dict[str, ModuleInfo]) -> None:

@@ -175,6 +175,16 @@ def test_derived_inputs_for_transformer_blocks():
     assert res.source == "derived:TinyTransformer" and _shapes(res.args) == [(2, 16, 64)]
 
 
+def test_derived_across_files_from_a_sibling_model():
+    mod, res = _resolve(EXAMPLES / "submodules" / "layers.py", "ResidualBlock")
+    assert res.source == "derived:model.py::TinyResNet"
+    assert _shapes(res.args) == [(1, 8, 16, 16)] and res.init_args == (8,)
+    model = instantiate(mod, "ResidualBlock", res)
+    assert type(model) is mod.ResidualBlock  # this file's class, not model.py's import of it
+    _, res = _resolve(EXAMPLES / "submodules" / "layers.py", "ConvBNReLU")
+    assert _shapes(res.args) == [(1, 3, 16, 16)] and res.init_args == (3, 8)  # the stem: first
+
+
 def test_derived_records_kwargs_and_first_call(tmp_path):
     path = _write(tmp_path, """\
         import torch

@@ -23,8 +23,10 @@ Precedence, first match wins (the README quotes this list):
 5. **Derived**: a class used inside another module of the file whose inputs are known (by 1–4 or
    6) gets the arguments it actually received, recorded with forward pre-hooks during one eager
    forward pass of that parent (the first call wins); its constructor arguments are recorded the
-   same way. Nearest parents are tried first, then their parents. Recordings are cached per
-   (file content, parent). Source "derived:<Parent>".
+   same way. Nearest parents are tried first, then their parents, then module classes of sibling
+   files (same folder) that import this class and have inputs of their own (`model.py` using
+   blocks from `layers.py`). Recordings are cached per (file content, parent). Source
+   "derived:<Parent>" (or "derived:<file.py>::<Parent>" for a sibling file's).
 6. **Inferred**: `forward` takes exactly one required argument and the first layer it calls
    (else the first registered one) is a Linear / Conv / Embedding / RNN / norm layer: a small
    tensor of the fitting shape. Source "inferred".
@@ -43,6 +45,7 @@ import hashlib
 import inspect
 import os
 import pickle
+import sys
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -60,6 +63,7 @@ from torch_mlir_lens.discovery import (
     settings_key_for,
 )
 from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.worker import loader
 
 
 @dataclass
@@ -383,6 +387,7 @@ class _Recorded:
     kwargs: dict[str, Any]
     init: tuple[tuple[Any, ...], dict[str, Any]] | None
     instance: Any  # kept only when the constructor arguments are unknown
+    file: str | None  # the file defining the recorded class (same name in two files)
 
 
 _recordings: OrderedDict[tuple[str, str, str], dict[str, _Recorded] | LensError] = OrderedDict()
@@ -406,22 +411,49 @@ def _derived(
     mod: types.ModuleType, name: str, info: ModuleInfo, by_name: dict[str, ModuleInfo], *,
     path: str, text: str, settings: dict[str, str], workspace: str | None,
 ) -> ResolvedInputs | None:
-    target = lookup(mod, name)
+    """Inputs recorded inside a parent: this file's ancestors first, then sibling files'."""
+    qualname = lookup(mod, name).__qualname__
     for parent in _ancestors(info, by_name):
         recording = _recording(mod, parent, path=path, text=text, settings=settings,
                                workspace=workspace)
-        if isinstance(recording, LensError):
+        found = _pick(recording, qualname, path, parent)
+        if found is not None:
+            return found
+    for entry in info.sibling_parents:
+        fname, _, parent = entry.partition("::")
+        sibling = os.path.join(os.path.dirname(path), fname)
+        try:
+            sib_text = _read_text(sibling)
+            sib_mod = loader.load_definitions(sibling, sib_text)
+        except LensError:
             continue
-        rec = recording.get(target.__qualname__)
-        if rec is None:
-            continue
-        init_args, init_kwargs = rec.init if rec.init is not None else ((), {})
-        instance = rec.instance if rec.init is None else None
-        return ResolvedInputs(
-            _clone(rec.args), _clone(rec.kwargs), init_args, init_kwargs, None,
-            f"derived:{parent}", f"recorded in one forward pass of {parent}", instance,
-        )
+        recording = _recording(sib_mod, parent, path=sibling, text=sib_text, settings=settings,
+                               workspace=workspace)
+        found = _pick(recording, qualname, path, entry)
+        if found is not None:
+            return found
     return None
+
+
+def _pick(recording: dict[str, _Recorded] | LensError, qualname: str, path: str,
+          parent: str) -> ResolvedInputs | None:
+    """The recorded call of the class `qualname` defined in `path`, as resolved inputs."""
+    if isinstance(recording, LensError):
+        return None
+    rec = recording.get(qualname)
+    if rec is None or (rec.file is not None and os.path.abspath(rec.file) != path):
+        return None
+    init_args, init_kwargs = rec.init if rec.init is not None else ((), {})
+    instance = rec.instance if rec.init is None else None
+    return ResolvedInputs(
+        _clone(rec.args), _clone(rec.kwargs), init_args, init_kwargs, None,
+        f"derived:{parent}", f"recorded in one forward pass of {parent}", instance,
+    )
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def _recording(
@@ -447,15 +479,22 @@ def _recording(
 
 
 def _user_classes(mod: types.ModuleType) -> list[type]:
-    """nn.Module classes reachable from the user's module (its own and imported user ones)."""
+    """nn.Module classes reachable from the user's module: its own, nested ones, imported ones
+    and the classes of the modules those come from (blocks a sibling's block uses)."""
     found: list[type] = []
+    seen_modules: set[str] = {mod.__name__}
 
     def visit(obj: Any) -> None:
         if (isinstance(obj, type) and issubclass(obj, torch.nn.Module) and obj not in found
                 and obj.__module__.split(".")[0] != "torch"):
             found.append(obj)
-            for inner in vars(obj).values():
+            for inner in list(vars(obj).values()):
                 visit(inner)
+            home = sys.modules.get(obj.__module__)
+            if home is not None and obj.__module__ not in seen_modules:
+                seen_modules.add(obj.__module__)
+                for value in list(vars(home).values()):
+                    visit(value)
 
     for value in list(vars(mod).values()):
         visit(value)
@@ -480,8 +519,10 @@ def _record(mod: types.ModuleType, parent: str, resolved: ResolvedInputs,
         name = type(module).__qualname__
         if name not in calls:
             init = inits.get(id(module))
+            home = sys.modules.get(type(module).__module__)
             calls[name] = _Recorded(_clone(args), _clone(kwargs), init,
-                                    module if init is None else None)
+                                    module if init is None else None,
+                                    getattr(home, "__file__", None))
 
     handles = [
         m.register_forward_pre_hook(hook, with_kwargs=True)
