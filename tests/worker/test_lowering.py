@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
+import shlex
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -145,6 +149,36 @@ def test_repro_writes_torch_ir_and_the_command(mlp: ProgramLowerer, tmp_path: An
         text = f.read()
     assert "torch.aten" in text and "loc(" in text
     _parse(text)
+
+
+def test_repro_command_reproduces_the_failure(tmp_path: Any) -> None:
+    """The bundled torch-mlir-opt, run as written, fails on the same op and line."""
+    opt = os.path.join(os.path.dirname(sys.executable), "torch-mlir-opt")
+    if not os.path.exists(opt):
+        pytest.skip("torch-mlir-opt is not installed next to python")
+    example = os.path.join(ROOT, "examples", "unsupported_ops.py")
+    ns = runpy.run_path(example)
+    program = export_program(ns["ShiftedFeatures"](), (torch.randn(4, 16),), {},
+                             user_files={example})
+    lowerer = ProgramLowerer(program, module_name="ShiftedFeatures", user_files={example})
+    repro = lowerer.write_repro("tosa", str(tmp_path))
+    argv = shlex.split(repro["command"])
+    assert argv[0] == "torch-mlir-opt"
+    done = subprocess.run([opt, *argv[1:]], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"{example}:42:0: error: failed to legalize operation" in done.stderr
+
+
+def test_strict_export_of_an_imported_module() -> None:
+    spec = importlib.util.spec_from_file_location("lens_export_failures", FAILURES)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(LensError) as info:
+        export_program(module.DataDependentBranch(), (torch.randn(4, 8),), {},
+                       user_files={FAILURES}, strict=True)
+    assert info.value.kind == "export-error"
+    assert info.value.line == _failure_line("if h.sum() > 0:")
 
 
 def test_llvm_target(mlp: ProgramLowerer) -> None:
