@@ -18,7 +18,14 @@ inputs comment or a settings entry: nothing else says which functions are meant 
 
 `ModuleInfo.inputs` tells where the worker will find example inputs, in the precedence order of
 `worker/inputs.py` (minus the CLI, which discovery does not know): "comment", "convention",
-"settings", "derived", "inferred", else "missing".
+"settings", "derived", "inferred", else "missing". "derived" means a module class with inputs
+uses this one: in this file (`parent_candidates`, transitively) or in a sibling file of the same
+folder that imports it (`sibling_parents`, "model.py::Net").
+
+Speed: the file is parsed per top-level statement through a cache keyed by (line, text), and
+per-class facts are cached with their nodes, so an edit re-analyses only the class it touches;
+an unchanged text is answered from a small result cache. Results are shared with that cache:
+treat the returned objects as read-only.
 """
 
 from __future__ import annotations

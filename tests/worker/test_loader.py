@@ -76,6 +76,17 @@ def test_filtered_statements(tmp_path, capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_future_annotations_apply_to_the_whole_file(tmp_path):
+    path = _write(tmp_path / "fut.py", """\
+        from __future__ import annotations
+
+        def f(x: NotDefinedAnywhere) -> AlsoUndefined:
+            return x
+    """)
+    mod = load_definitions(str(path))
+    assert mod.f.__annotations__ == {"x": "NotDefinedAnywhere", "return": "AlsoUndefined"}
+
+
 def test_frames_name_the_real_path(tmp_path):
     src = "def f():\n    return 1\nclass C:\n    def m(self):\n        pass\n"
     path = _write(tmp_path / "model.py", src)

@@ -21,6 +21,7 @@ user's folder tree are dropped from `sys.modules` when their file changed on dis
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import hashlib
@@ -266,6 +267,7 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
     except ValueError as exc:  # e.g. null bytes
         raise LensError(ErrorKind.SYNTAX_ERROR, f"cannot parse {path}: {exc}", file=path) from None
     statements = definitions_only(tree).body
+    flags = _future_flags(statements)
     module = types.ModuleType(name)
     module.__file__ = path
     module.__package__ = name.rpartition(".")[0]
@@ -277,7 +279,7 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
     module.__dict__[SKIPPED_ATTR] = skipped
     try:
         for stmt in statements:
-            _run_statement(stmt, module, path, skipped)
+            _run_statement(stmt, module, path, skipped, flags)
     except BaseException as exc:
         if previous is not None:
             sys.modules[name] = previous
@@ -289,8 +291,20 @@ def _execute(path: str, text: str, name: str) -> types.ModuleType:
     return module
 
 
+def _future_flags(statements: list[ast.stmt]) -> int:
+    """Compiler flags of the file's `from __future__` imports (statements compile one by one)."""
+    flags = 0
+    for stmt in statements:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for alias in stmt.names:
+                feature = getattr(__future__, alias.name, None)
+                flags |= getattr(feature, "compiler_flag", 0)
+    return flags
+
+
 def _run_statement(
     stmt: ast.stmt, module: types.ModuleType, path: str, skipped: list[tuple[int, str]],
+    flags: int = 0,
 ) -> None:
     """Execute one top-level statement (compiled under the real path).
 
@@ -300,7 +314,8 @@ def _run_statement(
     `module.__torch_mlir_lens_skipped__` as (line, message). Imports, definitions and blocks
     that fail are load errors.
     """
-    code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec")
+    code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags,
+                   dont_inherit=True)
     try:
         exec(code, module.__dict__)
     except Exception as exc:
