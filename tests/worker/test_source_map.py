@@ -228,3 +228,72 @@ def test_render_strips_inline_and_trailing_locations() -> None:
     assert lines[2].strip() == "%0 = arith.addi %arg0, %arg0 : i32"
     assert {(m.ir_line, m.line) for m in r.map} == {(3, 3), (4, 3)}
     assert r.stats["ops"] == 2 and r.stats["unmapped_ops"] == 0
+
+
+# -- render() on generated IR (property) -----------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+USER = "/u/model.py"
+# alias → frames it stands for (user frames only, innermost first)
+ALIASES = {
+    "#loc1": ('loc("/u/model.py":11:0)', [11]),
+    "#loc2": ('loc(callsite("/site/torch/nn/linear.py":5:0 at "/u/model.py":12:0))', [12]),
+    "#loc3": ('loc(callsite("/u/model.py":30:0 at "/u/model.py":13:0))', [30, 13]),
+    "#loc4": ('loc("/site/torch/functional.py":7:0)', []),
+    "#loc": ("loc(unknown)", []),
+}
+ops_tree = st.recursive(
+    st.tuples(st.just("op"), st.sampled_from(sorted(ALIASES))),
+    lambda kids: st.tuples(st.just("region"), st.sampled_from(["#loc1", "#loc2", "#loc3"]),
+                           st.lists(kids, min_size=1, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _emit(node: Any, indent: int, lines: list[str], expect: dict[int, list[int]],
+          inherited: list[int], counter: list[int]) -> None:
+    pad = "  " * indent
+    counter[0] += 1
+    n = counter[0]
+    if node[0] == "op":
+        lines.append(f"{pad}%{n} = test.op {n} : i32 loc({node[1]})")
+        own = ALIASES[node[1]][1]
+        expect[len(lines)] = own or inherited
+        return
+    _, alias, kids = node
+    own = ALIASES[alias][1]
+    lines.append(f'{pad}%{n} = test.region "s loc(x)" {{')
+    header = len(lines)
+    lines.append(f"{pad}^bb0(%a{n}: i32 loc({alias})):")
+    for kid in kids:
+        _emit(kid, indent + 1, lines, expect, own, counter)
+    lines.append(f"{pad}}} : i32 loc({alias})")
+    expect[header] = expect[len(lines)] = own
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ops_tree, min_size=1, max_size=5))
+def test_render_maps_generated_ir(trees: list[Any]) -> None:
+    body: list[str] = []
+    expect: dict[int, list[int]] = {}
+    counter = [0]
+    for tree in trees:
+        _emit(tree, 2, body, expect, [], counter)
+    head = [f"{name} = {text}" for name, (text, _) in ALIASES.items() if name != "#loc"]
+    asm_lines = [*head, "module {", "  func.func @main() {", *body,
+                 "  } loc(#loc1)", "} loc(#loc)", '#loc = loc(unknown)']
+    rendered = ir_text.render("\n".join(asm_lines), UserFiles({USER}))
+    out = rendered.text.splitlines()
+    assert len(out) == len(body) + 4
+    regions = sum('test.region "s loc(x)" {' in line for line in body)
+    assert rendered.text.count('test.region "s loc(x)" {') == regions  # strings untouched
+    assert not any(" loc(#" in line or "#loc" in line for line in out)
+    offset = 2  # "module {", "func.func" precede the body in the output
+    got: dict[int, list[tuple[int, int]]] = {}
+    for m in rendered.map:
+        got.setdefault(m.ir_line - offset, []).append((m.depth, m.line))
+    for line_no, frames in expect.items():
+        assert [ln for _, ln in sorted(got.get(line_no, []))] == frames, (line_no, out)
+    assert set(got) <= set(expect)
