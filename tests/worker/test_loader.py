@@ -119,6 +119,15 @@ def test_sibling_imports_and_changed_sibling_is_reloaded(tmp_path):
     assert load_definitions(str(main)).RESULT == 45  # same text, but the sibling changed
 
 
+def test_same_sibling_name_in_two_folders(tmp_path):
+    for project, value in (("a", 1), ("b", 2)):
+        _write(tmp_path / project / "shared_helpers.py", f"VALUE = {value}\n")
+        _write(tmp_path / project / "main.py", "from shared_helpers import VALUE\n")
+    assert load_definitions(str(tmp_path / "a" / "main.py")).VALUE == 1
+    assert load_definitions(str(tmp_path / "b" / "main.py")).VALUE == 2
+    assert load_definitions(str(tmp_path / "a" / "main.py")).VALUE == 1
+
+
 def test_examples_submodules_load():
     mod = load_definitions(str(EXAMPLES / "submodules" / "model.py"))
     assert mod.TinyResNet.__module__ == mod.__name__

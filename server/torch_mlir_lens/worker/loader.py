@@ -195,6 +195,23 @@ def _drop_changed_siblings(folder: str, exclude: str) -> bool:
             del sys.modules[name]
             _import_stamps.pop(name, None)
             dropped = True
+    return _drop_shadowed(folder) or dropped
+
+
+def _drop_shadowed(folder: str) -> bool:
+    """Drop user modules imported from another folder when this folder has its own file of that
+    name (two projects with a `layers.py` each: `import layers` must find this folder's)."""
+    dropped = False
+    for name in list(_import_stamps):
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if module is None or not isinstance(file, str) or _in_tree(file, folder):
+            continue
+        base = os.path.join(folder, *name.split("."))
+        if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
+            del sys.modules[name]
+            _import_stamps.pop(name, None)
+            dropped = True
     return dropped
 
 
