@@ -20,6 +20,7 @@ from .helpers import (
     change_doc,
     code_lenses,
     diagnostics,
+    execute,
     hover,
     init_params,
     line_of,
@@ -144,6 +145,16 @@ async def test_export_failure_at_its_line(client: LanguageClient, workspace: Pat
     assert "torch.export failed" in found[0].message
     lenses = await code_lenses(client, uri)
     assert any(lens.command.title.startswith("✗ torch.export failed") for lens in lenses)
+
+
+async def test_export_repro(client: LanguageClient, workspace: Path, tmp_path: Path) -> None:
+    uri = (workspace / "unsupported_ops.py").as_uri()
+    answer = await execute(client, "torchMlirLens.exportRepro",
+                           {"uri": uri, "module": "ShiftedFeatures", "target": "tosa",
+                            "outputDir": str(tmp_path)})
+    mlir = Path(answer["mlirPath"])
+    assert mlir.parent == tmp_path and "torch.aten.atan2" in mlir.read_text()
+    assert "torch-mlir-opt" in answer["command"] and mlir.name in answer["command"]
 
 
 async def test_stale_diagnostics_follow_edits(client: LanguageClient, workspace: Path) -> None:

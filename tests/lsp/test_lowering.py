@@ -78,6 +78,27 @@ async def test_hover_shows_linalg_of_the_line(client: LanguageClient, workspace:
     assert await hover(client, uri, line_of(path, "import torch.nn as nn")) is None
 
 
+async def test_hover_through_submodules(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "transformer.py"
+    uri = open_doc(client, path)
+    # A line of Block.forward that calls the attention submodule: its ops are the attention's
+    # (depth 1 of the user-frame chain), far too many to show: the list is cut.
+    line = line_of(path, "x = x + self.attn(self.ln1(x))")
+    text = hover_text(await hover(client, uri, line))
+    assert text.startswith("**Linalg** · `Block`")  # the module under the cursor, lowered
+    block = mlir_block(text)
+    assert "linalg." in block and "more lines" in block.splitlines()[-1]
+    # On demand, with work-done progress.
+    begins = [v for reports in client.progress_reports.values() for v in reports
+              if isinstance(v, types.WorkDoneProgressBegin)]
+    assert any(v.title == "Lowering Block" for v in begins), begins
+    # A line of Attention.forward is in Block's result already (depth 0): no new job.
+    jobs = (await server_info(client))["engine"]["jobsRun"]
+    text = hover_text(await hover(client, uri, line_of(path, "mask = torch.triu(")))
+    assert "`Block`" in text and "linalg." in mlir_block(text)
+    assert (await server_info(client))["engine"]["jobsRun"] == jobs
+
+
 async def test_second_hover_is_served_from_cache(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "mlp.py"
     uri = path.as_uri()

@@ -231,15 +231,21 @@ class LoweringService:
         if flight is None:
             flight = _Flight(generation, spec, cancel_on_abandon=cancel_on_abandon)
             run = self._run(
-                engine, job, key, flight, list(targets or []), pipeline, print_after_all,
-                progress_token, progress,
+                engine, job, key, flight, list(targets or []), pipeline, print_after_all
             )
             flight.task = asyncio.ensure_future(run)
             flights.append(flight)
             flight.task.add_done_callback(functools.partial(self._forget, key, flight))
         else:
             flight.cancel_on_abandon = flight.cancel_on_abandon and cancel_on_abandon
-        return await self._wait(flight)
+        if flight.task is not None and flight.task.done():
+            return await self._wait(flight)
+        # Each caller shows progress for its own wait (a hover joining a check under way too).
+        what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
+        async with self.progress(
+            f"Lowering {module}", what, token=progress_token, enabled=progress
+        ):
+            return await self._wait(flight)
 
     def _forget(self, key: tuple[str, str], flight: _Flight, _task: object = None) -> None:
         flights = self._flights.get(key)
@@ -273,30 +279,24 @@ class LoweringService:
         targets: list[str],
         pipeline: str | None,
         print_after_all: bool,
-        progress_token: types.ProgressToken | None,
-        progress: bool,
     ) -> list[LowerResult]:
         what = f"{job.module} → {'custom pipeline' if pipeline else ', '.join(targets)}"
         with self._busy(f"lowering {what}"):
-            async with self.progress(
-                f"Lowering {job.module}", what, token=progress_token, enabled=progress
-            ):
-                log.info("lowering %s", what)
-                try:
-                    results = await engine.lower(
-                        job, targets=targets, pipeline=pipeline,
-                        print_after_all=print_after_all,
-                    )
-                except asyncio.CancelledError:
-                    # The engine shields its jobs: tell it, unless another lowering of this
-                    # module (a different request) still needs the worker's job.
-                    others = [f for f in self._flights.get(key, []) if f is not flight]
-                    if not others:
-                        log.info("cancelling the lowering of %s", job.module)
-                        with contextlib.suppress(Exception):
-                            await engine.cancel(job.path, job.module)
-                    raise
-                return list(results)
+            log.info("lowering %s", what)
+            try:
+                results = await engine.lower(
+                    job, targets=targets, pipeline=pipeline, print_after_all=print_after_all,
+                )
+            except asyncio.CancelledError:
+                # The engine shields its jobs: tell it, unless another lowering of this
+                # module (a different request) still needs the worker's job.
+                others = [f for f in self._flights.get(key, []) if f is not flight]
+                if not others:
+                    log.info("cancelling the lowering of %s", job.module)
+                    with contextlib.suppress(Exception):
+                        await engine.cancel(job.path, job.module)
+                raise
+            return list(results)
 
     async def check(
         self,
@@ -305,11 +305,14 @@ class LoweringService:
         *,
         progress_token: types.ProgressToken | None = None,
         progress: bool = False,
+        cancel_on_abandon: bool = False,
     ) -> dict[str, LowerResult]:
         """The check lowering of a module (default target + diagnosed backends), cached.
 
         Hover, lenses, diagnostics and `torchMlirLens/lower` all read these results, so the
-        module is exported once per text whichever feature asks first.
+        module is exported once per text whichever feature asks first. By default a check
+        nobody waits for any more still finishes (its results fill the cache: a hover the
+        mouse left must not kill and restart the worker); `torchMlirLens/lower` passes True.
         """
         targets = list(self._server.settings.check_targets)
         cached = {t: doc.results.get((module, t)) for t in targets}
@@ -319,7 +322,7 @@ class LoweringService:
         try:
             results = await self.lower(
                 doc, module, targets, progress_token=progress_token, progress=progress,
-                cancel_on_abandon=False,
+                cancel_on_abandon=cancel_on_abandon,
             )
         except LensError as err:
             if doc.generation == generation and err.kind not in (ErrorKind.CANCELLED, UNTRUSTED):

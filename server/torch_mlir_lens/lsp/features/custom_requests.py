@@ -174,7 +174,8 @@ async def _lower(
     plain = pipeline is None and not print_after_all
     if plain and target in server.settings.check_targets:
         # The check lowering (shared with hover and diagnostics, cached on the document).
-        results = await service.check(doc, module, progress_token=token, progress=True)
+        results = await service.check(doc, module, progress_token=token, progress=True,
+                                      cancel_on_abandon=True)
         if target in results:
             return results[target]
     if plain and (module, target) in doc.results:
