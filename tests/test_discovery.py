@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.discovery import (
@@ -372,3 +374,36 @@ def test_edits_between_calls_are_seen():
     assert second["Outer"].line == 11
     # The earlier result objects were not changed behind the caller's back.
     assert first["Outer"].first_layer.params["in_features"] == 3
+
+
+_EXAMPLE_TEXTS = sorted(p.read_text() for p in EXAMPLES.rglob("*.py"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    which=st.integers(0, len(_EXAMPLE_TEXTS) - 1),
+    line=st.integers(0, 200),
+    edit=st.sampled_from(["delete", "truncate", "garbage", "dedent", "open-bracket", "quote"]),
+    junk=st.text(alphabet="()[]{}:'\"#\\@ \tx=.,", max_size=6),
+)
+def test_edited_examples_never_raise(which, line, edit, junk):
+    """Half-typed code: the raw analysis (not the never-raise wrapper) must cope."""
+    lines = _EXAMPLE_TEXTS[which].splitlines()
+    i = line % len(lines)
+    if edit == "delete":
+        del lines[i]
+    elif edit == "truncate":
+        lines = lines[:i]
+    elif edit == "garbage":
+        lines[i] = lines[i][: len(lines[i]) // 2] + junk
+    elif edit == "dedent":
+        lines[i] = lines[i].lstrip()
+    elif edit == "open-bracket":
+        lines[i] += "("
+    else:
+        lines[i] += '"""'
+    text = "\n".join(lines)
+    infos = discovery._find_modules(text, None, None, None)
+    for info in infos:
+        assert 1 <= info.line <= info.end_line <= len(lines) + 1
+        assert module_at_line(infos, info.line) is not None

@@ -59,6 +59,12 @@ def test_inputs_file_tuple_and_dict(tmp_path):
     torch.save({"x": torch.randn(3, 5)}, tmp_path / "kw.pt")
     _, res = _resolve(EXAMPLES / "functions.py", "rms_norm", inputs_file=str(tmp_path / "kw.pt"))
     assert res.args == () and tuple(res.kwargs["x"].shape) == (3, 5)
+    # Relative to the workspace when the worker runs elsewhere.
+    _, res = _resolve(EXAMPLES / "mlp.py", "MLP", inputs_file="args.pt", workspace=str(tmp_path))
+    assert _shapes(res.args) == [(7, 16)]
+    with pytest.raises(LensError) as info:
+        _resolve(EXAMPLES / "mlp.py", "MLP", inputs_file=str(tmp_path / "none.pt"))
+    assert info.value.kind == "bad-inputs" and "none.pt" in info.value.message
 
 
 # --- 2. the comment --------------------------------------------------------------------------

@@ -259,7 +259,7 @@ def _resolve(
     if inputs_expr:
         return done(_evaluate(inputs_expr, ns, "--inputs", path, None), "cli", inputs_expr)
     if inputs_file:
-        file = os.path.abspath(inputs_file)
+        file = _locate(inputs_file, path, workspace)
         return done(_load_inputs_file(file, path, "inputs file"), "inputs-file", file)
     if ann is not None and ann.inputs:
         value = _evaluate(ann.inputs, ns, "inputs", path, ann.key_lines.get("inputs"))
@@ -295,6 +295,18 @@ def _resolve_init(init_expr: str | None, info: ModuleInfo | None, ns: dict[str, 
     if ann is not None and ann.init:
         return as_call_args(_evaluate(ann.init, ns, "init", path, ann.key_lines.get("init")))
     return (), {}
+
+
+def _locate(file: str, path: str, workspace: str | None) -> str:
+    """A relative inputs file: from the current folder, else the workspace, else the file's
+    folder (the worker's current folder need not be the caller's)."""
+    file = os.path.expanduser(file)
+    if os.path.isabs(file):
+        return file
+    for base in (os.getcwd(), workspace, os.path.dirname(path)):
+        if base and os.path.exists(os.path.join(base, file)):
+            return os.path.abspath(os.path.join(base, file))
+    return os.path.abspath(file)
 
 
 def _settings_value(value: str, ns: dict[str, Any], path: str, workspace: str | None,
