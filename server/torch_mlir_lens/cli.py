@@ -8,6 +8,7 @@ A stable contract (scripts depend on it):
     torch-mlir-lens check FILE [--module NAME] [--targets linalg,tosa,stablehlo] [--inputs …]
                           [--json]
     torch-mlir-lens export FILE --module NAME [--target T] -o OUT [--bytecode]
+    torch-mlir-lens verify FILE [--module NAME | --line N] [--rtol R] [--atol A] [--json]
     torch-mlir-lens serve [--tcp --host 127.0.0.1 --port N]
 
 Exit codes: 0 done; 1 the module does not lower (unsupported ops, export or lowering errors);
@@ -151,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", required=True, metavar="OUT")
     export.add_argument("--bytecode", action="store_true", help="MLIR bytecode instead of text")
     _add_inputs(export)
+
+    from torch_mlir_lens.verify_cli import add_verify_parser  # here: it imports this module
+
+    add_verify_parser(sub)
 
     serve = sub.add_parser("serve", help="run the language server (LSP over stdio)")
     serve.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
@@ -418,7 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
-        command = {"lower": _lower, "check": _check, "export": _export}[args.command]
+        from torch_mlir_lens.verify_cli import run_verify
+
+        command = {"lower": _lower, "check": _check, "export": _export,
+                   "verify": run_verify}[args.command]
         return asyncio.run(command(args))
     except CliError as err:
         where = _where(err.file, err.line)

@@ -39,6 +39,10 @@ class _Program:
     lowerer: Any  # worker.lowering.ProgramLowerer
     inputs_source: str | None
     timings: dict[str, float] = field(default_factory=dict)
+    fn: Any = None  # the module instance (or function) that was exported: verify runs it
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    user_files: list[str] = field(default_factory=list)
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
@@ -227,7 +231,9 @@ def _program(job: dict[str, Any]) -> _Program:
     lowerer = lowering.ProgramLowerer(program, module_name=name, user_files=user_files)
     timings["export"] = time.perf_counter() - start
 
-    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings)
+    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings, fn=fn,
+                     args=tuple(resolved.args), kwargs=dict(resolved.kwargs or {}),
+                     user_files=user_files)
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
         _programs.popitem(last=False)
@@ -327,6 +333,30 @@ def _repro(job: dict[str, Any]) -> dict[str, Any]:
     return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
 
 
+def _verify(job: dict[str, Any]) -> dict[str, Any]:
+    """JIT the module's Linalg IR, run it on the example inputs, compare with eager."""
+    from torch_mlir_lens.worker import verify
+    from torch_mlir_lens.worker.lowering import LowerOptions
+
+    name = _job_module(job)
+    rtol, atol = job.get("rtol"), job.get("atol")
+    program = _program(job)
+    try:
+        linalg = program.lowerer.module_for("linalg", options=LowerOptions())
+    except LensError as err:  # does not lower: a verdict, not a failed job
+        first = err.message.splitlines()[0] if err.message else err.kind
+        return verify.VerifyResult(
+            module=name, ok=False, rtol=rtol, atol=atol,
+            diagnostics=[err.to_diagnostic(target="linalg")], message=f"✗ {first}",
+            kind=err.kind,
+        ).to_json()
+    result = verify.verify_linalg_module(
+        linalg, program.fn, program.args, program.kwargs, module_name=name, rtol=rtol,
+        atol=atol, opt_level=int(job.get("opt_level") or 0), user_files=program.user_files,
+    )
+    return result.to_json()
+
+
 def _modules(job: dict[str, Any]) -> dict[str, Any]:
     from torch_mlir_lens.discovery import find_modules
 
@@ -354,6 +384,7 @@ _HANDLERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "lower": _lower,
     "export": _export,
     "repro": _repro,
+    "verify": _verify,
     "modules": _modules,
     "ping": _ping,
     "stats": _stats_job,
