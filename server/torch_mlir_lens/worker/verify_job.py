@@ -1,6 +1,7 @@
 """The worker's `verify` job: load → example inputs → export → linalg → LLVM → JIT → compare.
 
     run_verify_job(job)          job dict (docs/contracts.md, "Worker jobs") → VerifyResult json
+    parse_verify_options(job)    (rtol, atol, opt_level), validated
     verify_callable(fn, args, …) export + verify one module instance
     verify_lowerer(lowerer, …)   verify from an existing ProgramLowerer (shares its export)
 
@@ -40,6 +41,11 @@ def _opt_level(job: dict[str, Any]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OPT_LEVEL:
         raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {value!r}")
     return value
+
+
+def parse_verify_options(job: dict[str, Any]) -> tuple[float | None, float | None, int]:
+    """(rtol, atol, opt_level) of a verify job, checked; LensError("bad-request") if wrong."""
+    return _number(job, "rtol"), _number(job, "atol"), _opt_level(job)
 
 
 def _job_path(job: dict[str, Any]) -> str:
@@ -191,7 +197,7 @@ def run_verify_job(job: dict[str, Any]) -> dict[str, Any]:
     from torch_mlir_lens.worker import inputs as inputs_mod
     from torch_mlir_lens.worker import jobs, loader
 
-    rtol, atol, opt_level = _number(job, "rtol"), _number(job, "atol"), _opt_level(job)
+    rtol, atol, opt_level = parse_verify_options(job)
     path = _job_path(job)
     text = _job_text(job, path)
     name = _job_module(job)
