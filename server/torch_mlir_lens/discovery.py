@@ -1023,6 +1023,7 @@ def _stamp_and_read(path: str) -> str | None:
 
 
 _TEXT_CACHE: dict[tuple[str, int, int], str] = {}
+_MAX_SIBLING_FILES = 200  # a huge folder is not worth a slower keystroke
 
 
 def _link_sibling_parents(path: str, missing: list[ModuleInfo]) -> None:
@@ -1041,7 +1042,7 @@ def _link_sibling_parents(path: str, missing: list[ModuleInfo]) -> None:
         files = sorted(f for f in os.listdir(folder) if f.endswith(".py") and f != base)
     except OSError:
         return
-    for fname in files:
+    for fname in files[:_MAX_SIBLING_FILES]:
         text = _stamp_and_read(os.path.join(folder, fname))
         if text is None or stem not in text:
             continue

@@ -67,11 +67,16 @@ def test_filtered_statements(tmp_path, capsys):
             Z = "main"
         if __name__ == "__main__":
             Z = "main"
+        else:
+            IMPORTED = True
+        if __name__ != "__main__":
+            NOT_MAIN = True
         def f():
             return X
     """)
     mod = load_definitions(str(path))
     assert (mod.X, mod.Y, mod.HAVE, mod.Z, mod.f()) == (2, 3, False, "kept", 2)
+    assert mod.IMPORTED and mod.NOT_MAIN  # the branches an import takes
     assert mod.__doc__ == "Docstring."
     assert capsys.readouterr().out == ""
 

@@ -10,7 +10,9 @@ docstrings/bare constants, `global`/`nonlocal` (a top-level assignment that fail
 see `_run_statement`). What never runs: any other expression statement
 (top-level calls such as `train()` or `print(...)`), loops, `with` blocks, `match`, `del`,
 `raise`, `assert` — and the whole `if __name__ == "__main__":` block (also spelled with the
-operands swapped). A training script must not train on a hover.
+operands swapped; its `else:` branch, or the body of `if __name__ != "__main__":`, is what an
+import would run, and is kept, filtered the same way). A training script must not train on a
+hover.
 
 The module is registered in `sys.modules` as `torch_mlir_lens_user.<folder>_<hash>.<stem>` (a
 package per folder, whose `__path__` is the folder, so `from .layers import X` works as well
@@ -61,15 +63,18 @@ _cache: OrderedDict[tuple[str, str], _Loaded] = OrderedDict()
 # Filtering
 
 
-def _is_main_guard(test: ast.expr) -> bool:
-    """`__name__ == "__main__"` (either order)."""
+def _main_guard(test: ast.expr) -> bool | None:
+    """For `__name__ == "__main__"` (either order): False, as the file is never run as a script
+    (`!=`: True); None for any other test."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)):
-        return False
+            and isinstance(test.ops[0], ast.Eq | ast.NotEq)):
+        return None
     sides = [test.left, test.comparators[0]]
     names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
     consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
-    return bool(names and consts)
+    if not (names and consts):
+        return None
+    return isinstance(test.ops[0], ast.NotEq)
 
 
 def _filter_body(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -81,7 +86,9 @@ def _filter_body(body: list[ast.stmt]) -> list[ast.stmt]:
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             kept.append(stmt)  # docstrings
         elif isinstance(stmt, ast.If):
-            if _is_main_guard(stmt.test):
+            guard = _main_guard(stmt.test)
+            if guard is not None:  # only the branch an import would take
+                kept.extend(_filter_body(stmt.body if guard else stmt.orelse))
                 continue
             stmt.body = _filter_body(stmt.body) or [_pass_at(stmt)]
             stmt.orelse = _filter_body(stmt.orelse)
