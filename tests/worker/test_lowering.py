@@ -241,3 +241,23 @@ def test_dynamic_shapes_reach_the_ir() -> None:
                          user_files={MODELS}, targets=["linalg"],
                          dynamic_shapes={"x": {0: batch}})
     assert res.ok and "tensor<?x16xf32>" in res.ir
+
+
+def test_importer_failure_is_a_located_result(tmp_path: Any) -> None:
+    """torch-mlir's FX importer rejects linalg.inv ('with_effects'): an ok=False result."""
+    path = tmp_path / "inverse.py"
+    path.write_text(
+        "import torch\n"
+        "class Inverse(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.linalg.inv(x @ x.T + torch.eye(4))\n"
+    )
+    ns = runpy.run_path(str(path))
+    program = export_program(ns["Inverse"](), (torch.randn(4, 4),), {}, user_files={str(path)})
+    lowerer = ProgramLowerer(program, module_name="Inverse", user_files={str(path)})
+    assert lowerer.lower("fx").ok
+    res = lowerer.lower("linalg")
+    assert not res.ok
+    [diag] = res.diagnostics
+    assert diag.kind == "export-error" and "with_effects" in diag.message
+    assert (diag.file, diag.line) == (str(path), 4)

@@ -327,13 +327,28 @@ class ProgramLowerer:
                 with captured(self._ctx):
                     importer.import_frozen_program(self.program, func_name="main")
             except Exception as exc:  # e.g. NotImplementedError for 'with_effects'
+                text = str(exc).strip()
+                file, line = self._node_line_named_in(text)
                 raise LensError(ErrorKind.EXPORT_ERROR,
                                 f"torch-mlir cannot import the program: {type(exc).__name__}: "
-                                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-                                ) from exc
+                                f"{text.splitlines()[0] if text else ''}",
+                                file=file, line=line) from exc
             self._raw = importer.module.operation
             self._timed("import", start)
         return self._raw
+
+    def _node_line_named_in(self, message: str) -> tuple[str | None, int | None]:
+        """The user line of the first graph node whose op the (importer) message names."""
+        for node in self.program.graph.nodes:
+            if node.op != "call_function":
+                continue
+            name = getattr(node.target, "__name__", None) or str(node.target)
+            if name and f"'{name}'" in message:
+                trace = node.meta.get("stack_trace") or ""
+                frames = [(f, int(n)) for f, n in _FILE_LINE.findall(trace) if f in self.users]
+                if frames:
+                    return frames[-1]
+        return None, None
 
     def torch_module(self) -> Any | None:
         """The module at the torch backend contract, or None if the torch pipeline failed."""
@@ -449,8 +464,14 @@ class ProgramLowerer:
             raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
         self._spent = {}
         start = time.perf_counter()
-        fx = target == "fx"
-        result = self._lower_fx() if fx else self._lower_mlir(target, pipeline, options)
+        try:
+            fx = target == "fx"
+            result = self._lower_fx() if fx else self._lower_mlir(target, pipeline, options)
+        except LensError as err:
+            if err.kind != ErrorKind.EXPORT_ERROR:  # bad request / bad pipeline: the caller's
+                raise
+            # The FX importer refused the program (e.g. 'with_effects'): a result, not a crash.
+            result = self._result(target, False, None, options, [err.to_diagnostic(target)])
         timings = {"import": 0.0, "lower": 0.0, "print": 0.0, **self._spent}
         if self.export_seconds is not None:
             timings["export"] = self.export_seconds
