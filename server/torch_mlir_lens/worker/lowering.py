@@ -433,9 +433,9 @@ class ProgramLowerer:
                             line=diags[0].line if diags else None)
         if target == "torch":
             return torch_mod
-        if target == "llvm":
-            return self._llvm_module(options)
         try:
+            if target == "llvm":
+                return self._llvm_module(options)
             module, _ = self._lower_from_torch(target, pipeline, options)
         except _PassFailure as failure:
             diags = illegal_ops.error_diagnostics(failure.errors, target,
@@ -452,8 +452,9 @@ class ProgramLowerer:
         """Lower to `target` (or run the custom `pipeline` on the torch-backend IR).
 
         Never raises for a module that fails to lower: the result has ok=False, the furthest
-        IR reached, and diagnostics (every unsupported op with its line). Raises LensError for
-        bad requests (unknown target, bad pipeline) and import failures.
+        IR reached, and diagnostics (every unsupported op with its line); an FX-importer
+        failure is such a result too (kind export-error). Raises LensError only for bad
+        requests (unknown target, "bad-pipeline", llvm target not available).
         """
         options = options or LowerOptions()
         if target is None or (pipeline and target == CUSTOM_TARGET):
