@@ -1,5 +1,8 @@
 """The `# torch-mlir-lens:` comment parser (pure text)."""
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from torch_mlir_lens.annotations import format_annotation, parse_annotation_block, split_top_level
 
 
@@ -104,3 +107,22 @@ def test_split_top_level_and_format():
     assert format_annotation(inputs="(x,)", init="(1,)", indent="    ") == (
         "    # torch-mlir-lens: inputs=(x,)\n    # torch-mlir-lens: init=(1,)"
     )
+
+
+_EXPRS = st.sampled_from([
+    "(torch.randn(2, 16),)", "(16, 4)", '{"x": {0: "batch"}}', "dict(n_layers=2)",
+    "(f('a;b'), [1, 2])", '{"k": "#not a comment"}', "torch.randn(3)",
+])
+
+
+@given(inputs=_EXPRS, init=st.none() | _EXPRS, dynamic=st.none() | _EXPRS,
+       indent=st.sampled_from(["", "    "]), decorators=st.integers(0, 2))
+def test_format_then_parse_round_trips(inputs, init, dynamic, indent, decorators):
+    comment = format_annotation(inputs=inputs, init=init, dynamic=dynamic, indent=indent)
+    lines = ["import torch", *comment.split("\n")]
+    def_line = len(lines) + 1
+    lines += [f"{indent}@deco{i}" for i in range(decorators)] + [f"{indent}class M:", "    pass"]
+    ann = parse_annotation_block(lines, def_line)
+    assert ann is not None and ann.errors == []
+    assert (ann.inputs, ann.init, ann.dynamic) == (inputs, init, dynamic)
+    assert ann.line == 2
