@@ -14,9 +14,11 @@ import psutil
 from bench.lsp_client import LensClient
 from bench.models import WORK
 
-# Settings for figures that time requests, not diagnostics: without "off" the server would
-# lower every module of an opened file for diagnostics, competing with the measured request.
+# Settings for figures that must keep the worker idle (static features) or that isolate one
+# target's lowering: without "off" the server checks every module of an opened file and a
+# lowering covers the diagnosed backends too.
 QUIET_SETTINGS: dict[str, Any] = {"diagnostics": "off"}
+DEFAULT_SETTINGS: dict[str, Any] = {}  # the product as shipped
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Config:
     fig5_repeats: int = 5
     fig6_runs: int = 1
     fig7_repeats: int = 5
+    models: tuple[str, ...] = ()  # figure 1's models by name; () = all
 
     @classmethod
     def make(cls, quick: bool = False, smoke: bool = False, work: Path = WORK) -> Config:
@@ -53,7 +56,7 @@ class Context:
     """Shared state of a run: the config, a warm quiet server, the servers to clean up."""
 
     config: Config
-    _warm: LensClient | None = None
+    _warm: dict[str, LensClient] = field(default_factory=dict)
     _clients: list[LensClient] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -75,29 +78,36 @@ class Context:
         await client.start()
         return client
 
-    async def warm_server(self) -> LensClient:
-        """A server shared by the figures that time single requests (diagnostics off)."""
-        if self._warm is None:
-            self._warm = await self.new_server("server-warm", QUIET_SETTINGS)
-        return self._warm
+    async def warm_server(self, quiet: bool = False) -> LensClient:
+        """A server shared by the figures that time single requests.
 
-    async def quiet_server(self, name: str) -> LensClient:
-        """A fresh quiet server for a figure that measures a process; the warm one in smoke runs.
+        Default settings (what users get: a check lowers the default target and the diagnosed
+        backends in one export), or with `quiet` diagnostics off (one target per lowering).
+        """
+        key = "quiet" if quiet else "default"
+        if key not in self._warm:
+            self._warm[key] = await self.new_server(
+                f"server-warm-{key}", QUIET_SETTINGS if quiet else DEFAULT_SETTINGS
+            )
+        return self._warm[key]
+
+    async def fresh_server(self, name: str, quiet: bool = False) -> LensClient:
+        """A fresh server for a figure that measures a process; a shared one in smoke runs.
 
         Waits until the worker is up (serverInfo answers after it), so its start-up does not
         compete with what the figure measures.
         """
         if self.config.smoke:
-            client = await self.warm_server()
+            client = await self.warm_server(quiet)
         else:
-            client = await self.new_server(name, QUIET_SETTINGS)
+            client = await self.new_server(name, QUIET_SETTINGS if quiet else DEFAULT_SETTINGS)
         with contextlib.suppress(Exception):
             await client.server_info()
         return client
 
     async def release(self, client: LensClient) -> None:
-        """Stop a server from `quiet_server` / `new_server` (the shared warm one stays)."""
-        if client is not self._warm:
+        """Stop a server from `fresh_server` / `new_server` (shared warm ones stay)."""
+        if client not in self._warm.values():
             await self.stop_server(client)
 
     async def stop_server(self, client: LensClient) -> None:
@@ -115,8 +125,7 @@ class Context:
                     child.kill()
         if client in self._clients:
             self._clients.remove(client)
-        if client is self._warm:
-            self._warm = None
+        self._warm = {k: c for k, c in self._warm.items() if c is not client}
 
     async def close(self) -> None:
         """Stop every server this run started."""

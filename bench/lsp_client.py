@@ -294,6 +294,10 @@ class LensClient:
             )
         )
 
+    def open_uri(self, path: Path) -> str:
+        """The URI `open` used for `path`."""
+        return uri_of(path)
+
     def close(self, uri: str) -> None:
         """didClose."""
         self.client.text_document_did_close(

@@ -62,12 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true",
                     help="tiny models and 1-2 repeats: checks the harness, not the product")
     ap.add_argument("--only", help="comma-separated figure numbers or names")
+    ap.add_argument("--models", help="figure 1 only for these models (mlp,cnn,block,lm20)")
     ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where results files go")
     ap.add_argument("--work", type=Path, default=WORK, help="scratch directory")
     ap.add_argument("--note", action="append", default=[], help="a note for RESULTS.md")
     args = ap.parse_args(argv)
 
     config = Config.make(quick=args.quick, smoke=args.smoke, work=args.work)
+    if args.models:
+        config.models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     figures = select(args.only)
     meta = {"machine": machine(config.python)}
     t0 = time.perf_counter()

@@ -1,16 +1,22 @@
 """Figure 1: overhead of the product's first lowering over plain torch-mlir.
 
-The product: `torchMlirLens/lower` to linalg through a warm server (real LSP client); before
-each run the document text changes by a comment, so the result cache and the exported-program
-cache both miss. The baseline: `export_and_import(..., output_type="linalg-on-tensors")` in a
-warm separate process, same module and inputs. Runs interleaved (order alternating), one
-untimed warm-up each per model. Target: median ratio ≤ 1.10 for every model.
+The product: `torchMlirLens/lower` to linalg through a warm server (real LSP client), with the
+default settings (headline: a lowering is the check shared with hover and diagnostics, so it
+also lowers the diagnosed backends from the same export) and with diagnostics off (linalg only,
+for the diagnosis). Before each run the document text changes by a comment, so the result cache
+and the exported-program cache both miss. The baseline: `export_and_import(...,
+output_type="linalg-on-tensors")` in a warm separate process, same module and inputs. Runs
+interleaved (order rotating), one untimed warm-up each per model.
+Target: median(product, default settings) / median(torch-mlir) ≤ 1.10 for every model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from bench.baseline import BaselineProcess
 from bench.context import Context, bump, check_lower
+from bench.lsp_client import LensClient
 from bench.models import BenchModel, all_models, example
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import median, ratio_samples, spread
@@ -22,53 +28,78 @@ TARGET = 1.10
 
 
 def models(ctx: Context) -> list[BenchModel]:
-    """All four models; the MLP alone in a smoke run."""
-    return [example("mlp", ctx.work)] if ctx.config.smoke else all_models(ctx.work)
+    """All four models (or those named by --models); the MLP alone in a smoke run."""
+    if ctx.config.smoke:
+        return [example("mlp", ctx.work)]
+    chosen = all_models(ctx.work)
+    if ctx.config.models:
+        chosen = [m for m in chosen if m.name in ctx.config.models]
+    return chosen
+
+
+def _product(client: LensClient, uri: str, model: BenchModel, original: str,
+             phases: dict[str, list[float]]) -> Callable[[int], Awaitable[float]]:
+    async def one(k: int) -> float:
+        client.change(uri, bump(original, k))
+        res, t = await client.lower(uri, model.module, "linalg")
+        check_lower(res, f"{model.name} lower")
+        for phase, sec in (res.get("timings") or {}).items():
+            if isinstance(sec, int | float) and k >= 0:
+                phases.setdefault(phase, []).append(float(sec))
+        return t
+
+    return one
 
 
 async def run(ctx: Context) -> FigureResult:
     """Measure each model's product/baseline ratio."""
     result = FigureResult(NUMBER, TITLE)
-    client = await ctx.warm_server()
+    default = await ctx.warm_server()
+    quiet = await ctx.warm_server(quiet=True)
     base = BaselineProcess(ctx.config.python, ctx.log_path("baseline-fig1"))
     await base.start()
     try:
         for model in models(ctx):
             original = model.path.read_text()
-            uri = client.open(model.path, original)
-            product: list[float] = []
-            baseline: list[float] = []
             phases: dict[str, list[float]] = {}
+            sides: dict[str, Callable[[int], Awaitable[float]]] = {}
+            for name, client in (("product", default), ("product, diagnostics off", quiet)):
+                uri = client.open(model.path, original)
+                sides[name] = _product(client, uri, model, original,
+                                       phases if name == "product" else {})
+
+            async def baseline(k: int, model: BenchModel = model) -> float:
+                return float((await base.lower(model))["seconds"])
+
+            sides["torch-mlir"] = baseline
+            times: dict[str, list[float]] = {name: [] for name in sides}
+            names = list(sides)
             for k in range(-1, ctx.config.fig1_repeats):  # k = -1: warm-up, untimed
-                client.change(uri, bump(original, k))
-                if k % 2 == 0:
-                    b = await base.lower(model)
-                    res, t = await client.lower(uri, model.module, "linalg")
-                else:
-                    res, t = await client.lower(uri, model.module, "linalg")
-                    b = await base.lower(model)
-                check_lower(res, f"{model.name} lower")
-                if k >= 0:
-                    product.append(t)
-                    baseline.append(b["seconds"])
-                    for phase, sec in (res.get("timings") or {}).items():
-                        if isinstance(sec, int | float):
-                            phases.setdefault(phase, []).append(float(sec))
-            client.close(uri)
-            ratio = median(product) / median(baseline)
-            lo, hi = spread(ratio_samples(product, baseline))
-            result.metrics.append(Metric(
-                f"{model.name}: product / torch-mlir", ratio, "x", TARGET, "<=",
-                ratio_samples(product, baseline), lo, hi,
-            ))
-            result.metrics.append(metric_from_samples(f"{model.name}: product", product, "s", None))
-            result.metrics.append(
-                metric_from_samples(f"{model.name}: torch-mlir", baseline, "s", None)
-            )
-            result.details[f"{model.name} worker phases (median s)"] = {
+                shift = max(k, 0) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    t = await sides[name](k)
+                    if k >= 0:
+                        times[name].append(t)
+            for client in (default, quiet):
+                client.close(client.open_uri(model.path))
+
+            prod, quiet_t, plain = times["product"], times["product, diagnostics off"], times[
+                "torch-mlir"]
+            ratios = ratio_samples(prod, plain)
+            lo, hi = spread(ratios)
+            result.metrics.append(Metric(f"{model.name}: product / torch-mlir",
+                                         median(prod) / median(plain), "x", TARGET, "<=",
+                                         ratios, lo, hi))
+            q_ratios = ratio_samples(quiet_t, plain)
+            qlo, qhi = spread(q_ratios)
+            result.metrics.append(Metric(f"{model.name}: diagnostics off / torch-mlir",
+                                         median(quiet_t) / median(plain), "x", None, "<=",
+                                         q_ratios, qlo, qhi))
+            for name, xs in times.items():
+                result.metrics.append(metric_from_samples(f"{model.name}: {name}", xs, "s", None))
+            result.details[f"{model.name} worker phases, default settings (median s)"] = {
                 p: round(median(v), 4) for p, v in phases.items()
             }
     finally:
         await base.stop()
     return result
-

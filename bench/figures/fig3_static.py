@@ -35,7 +35,7 @@ async def run(ctx: Context) -> FigureResult:
     text = path.read_text()
     lines = text.splitlines()
     edit_at = [i for i, ln in enumerate(lines) if ln.strip() == "out = z + 0.0"]
-    client = await ctx.quiet_server("server-fig3")
+    client = await ctx.fresh_server("server-fig3", quiet=True)
     try:
         uri = client.open(path, text)
         lenses, t_first = await client.code_lens(uri)

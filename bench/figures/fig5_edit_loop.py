@@ -4,8 +4,9 @@ A fresh server with the default diagnostics settings (on open and on save; linal
 stablehlo) opens a 5-module file and, as the reference, a file holding only the edited module;
 both are left to settle (all modules lowered). Each run changes the same line in both (a new
 constant), saves one, waits for its diagnostics, then the other (order alternating). The time is
-from didSave to the file's last publishDiagnostics of that check (the server ends a check with
-`workspace/codeLens/refresh`); exports are counted with serverInfo (exports_run before/after).
+from didSave to the file's last publishDiagnostics of that check (the check is over when the
+status is `ready` and the server stays quiet for 1 s); exports are counted with serverInfo
+(exports_run before/after).
 Targets: exactly 1 export per save; time ≤ 1.1 × the module's own edit loop (the 1-module file).
 """
 
@@ -41,16 +42,13 @@ async def exports_run(client: LensClient) -> int:
 async def settle(client: LensClient, uri: str, since: float, timeout: float = 300.0) -> float:
     """Wait until the check that started after `since` is over; return its last publish time.
 
-    The server ends a document check with `workspace/codeLens/refresh`; without one (a check
-    cut short), the check is over when nothing came for QUIET_S and the status is not busy.
+    The server publishes after each module and reports `lowering` / `ready` around each job;
+    the check is over once the status is `ready` and nothing came for QUIET_S.
+    (`workspace/codeLens/refresh` is no end marker: it is debounced and comes mid-check.)
     """
     await client.wait_for(lambda: client.diagnostics_since(uri, since), timeout)
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        refresh = client.log.of("workspace/codeLens/refresh", since)
-        if refresh:
-            end = refresh[0].t
-            return max(e.t for e in client.diagnostics_since(uri, since) if e.t <= end)
         events = [e for e in client.log.events if e.t >= since and e.method in (
             "textDocument/publishDiagnostics", "torchMlirLens/status")]
         last = max(e.t for e in events)
@@ -59,7 +57,7 @@ async def settle(client: LensClient, uri: str, since: float, timeout: float = 30
         wait = last + QUIET_S - time.perf_counter()
         if wait <= 0 and not busy:
             return max(e.t for e in client.diagnostics_since(uri, since))
-        await asyncio.sleep(max(min(wait, 0.05), 0.01))
+        await asyncio.sleep(max(min(wait, 0.1), 0.02))
     raise TimeoutError("diagnostics did not settle")
 
 

@@ -1,6 +1,7 @@
 """Figure 6: worker peak memory lowering the 20-layer model, and the size of the IR shown.
 
-A fresh server (diagnostics off) lowers the LM to linalg once; the worker's peak RSS (VmHWM)
+A fresh server (default settings: opening the file checks the LM, linalg plus the diagnosed
+backends, in one export) lowers the LM to linalg once; the worker's peak RSS (VmHWM)
 is read from /proc. A fresh plain process imports torch and torch-mlir and runs
 `export_and_import(..., output_type="linalg-on-tensors")` on the same model and inputs; its
 VmHWM is the baseline. The IR the product returns (weights elided) is measured in bytes.
@@ -28,7 +29,7 @@ TARGET_IR_MB = 2.0
 async def product_peak(ctx: Context, run: int) -> tuple[float, float, float]:
     """(worker VmHWM MB, IR MB, worker VmHWM MB before lowering) on a fresh server."""
     model = lm20(ctx.work, tiny=ctx.config.smoke)
-    client = await ctx.quiet_server(f"server-fig6-{run}")
+    client = await ctx.fresh_server(f"server-fig6-{run}")
     try:
         info: dict = {}
         with contextlib.suppress(Exception):
