@@ -158,10 +158,12 @@ def _in_tree(file: str | None, folder: str) -> bool:
     """True for files inside the user's folder tree, but never an installed package's."""
     if not file:
         return False
-    file = os.path.abspath(file)
-    if "site-packages" in file.split(os.sep) or "dist-packages" in file.split(os.sep):
+    if not os.path.isabs(file):
+        file = os.path.abspath(file)
+    if not file.startswith(folder.rstrip(os.sep) + os.sep):  # runs for every loaded module
         return False
-    return file.startswith(folder.rstrip(os.sep) + os.sep)
+    parts = file.split(os.sep)
+    return "site-packages" not in parts and "dist-packages" not in parts
 
 
 def _stamp(file: str) -> tuple[int, int] | None:
