@@ -3,14 +3,14 @@ are always shut down and accounted for, and the checks every test ends with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .checks import cleanup, make_workspace
-from .session import LensSession
+from .session import LensSession, SessionFactory
 
 
 @pytest.fixture
@@ -24,9 +24,6 @@ def server_tmp(tmp_path: Path) -> Path:
     path = tmp_path / "systmp"
     path.mkdir()
     return path
-
-
-SessionFactory = Callable[..., LensSession]
 
 
 @pytest.fixture

@@ -30,9 +30,12 @@ from . import procs
 
 T = TypeVar("T")
 
-TRACEBACK = b"Traceback (most recent call last)"
+MAX_LINE = 64 * 1024  # longer stderr lines (floods) are cut: tracebacks are short
 STDERR_TAIL_BYTES = 64 * 1024
 SECTION = "torchMlirLens"
+
+
+SessionFactory = Callable[..., "LensSession"]  # the `lens` fixture: start a session
 
 
 def server_command() -> list[str]:
@@ -45,23 +48,41 @@ def server_command() -> list[str]:
 
 @dataclass
 class StderrLog:
-    """The server's stderr: byte count, a bounded tail and every traceback start seen."""
+    """The server's stderr: byte count, a bounded tail, and every Python traceback in it.
+
+    A traceback whose exception is a `pygls.exceptions.JsonRpc*` error (other than internal
+    error) is how pygls logs a request the server refused on purpose, with a proper JSON-RPC
+    error: `reported`. Any other traceback is an exception that escaped: `tracebacks`.
+    """
 
     total: int = 0
     tail: bytearray = field(default_factory=bytearray)
     tracebacks: list[str] = field(default_factory=list)
+    reported: list[str] = field(default_factory=list)
+    _partial: bytearray = field(default_factory=bytearray)
+    _block: list[str] | None = None
 
     def feed(self, chunk: bytes) -> None:
-        # Search across the chunk boundary so a split "Traceback" header is not missed.
-        window = bytes(self.tail[-len(TRACEBACK):]) + chunk
-        start = 0
-        while (at := window.find(TRACEBACK, start)) != -1:
-            context = window[at : at + 1500]
-            self.tracebacks.append(context.decode("utf-8", "replace"))
-            start = at + 1
         self.total += len(chunk)
         self.tail += chunk
         del self.tail[:-STDERR_TAIL_BYTES]
+        self._partial += chunk
+        *lines, rest = self._partial.split(b"\n")
+        self._partial = bytearray(rest[-MAX_LINE:])
+        for raw in lines:
+            self._line(raw[:MAX_LINE].decode("utf-8", "replace"))
+
+    def _line(self, line: str) -> None:
+        if line.startswith("Traceback (most recent call last)"):
+            self._block = [line]
+        elif self._block is not None:
+            self._block.append(line)
+            if line and not line[0].isspace():  # the exception line ends the block
+                text = "\n".join(self._block[-60:])
+                allowed = line.startswith("pygls.exceptions.JsonRpc") and (
+                    "JsonRpcInternalError" not in line)
+                (self.reported if allowed else self.tracebacks).append(text)
+                self._block = None
 
     def text(self) -> str:
         return self.tail.decode("utf-8", "replace")
@@ -123,6 +144,7 @@ class LensSession:
         self.statuses: list[Any] = []  # torchMlirLens/status notifications
         self.seen_pids: set[int] = set()  # every descendant of the server ever sampled
         self.returncode: int | None = None
+        self._closed = False
         self.exited_in_time: bool | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -221,7 +243,16 @@ class LensSession:
         return now
 
     def close(self, timeout: float = 20) -> None:
-        """shutdown + exit, then wait for the server to end (killing it only as a last resort)."""
+        """shutdown + exit, then wait for the server to end (killing it only as a last resort).
+
+        Idempotent: a second call (the fixture's clean-up after a test's own close) is a no-op.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self.client._server is None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            return
         if self.alive():
             self.sample_processes()
             with contextlib.suppress(Exception):

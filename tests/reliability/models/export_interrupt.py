@@ -31,7 +31,8 @@ def _die_on_rename(src, dst, *args, **kwargs):
 
 def _guarded_open(file, mode="r", *args, **kwargs):
     handle = _real_open(file, mode, *args, **kwargs)
-    if any(m in mode for m in "wax+") and os.path.abspath(os.fspath(file)) == DEST:
+    named = not isinstance(file, int) and os.path.abspath(os.fspath(file)) == DEST
+    if named and any(m in mode for m in "wax+"):
         _note(f"open {file} {mode}")
         os._exit(9)
     return handle

@@ -1,0 +1,251 @@
+"""Security and data: what runs, what gets written, and where the server listens.
+
+- Untrusted workspace: no user code at all, whatever the client asks (sentinel files).
+- Trusted: only imports, definitions and assignments of a file run (positive controls prove
+  the file was executed; the top-level call, loop and `__main__` block never fire).
+- Exports land only where the user said, atomically; an export interrupted mid-write leaves
+  the previous file; nothing temporary is left; torch-mlir's repro files (with all weights)
+  never reach the temp folder.
+- TCP mode listens on loopback only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from . import procs
+from .checks import assert_healthy, finish
+from .rawrpc import encode
+from .session import LensSession, SessionFactory
+
+NEVER = ("sentinel_toplevel_call", "sentinel_toplevel_loop", "sentinel_main")
+ALLOWED_WHEN_TRUSTED = ("sentinel_assignment", "sentinel_init")
+
+
+def sentinels(ws: Path) -> list[str]:
+    return sorted(p.name for p in ws.glob("sentinel_*") if not p.name.endswith(".py"))
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+def try_request(session: LensSession, method: str, params: Any, timeout: float = 60) -> Any:
+    """A request whose refusal is fine (untrusted); only its side effects are judged."""
+    try:
+        return session.request(method, params, timeout)
+    except JsonRpcException as exc:
+        return exc
+
+
+def every_request(session: LensSession, ws: Path, uri: str, text: str, module: str) -> None:
+    """Everything a client can ask about one document, including each command."""
+    td = types.TextDocumentIdentifier(uri)
+    for line in range(len(text.splitlines())):
+        try_request(session, types.TEXT_DOCUMENT_HOVER, session.hover_params(uri, line, 8))
+    try_request(session, types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensParams(td))
+    everywhere = types.Range(types.Position(0, 0), types.Position(len(text.splitlines()), 0))
+    try_request(session, types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+        td, everywhere, types.CodeActionContext(diagnostics=session.diagnostics(uri))))
+    try_request(session, "torchMlirLens/modules", {"uri": uri})
+    for target in ("fx", "linalg", "tosa"):
+        try_request(session, "torchMlirLens/lower", {"uri": uri, "module": module,
+                                                     "target": target})
+    try_request(session, "torchMlirLens/lower", {"uri": uri, "position": {"line": 30,
+                                                                          "character": 8}})
+    try_request(session, "torchMlirLens/verify", {"uri": uri, "module": module})
+    args = {"uri": uri, "module": module, "target": "linalg"}
+    for command, extra in (
+        ("torchMlirLens.exportModule", {"output": str(ws / f"{module}.mlir")}),
+        ("torchMlirLens.exportRepro", {"outputDir": str(ws / "repro")}),
+        ("torchMlirLens.explainInputs", {}),
+        ("torchMlirLens.verify", {}),
+    ):
+        try_request(session, types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+            command=command, arguments=[{**args, **extra}]))
+    session.change(uri, text + "\n# edited\n")
+    session.save(uri)
+
+
+def test_untrusted_runs_no_user_code(lens: SessionFactory, workspace: Path) -> None:
+    session = lens(trusted=False, settings={"diagnostics": "onType"})
+    for name, module in (("sentinels.py", "Sentinel"), ("sentinel_importer.py", "NoInputs"),
+                         ("healthy.py", "Healthy")):
+        path = workspace / name
+        uri = session.open(path)
+        every_request(session, workspace, uri, path.read_text(), module)
+    session.set_settings(diagnostics="onSave", defaultTarget="tosa")
+    session.barrier()
+    assert sentinels(workspace) == [], "user code ran in an untrusted workspace"
+    info = session.server_info()
+    assert info["torchImported"] is False
+    assert not session.sample_processes(), "an untrusted session started a worker"
+    assert not (workspace / "Sentinel.mlir").exists()
+    assert_healthy(session)
+    finish(session, marker=str(workspace))
+
+
+def test_trusted_runs_only_definitions(lens: SessionFactory, workspace: Path) -> None:
+    session = lens(trusted=True)
+    uri = session.open(workspace / "sentinels.py")
+    result = session.lower(uri, "Sentinel", "linalg", timeout=180)
+    assert result["ok"], result["diagnostics"]
+    every_request(session, workspace, uri, (workspace / "sentinels.py").read_text(), "Sentinel")
+    found = sentinels(workspace)
+    for name in ALLOWED_WHEN_TRUSTED:  # positive controls: the file really was executed
+        assert name in found, f"{name} missing: the test would prove nothing"
+    fired = [name for name in NEVER if name in found]
+    assert not fired, f"statements that must never run did: {fired}"
+    assert_healthy(session)
+
+
+def test_export_writes_only_where_named(
+    lens: SessionFactory, workspace: Path, server_tmp: Path
+) -> None:
+    session = lens(trusted=True)
+    uri = session.open(workspace / "healthy.py")
+    out = workspace / "out"
+    out.mkdir()
+    before = files_under(workspace)
+    target = out / "healthy.mlir"
+    reply = session.execute("torchMlirLens.exportModule", [
+        {"uri": uri, "module": "Healthy", "target": "linalg", "output": str(target)}])
+    assert Path(reply["path"]) == target, reply
+    assert is_ir(target.read_text()), target.read_text()[:200]
+    assert files_under(workspace) - before == {target}
+    assert not files_under(server_tmp), sorted(files_under(server_tmp))
+    # A second export to the same name without overwrite must not replace it silently.
+    first = target.read_bytes()
+    with contextlib.suppress(JsonRpcException):
+        reply = session.execute("torchMlirLens.exportModule", [
+            {"uri": uri, "module": "HealthyTwo", "target": "linalg", "output": str(target)}])
+        assert Path(reply["path"]) != target, "an existing file was replaced without overwrite"
+    assert target.read_bytes() == first
+    assert_healthy(session)
+
+
+def test_interrupted_export_keeps_previous_file(lens: SessionFactory, workspace: Path) -> None:
+    """The worker dies in the middle of the export's write (export_interrupt.py arms it to
+    exit on the final rename, or on opening the destination itself): the previous file is
+    intact, nothing temporary is left next to it, and the next export succeeds."""
+    session = lens(trusted=True, settings={"timeoutSeconds": 60})
+    out = workspace / "out"
+    out.mkdir()
+    dest = out / "model.mlir"
+    dest.write_text("PREVIOUS CONTENT\n")
+    uri = session.open(workspace / "export_interrupt.py")
+    with pytest.raises(JsonRpcException) as failure:
+        session.execute("torchMlirLens.exportModule", [{
+            "uri": uri, "module": "ExportInterrupt", "target": "linalg",
+            "output": str(dest), "overwrite": True}])
+    hit = workspace / "interrupt_hit.txt"
+    assert hit.exists(), f"the export was not interrupted mid-write: {failure.value}"
+    assert dest.read_text() == "PREVIOUS CONTENT\n", f"previous file damaged ({hit.read_text()})"
+    try:
+        procs.wait_until(lambda: files_under(out) == {dest}, 10, "temporary files to go")
+    except procs.WaitTimeout:
+        raise AssertionError(f"left behind: {sorted(files_under(out) - {dest})}") from None
+    healthy = session.open(workspace / "healthy.py")
+    session.execute("torchMlirLens.exportModule", [{
+        "uri": healthy, "module": "Healthy", "target": "linalg", "output": str(dest),
+        "overwrite": True}])
+    assert is_ir(dest.read_text())
+    assert files_under(out) == {dest}
+    assert_healthy(session)
+
+
+def test_failing_write_leaves_nothing(lens: SessionFactory, workspace: Path) -> None:
+    """Destination under a regular file (cannot be created): an error, and no stray files."""
+    session = lens(trusted=True)
+    uri = session.open(workspace / "healthy.py")
+    blocker = workspace / "not_a_dir"
+    blocker.write_text("x")
+    before = files_under(workspace)
+    with pytest.raises(JsonRpcException):
+        session.execute("torchMlirLens.exportModule", [{
+            "uri": uri, "module": "Healthy", "target": "linalg",
+            "output": str(blocker / "model.mlir")}])
+    assert files_under(workspace) == before
+    assert_healthy(session)
+
+
+def test_no_repro_files_in_temp_dir(
+    lens: SessionFactory, workspace: Path, server_tmp: Path
+) -> None:
+    """Failing lowerings (TOSA cannot lower aten.roll) and a repro export: torch-mlir's own
+    error reporting would drop a repro .mlir with all weights into $TMPDIR. It must not."""
+    session = lens(trusted=True)
+    uri = session.open(workspace / "unsupported.py")
+    session.wait_diagnostics(
+        uri, lambda d: any(str(x.code).startswith("aten.") for x in d), 180,
+        "an unsupported-op diagnostic (roll on TOSA)")
+    for target in ("tosa", "linalg", "stablehlo", "torch"):
+        session.lower(uri, "Unsupported", target)
+    reply = session.execute("torchMlirLens.exportRepro", [{
+        "uri": uri, "module": "Unsupported", "target": "tosa",
+        "outputDir": str(workspace / "repro")}])
+    assert Path(reply["mlirPath"]).parent == workspace / "repro", reply
+    leftovers = sorted(str(p.relative_to(server_tmp)) for p in files_under(server_tmp))
+    assert not [p for p in leftovers if p.endswith(".mlir")], leftovers
+    assert not leftovers, f"files left in the temp dir: {leftovers}"
+    assert_healthy(session)
+
+
+def test_tcp_binds_loopback_only(workspace: Path) -> None:
+    """`serve --tcp` (default host) listens on 127.0.0.1 only, and speaks LSP there."""
+    cmd = [sys.executable, "-m", "torch_mlir_lens", "serve", "--tcp", "--port", "0"]
+    proc = subprocess.Popen(cmd, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        listening = procs.wait_until(lambda: listen_addresses(proc.pid), 20, "a listening socket")
+        assert isinstance(listening, list)
+        assert all(ip in ("127.0.0.1", "::1") for ip, _ in listening), listening
+        _, port = listening[0]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(encode({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                 "params": {"processId": None, "rootUri": None,
+                                            "capabilities": {}}}))
+            reply = read_frame(sock)
+        assert reply.get("id") == 1 and "capabilities" in reply.get("result", {}), reply
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def is_ir(text: str) -> bool:
+    """Printed MLIR of a lowered module (attribute aliases may come before `module {`)."""
+    return "module" in text and "func.func @main" in text
+
+
+def listen_addresses(pid: int) -> list[tuple[str, int]]:
+    try:
+        conns = psutil.Process(pid).net_connections(kind="inet")
+    except psutil.Error:
+        return []
+    return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
+
+
+def read_frame(sock: socket.socket) -> dict[str, Any]:
+    """One Content-Length framed JSON message from a socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed before a reply"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed mid-reply"
+        body += chunk
+    return dict(json.loads(body[:length]))
