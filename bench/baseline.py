@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.lsp_client import child_env
 from bench.models import BenchModel
 
 WORKER = Path(__file__).resolve().parent / "baseline_worker.py"
@@ -35,7 +36,7 @@ class BaselineProcess:
             err = open(self.stderr_path, "ab")  # noqa: SIM115  (owned by the child)
         self.proc = await asyncio.create_subprocess_exec(
             self.python, str(WORKER), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=err, limit=1 << 24,
+            stdout=asyncio.subprocess.PIPE, stderr=err, limit=1 << 24, env=child_env(),
         )
         if self.stderr_path is not None:
             err.close()

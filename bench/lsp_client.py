@@ -82,6 +82,18 @@ class _Client(LanguageClient):
         self._async_tasks.extend([connection, notify_exit])
 
 
+def child_env() -> dict[str, str]:
+    """The environment for measured processes: as installed software runs.
+
+    PYTHONDONTWRITEBYTECODE (set in some dev shells) makes every start recompile the product's
+    modules from source, which an installed package never does; it is dropped.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
 def uri_of(path: Path) -> str:
     """file:// URI of an absolute path."""
     return path.resolve().as_uri()
@@ -121,8 +133,7 @@ class LensClient:
 
     async def start(self, extra_args: tuple[str, ...] = ()) -> float:
         """Spawn the server, `initialize` + `initialized`; return seconds spawn → initialized."""
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        env = child_env()
         self.t_spawn = time.perf_counter()
         await self.client.start_io_logged(
             [self.python, "-m", "torch_mlir_lens", "serve", *extra_args], self.log_path,

@@ -15,7 +15,7 @@ import asyncio
 import time
 
 from bench.context import Context
-from bench.lsp_client import hover_text
+from bench.lsp_client import child_env, hover_text
 from bench.models import BenchModel, example
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import median, ratio_samples, spread
@@ -82,6 +82,7 @@ async def script_cold(ctx: Context, model: BenchModel) -> float:
     proc = await asyncio.create_subprocess_exec(
         ctx.config.python, "-c", COLD_SCRIPT, str(model.path), model.module, model.init,
         model.inputs, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=child_env(),
     )
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 300)
