@@ -97,6 +97,20 @@ def test_comment_dynamic_becomes_dims(tmp_path):
     assert x.meta["val"].shape[1] == 3
 
 
+def test_bad_dynamic_dim_name(tmp_path):
+    path = _write(tmp_path, """\
+        import torch
+        # torch-mlir-lens: inputs=(torch.randn(4, 3),); dynamic={"x": {0: "batch size"}}
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x
+    """)
+    with pytest.raises(LensError) as info:
+        _resolve(path, "M")
+    assert info.value.kind == "bad-inputs" and info.value.line == 2
+    assert "batch size" in info.value.message
+
+
 def test_functions_are_returned_as_is():
     mod, res = _resolve(EXAMPLES / "functions.py", "attention")
     fn = instantiate(mod, "attention", res)

@@ -36,7 +36,9 @@ None applies → `LensError("inputs-missing")` naming the module, why, and the c
 Expressions are evaluated in the user's module namespace with `torch` available. An inputs
 value that is a tuple (or list) gives positional arguments, a dict keyword arguments, anything
 else one positional argument. `init` likewise. `dynamic` strings such as "batch" become
-`torch.export.Dim("batch")` (the same name gives the same Dim).
+`torch.export.Dim("batch")` (the same name gives the same Dim); the comment's `dynamic=` applies
+whatever the inputs' source (they name `forward`'s parameters, not particular tensors). Init:
+`--init` beats the comment's `init=`, which beats recorded constructor arguments (derived).
 """
 
 from __future__ import annotations
@@ -247,8 +249,13 @@ def _resolve(
     init_args, init_kwargs = _resolve_init(init_expr, info, ns, path)
     dynamic = None
     if ann is not None and ann.dynamic:
-        raw = _evaluate(ann.dynamic, ns, "dynamic", path, ann.key_lines.get("dynamic"))
-        dynamic = _to_dims(raw, {})
+        line = ann.key_lines.get("dynamic")
+        raw = _evaluate(ann.dynamic, ns, "dynamic", path, line)
+        try:
+            dynamic = _to_dims(raw, {})
+        except Exception as exc:  # e.g. a dim name that is not an identifier
+            raise LensError(ErrorKind.BAD_INPUTS, f"dynamic `{ann.dynamic}`: {exc}", file=path,
+                            line=line) from None
     instance = _Instance(obj, name, (init_args, init_kwargs), info, path, init_src)
 
     def done(value: Any, source: str, detail: str) -> ResolvedInputs:
