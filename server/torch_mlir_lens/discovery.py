@@ -304,6 +304,7 @@ def parse_tolerant(text: str) -> list[ast.stmt]:
     a chunk does not parse on its own the whole file is parsed, and when that fails too, each
     top-level chunk is repaired (bad lines neutralised) or dropped.
     """
+    text = text.removeprefix("\ufeff")  # a byte-order mark is not source
     chunked = _parse_chunked(text)
     if chunked is not None:
         return chunked

@@ -244,7 +244,7 @@ def _siblings_changed(entry: _Loaded) -> bool:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a BOM is not part of the source
             return f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
@@ -282,7 +282,7 @@ def load_definitions(path: str, text: str | None = None) -> types.ModuleType:
 def _execute(path: str, text: str, name: str) -> types.ModuleType:
     """Parse, filter, compile under the real path and execute into a fresh module."""
     try:
-        tree = ast.parse(text, filename=path)
+        tree = ast.parse(text.removeprefix("\ufeff"), filename=path)
     except SyntaxError as exc:
         line = exc.lineno
         where = f" (line {line})" if line else ""
