@@ -409,7 +409,8 @@ class _Recorded:
     file: str | None  # the file defining the recorded class (same name in two files)
 
 
-_recordings: OrderedDict[tuple[str, str, str], dict[str, _Recorded] | LensError] = OrderedDict()
+# (path, text hash, parent, settings, workspace) → what the parent's submodules received.
+_recordings: OrderedDict[tuple[str, ...], dict[str, _Recorded] | LensError] = OrderedDict()
 _MAX_RECORDINGS = 16
 
 
@@ -480,7 +481,7 @@ def _recording(
     workspace: str | None,
 ) -> dict[str, _Recorded] | LensError:
     """What each user class inside `parent` received at its first call (cached)."""
-    key = (path, _sha(text), parent)
+    key = (path, _sha(text), parent, repr(sorted(settings.items())), workspace or "")
     if key in _recordings:
         _recordings.move_to_end(key)
         return _recordings[key]
