@@ -225,6 +225,7 @@ class WorkerClient:
         restarted (its reply would otherwise arrive for nobody).
         """
         async with self._lock:
+            self._stopped = False  # a request after stop() starts a worker again
             worker = await self._ensure_worker()
             await self._await_ready(worker)
             job = {**job, "id": next(self._ids)}
