@@ -231,6 +231,32 @@ def test_derived_records_kwargs_and_first_call(tmp_path):
     assert res.init_args == (3.0,)
 
 
+def test_one_recording_pass_serves_every_child(tmp_path):
+    path = _write(tmp_path, """\
+        import torch
+        import torch.nn as nn
+        RUNS = []
+        class A(nn.Module):
+            def forward(self, x):
+                return x + 1
+        class B(nn.Module):
+            def forward(self, x):
+                return x * 2
+        # torch-mlir-lens: inputs=(torch.randn(2, 3),)
+        class Top(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = A(), B()
+            def forward(self, x):
+                RUNS.append(1)
+                return self.b(self.a(x)[:, :2])
+    """)
+    mod, res_a = _resolve(path, "A")
+    _, res_b = _resolve(path, "B")
+    assert _shapes(res_a.args) == [(2, 3)] and _shapes(res_b.args) == [(2, 2)]
+    assert mod.RUNS == [1]  # the parent ran once for both children
+
+
 # --- 6. inferred -----------------------------------------------------------------------------
 
 
