@@ -35,7 +35,7 @@ class Config:
     fig4_repeats: int = 3
     fig5_repeats: int = 5
     fig6_runs: int = 1
-    fig7_repeats: int = 5
+    fig7_repeats: int = 3
     models: tuple[str, ...] = ()  # figure 1's models by name; () = all
 
     @classmethod
