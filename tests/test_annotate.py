@@ -65,7 +65,7 @@ def test_frames_in_another_file_name_it(tmp_path: Path) -> None:
     res = _result(path)
     res.map = [IrLineMapping(2, str(other), 3, 0), IrLineMapping(2, path, 3, 1)]
     text = annotate(SOURCE, res, path=path)
-    assert "blocks.py:3 │ return_line = 3" in text
+    assert "blocks.py:3 │ return_line = 3    (called from line 3)" in text
 
 
 def test_depth_zero_in_main_file_wins() -> None:

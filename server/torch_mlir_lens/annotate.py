@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 from torch_mlir_lens.results import IrLineMapping, LowerResult
 
-GUTTER = 7  # width of the line-number column
-IR_INDENT = " " * (GUTTER + 3)  # IR lines start under the source text
+GUTTER = 7  # minimum width of the line-number column; IR lines start under the source text
 
 
 def _read(path: str) -> list[str] | None:
@@ -72,6 +71,14 @@ def annotate(
             return ""
         return lines[line - 1].rstrip()
 
+    callers = _main_callers(result.map, main)
+
+    def label(file: str, line: int) -> str:
+        is_main = main is None or os.path.abspath(file) == main
+        return str(line) if is_main else f"{os.path.basename(file)}:{line}"
+
+    width = max([GUTTER, *(len(label(f, n)) for f, n in sources.values())])
+    indent_ir = " " * (width + 3)
     out = [f"// {result.module} → {result.target}" + ("" if result.ok else " (incomplete)")]
     last: tuple[str, int] | None = None
     group_indent = 0
@@ -82,13 +89,31 @@ def annotate(
             last = None  # the function's `return` and closing braces belong to no line
         if src is not None and src != last:
             file, line = src
-            is_main = main is None or os.path.abspath(file) == main
-            label = str(line) if is_main else f"{os.path.basename(file)}:{line}"
-            out.append(f"{label:>{GUTTER}} │ {source_text(file, line)}")
+            header = f"{label(file, line):>{width}} │ {source_text(file, line)}"
+            caller = callers.get(number)
+            if caller is not None and caller != line:
+                header += f"    (called from line {caller})"
+            out.append(header)
             last = src
             group_indent = indent
-        out.append(f"{IR_INDENT}{ir_line}" if last is not None else ir_line)
+        out.append(f"{indent_ir}{ir_line}" if last is not None else ir_line)
     return "\n".join(out) + "\n"
+
+
+def _main_callers(mapping: list[IrLineMapping], main: str | None) -> dict[int, int]:
+    """ir_line → the innermost line in the main file that led to an op defined elsewhere."""
+    if main is None:
+        return {}
+    inner: dict[int, IrLineMapping] = {}
+    outer: dict[int, IrLineMapping] = {}
+    for m in mapping:
+        if m.depth == 0 and os.path.abspath(m.file) != main:
+            inner[m.ir_line] = m
+        elif m.depth > 0 and os.path.abspath(m.file) == main:
+            best = outer.get(m.ir_line)
+            if best is None or m.depth < best.depth:
+                outer[m.ir_line] = m
+    return {n: outer[n].line for n in inner if n in outer}
 
 
 def _ends_group(ir_line: str, indent: int, group_indent: int) -> bool:
