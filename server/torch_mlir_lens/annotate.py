@@ -91,7 +91,7 @@ def annotate(
             file, line = src
             header = f"{label(file, line):>{width}} │ {source_text(file, line)}"
             caller = callers.get(number)
-            if caller is not None and caller != line:
+            if caller is not None:
                 header += f"    (called from line {caller})"
             out.append(header)
             last = src
