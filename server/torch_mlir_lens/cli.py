@@ -237,7 +237,7 @@ def _engine(args: argparse.Namespace) -> Any:
 def _print_diagnostics(results: Sequence[LowerResult]) -> None:
     for result in results:
         for d in result.diagnostics:
-            op = f" [{d.op}]" if d.op else ""
+            op = f" [{d.op}]" if d.op and d.op not in d.message else ""
             target = f" ({d.target})" if d.target else ""
             where = _where(d.file, d.line) or result.module
             sys.stderr.write(f"{where}: {d.severity}: {d.message}{op}{target}\n")
@@ -281,7 +281,8 @@ async def _lower(args: argparse.Namespace) -> int:
     else:
         if args.print_after_all and result.passes:
             for p in result.passes:
-                print(f"// -----// IR Dump After {p.name} //----- //")
+                if not p.ir.lstrip().startswith("// -----//"):  # MLIR's own header, if any
+                    print(f"// -----// IR Dump After {p.name} //----- //")
                 print(p.ir.rstrip("\n"))
             print("// -----// Result //----- //")
         if args.annotate:
