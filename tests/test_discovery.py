@@ -273,6 +273,24 @@ def test_settings_status_and_function_from_settings(tmp_path):
     assert _mods(src)["M"].inputs == "missing"
 
 
+def test_module_info_is_json():
+    import json
+
+    src = textwrap.dedent("""\
+        import torch.nn as nn
+        class M(nn.Module):
+            def __init__(self, a=b"x", b={1, 2}, c=1j, d=(2, 3), e=float("nan"), f=2 * 8):
+                super().__init__()
+                self.n = nn.LayerNorm(d)
+            def forward(self, x):
+                return self.n(x)
+    """)
+    info = find_modules(src)[0]
+    assert info.init_defaults == {"a": None, "b": None, "c": None, "d": (2, 3), "e": None, "f": 16}
+    assert json.loads(json.dumps(info.to_json(), allow_nan=False))["name"] == "M"
+    assert input_template(info, src) == "# torch-mlir-lens: inputs=(torch.randn(2, 8, 2, 3),)"
+
+
 def test_input_template():
     src = (
         "import torch.nn as nn\n\nclass M(nn.Module):\n    def __init__(self, n):\n"
@@ -317,9 +335,14 @@ def test_speed_on_a_big_file():
     # lines and 170 classes.
     assert cold < 1.5
     assert edit < cold / 2
+    # Unchanged text: the result cache answers (best of 3, the machine is shared).
+    assert min(_timed_cached(text) for _ in range(3)) < 0.02
+
+
+def _timed_cached(text: str) -> float:
     t0 = time.perf_counter()
-    find_modules(text)  # unchanged text: the result cache answers
-    assert time.perf_counter() - t0 < 0.02
+    find_modules(text)
+    return time.perf_counter() - t0
 
 
 def _timed(text: str, cold: bool = False) -> float:

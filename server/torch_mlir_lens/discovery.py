@@ -39,7 +39,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from torch_mlir_lens.annotations import InputAnnotation, parse_annotation_block
@@ -129,20 +129,8 @@ class ModuleInfo:
     sibling_parents: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (the annotation flattened)."""
-        ann = self.annotation
-        return {
-            "name": self.name, "kind": self.kind, "line": self.line, "end_line": self.end_line,
-            "name_col": self.name_col, "name_end_col": self.name_end_col,
-            "forward_line": self.forward_line, "forward_end_line": self.forward_end_line,
-            "bases": self.bases, "inputs": self.inputs,
-            "annotation": None if ann is None else {
-                "inputs": ann.inputs, "init": ann.init, "dynamic": ann.dynamic, "line": ann.line,
-                "errors": ann.errors,
-            },
-            "parent_candidates": self.parent_candidates,
-            "sibling_parents": self.sibling_parents,
-        }
+        """JSON-ready dict of every field (the annotation and first layer as nested dicts)."""
+        return asdict(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,13 +526,25 @@ def _method(node: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctio
 
 
 def _literal(node: ast.AST | None) -> Any:
-    """The value of a literal expression, else None."""
+    """The value of a literal expression that JSON can carry (numbers, strings, booleans, None
+    and tuples/lists of those), else None: these values travel in worker and LSP replies."""
     if node is None:
         return None
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
+    return value if _json_safe(value) else None
+
+
+def _json_safe(value: Any) -> bool:
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return value == value and abs(value) != float("inf")  # no NaN/inf in strict JSON
+    if isinstance(value, list | tuple):
+        return len(value) <= 64 and all(_json_safe(v) for v in value)
+    return False
 
 
 def _fold(node: ast.expr, names: dict[str, Any]) -> Any:
