@@ -36,6 +36,7 @@ import hashlib
 import operator
 import os
 import re
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -293,6 +294,13 @@ def parse_tolerant(text: str) -> list[ast.stmt]:
     top-level chunk is repaired (bad lines neutralised) or dropped.
     """
     text = text.removeprefix("\ufeff")  # a byte-order mark is not source
+    with warnings.catch_warnings():
+        # Half-typed code makes the compiler warn (invalid escapes, ...): not ours to report.
+        warnings.simplefilter("ignore")
+        return _parse_tolerant(text)
+
+
+def _parse_tolerant(text: str) -> list[ast.stmt]:
     chunked = _parse_chunked(text)
     if chunked is not None:
         return chunked
