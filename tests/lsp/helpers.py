@@ -8,7 +8,6 @@ module) on its own copy of the examples and of `tests/lsp/workspace/`, so no tes
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import sys
 import time
@@ -89,8 +88,10 @@ async def request(client: LanguageClient, method: str, params: Any,
     return plain(await asyncio.wait_for(fut, timeout))
 
 
-async def server_info(client: LanguageClient) -> dict[str, Any]:
-    return await request(client, "torchMlirLens/serverInfo", {}, timeout=60)
+async def server_info(client: LanguageClient, *, wait: bool = True) -> dict[str, Any]:
+    """`torchMlirLens/serverInfo`; `wait`: for the worker's counters if it is busy."""
+    return await request(client, "torchMlirLens/serverInfo", {"waitForWorker": wait},
+                         timeout=150)
 
 
 async def execute(client: LanguageClient, command: str, *arguments: Any,
@@ -129,8 +130,13 @@ def save_doc(client: LanguageClient, uri: str) -> None:
 async def wait_until(client: LanguageClient, predicate: Callable[[], Any], *,
                      timeout: float = LOWER_TIMEOUT,
                      method: str = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS) -> Any:
-    """Re-check `predicate` each time `method` arrives (and every 2 s) until it holds."""
+    """Re-check `predicate` each time `method` arrives (and every 2 s) until it holds.
+
+    The notification future is never cancelled (pytest-lsp would fail setting the result of
+    a cancelled one): a pending one is reused until the notification comes.
+    """
     deadline = time.monotonic() + timeout
+    pending: asyncio.Future[Any] | None = None
     while True:
         value = predicate()
         if asyncio.iscoroutine(value):
@@ -140,8 +146,9 @@ async def wait_until(client: LanguageClient, predicate: Callable[[], Any], *,
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise AssertionError(f"condition not met within {timeout:.0f} s")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(client.wait_for_notification(method), min(remaining, 2.0))
+        if pending is None or pending.done():
+            pending = asyncio.wrap_future(client.protocol.wait_for_notification(method))
+        await asyncio.wait({pending}, timeout=min(remaining, 2.0))
 
 
 def diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:

@@ -21,6 +21,7 @@ from pytest_lsp import LanguageClient
 from .helpers import (
     CONFIG,
     change_doc,
+    code_lenses,
     diagnostics,
     execute,
     hover,
@@ -239,6 +240,42 @@ async def test_cancel_request_stops_the_lowering(client: LanguageClient,
     assert time.monotonic() - started < 45
     info = await server_info(client)
     assert info["engine"]["restarts"] > restarts
+
+
+async def test_newer_text_supersedes_stale_lowering(client: LanguageClient,
+                                                   workspace: Path) -> None:
+    path = workspace / "slow.py"
+    uri = open_doc(client, path)  # the check on open sleeps 300 s in the worker
+    statuses = client.statuses  # type: ignore[attr-defined]
+    seen = len(statuses)
+    await wait_until(
+        client, lambda: any("Slow" in (s.get("detail") or "") for s in statuses[seen:]),
+        method="torchMlirLens/status", timeout=60,
+    )
+
+
+    async def worker_running_it() -> bool:
+        engine = (await server_info(client, wait=False))["engine"]
+        return bool(engine["ready"] and engine["busy"])
+
+    # Supersede the job once it runs in a warm worker (the engine cannot cancel a job that
+    # still waits for the worker's start-up: see the report of the language-server issue).
+    await wait_until(client, worker_running_it, method="torchMlirLens/status", timeout=120)
+    restarts = (await server_info(client, wait=False))["engine"]["restarts"]
+    started = time.monotonic()
+    text = path.read_text().replace("time.sleep(300)", "time.sleep(0)")
+    change_doc(client, uri, text, version=2)
+    save_doc(client, uri)
+
+    async def verdict() -> bool:
+        titles = [lens.command.title for lens in await code_lenses(client, uri)]
+        return "Linalg ✓ · TOSA ✓ · StableHLO ✓" in titles
+
+    # The new text's check kills the stale export instead of waiting for it (or its 60 s
+    # time-out) and lowers the new text on a fresh worker.
+    await wait_until(client, verdict, timeout=120)
+    assert time.monotonic() - started < 50
+    assert (await server_info(client))["engine"]["restarts"] > restarts
 
 
 async def test_save_rechecks_and_edits_invalidate(client: LanguageClient, workspace: Path) -> None:

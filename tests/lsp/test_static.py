@@ -105,6 +105,16 @@ async def test_modules_request(client: LanguageClient, workspace: Path) -> None:
     assert by_name["Block"]["inputs"] == "derived"
 
 
+async def test_diagnostics_off_clears_them(client: LanguageClient, workspace: Path) -> None:
+    uri = (workspace / "no_inputs.py").as_uri()
+    assert diagnostics(client, uri)  # the Information diagnostic of test_module_without_inputs
+    client.set_configuration({"diagnostics": "off"}, section="torchMlirLens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    await wait_until(client, lambda: diagnostics(client, uri) == [], timeout=30)
+    info = await server_info(client)
+    assert info["settings"]["diagnostics"] == "off"
+
+
 async def test_untrusted_runs_nothing(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "sentinel.py"
     sentinel = workspace / "sentinel-ran.txt"

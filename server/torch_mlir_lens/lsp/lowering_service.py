@@ -221,7 +221,8 @@ class LoweringService:
         """
         engine = self._engine_or_raise()
         job = self.job(doc, module)
-        spec = (tuple(targets or ()), pipeline, print_after_all)
+        # The text's hash too: documents read from disk for one request all have generation 0.
+        spec = (tuple(targets or ()), pipeline, print_after_all, hash(doc.text))
         key = (doc.uri, module)
         generation = doc.generation
 
@@ -337,6 +338,7 @@ class LoweringService:
             for target, result in by_target.items():
                 doc.results[(module, target)] = result
             doc.verdicts[module] = {t: verdict_of(r) for t, r in by_target.items()}
+            self._server.refresh_lenses()  # the verdict lens changed
         return by_target
 
     async def call(self, what: str, fn: Callable[[Engine], Awaitable[Any]]) -> Any:
@@ -345,14 +347,26 @@ class LoweringService:
         with self._busy(what):
             return await fn(engine)
 
-    async def stats(self) -> dict[str, Any] | None:
-        """The worker's counters, or None when no engine runs (untrusted, not started)."""
-        if self.engine is None:
+    async def stats(self, wait_s: float = 2.0) -> dict[str, Any] | None:
+        """Engine and worker counters, or None when no engine runs (untrusted, not started).
+
+        The worker answers `stats` between jobs only: when it is busy for longer than
+        `wait_s`, the worker's counters are left out (`"workerBusy": true`).
+        """
+        engine = self.engine
+        if engine is None:
             return None
+        out: dict[str, Any] = {
+            "restarts": engine.restarts, "ready": engine.ready, "busy": engine.busy,
+            "worker_pid": engine.worker_pid,
+        }
         try:
-            return dict(await self.engine.stats())
+            out.update(await asyncio.wait_for(engine.stats(), wait_s))
+        except TimeoutError:
+            out["worker_busy"] = True
         except LensError as err:
-            return {"error": err.message}
+            out["error"] = err.message
+        return out
 
     # -- progress -----------------------------------------------------------------------
 

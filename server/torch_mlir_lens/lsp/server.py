@@ -8,6 +8,7 @@ through `LoweringService`. This process never imports torch: the worker does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Coroutine
@@ -42,6 +43,7 @@ class LensServer(LanguageServer):
         self.untrusted_announced = False
         self.check_tasks: dict[str, asyncio.Task[None]] = {}  # uri → diagnostics check
         self._background: set[asyncio.Task[Any]] = set()
+        self._lens_refresh: asyncio.TimerHandle | None = None
 
     def client_supports(self, dotted: str) -> bool:
         """Whether the client's capabilities hold a truthy value at `dotted` (snake_case)."""
@@ -58,6 +60,20 @@ class LensServer(LanguageServer):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+    def refresh_lenses(self) -> None:
+        """Ask the client to re-request code lenses soon (coalesced: one per burst)."""
+        if self._lens_refresh is not None or not self.client_supports(
+            "workspace.code_lens.refresh_support"
+        ):
+            return
+
+        def send() -> None:
+            self._lens_refresh = None
+            with contextlib.suppress(Exception):  # the client may be gone; lenses are a nicety
+                self.workspace_code_lens_refresh(None)
+
+        self._lens_refresh = asyncio.get_running_loop().call_later(0.2, send)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         """A `window/showMessage` to the user."""

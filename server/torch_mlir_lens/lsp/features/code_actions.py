@@ -52,7 +52,8 @@ def register(server: LensServer) -> None:
         actions = []
         for name, diag in wanted.items():
             info = by_name.get(name)
-            if info is not None and info.inputs == "missing":
+            # Statically missing, or found missing by the worker (e.g. inference failed).
+            if info is not None and (info.inputs == "missing" or diag is not None):
                 actions.append(insert_inputs_action(doc, info, diag))
         return actions
 

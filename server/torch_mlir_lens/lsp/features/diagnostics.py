@@ -11,7 +11,6 @@ backends (one export), shared with hover and the lenses.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Iterable
@@ -156,7 +155,7 @@ async def check_document(server: LensServer, doc: DocumentState, *, lowering: bo
             return  # the text moved on; its own check will publish
         doc.diagnostics[info.name] = records
         publish(server, doc)
-    refresh_lenses(server)
+    server.refresh_lenses()
 
 
 def static_records(server: LensServer, doc: DocumentState) -> list[DiagRecord]:
@@ -299,10 +298,3 @@ def publish(server: LensServer, doc: DocumentState) -> None:
     server.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)
     )
-
-
-def refresh_lenses(server: LensServer) -> None:
-    """Ask the client to re-request code lenses (their verdicts changed)."""
-    if server.client_supports("workspace.code_lens.refresh_support"):
-        with contextlib.suppress(Exception):
-            server.workspace_code_lens_refresh(None)

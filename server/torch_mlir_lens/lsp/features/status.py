@@ -5,8 +5,12 @@
   pulls `workspace/configuration`; `workspace/didChangeConfiguration` pulls it again, so a
   changed setting takes effect without a restart.
 - `torchMlirLens/setTrusted` (notification) turns user-code execution on or off.
-- `torchMlirLens/serverInfo` (request) answers `{pid, version, torchImported, trusted,
-  status, settings, engine}`; tests and benchmarks use it.
+- `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `{pid, version,
+  torchImported, torchMlirImported, trusted, status, settings, engine}`; `engine` is null
+  without a worker, else `{restarts, ready, busy, workerPid}` plus the worker's `{jobsRun,
+  exportsRun, pid, cacheEntries, cacheHits}` (only between jobs: `workerBusy: true` when
+  the worker did not answer within 2 s, or `waitForWorker` waits until it does). Tests and
+  benchmarks use it.
 """
 
 from __future__ import annotations
@@ -87,6 +91,9 @@ def register(server: LensServer) -> None:
 
     @server.feature(SERVER_INFO)
     async def server_info(params: Any) -> dict[str, Any]:
+        args = convert.to_plain(params)
+        # The worker reports its counters between jobs; by default we wait 2 s for them.
+        wait = bool(isinstance(args, Mapping) and args.get("waitForWorker"))
         settings = convert.camel_keys(
             {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.settings).items()}
         )
@@ -98,7 +105,7 @@ def register(server: LensServer) -> None:
             "trusted": server.trusted,
             "status": server.service.status,
             "settings": settings,
-            "engine": convert.camel_keys(await server.service.stats()),
+            "engine": convert.camel_keys(await server.service.stats(120.0 if wait else 2.0)),
         }
 
 
