@@ -104,14 +104,16 @@ export function registerCommands(
       title: `Export ${m.module} as ${targetTitle(t.target)} IR`,
     });
     if (!dest) return;
-    // The save dialog of some hosts does not ask; never overwrite without a yes.
-    if (fs.existsSync(dest.fsPath)) {
+    // The save dialog of some hosts does not ask; never overwrite without a yes. The server
+    // refuses to replace a file unless told `overwrite` (contracts: the client asks first).
+    const exists = fs.existsSync(dest.fsPath);
+    if (exists) {
       const yes = 'Overwrite';
       const answer = await vscode.window.showWarningMessage(`${path.basename(dest.fsPath)} exists. Overwrite it?`, { modal: true }, yes);
       if (answer !== yes) return;
     }
     const result = await client.executeServerCommand<{ path: string; bytes: number } | undefined>(SERVER_COMMANDS.exportModule, [
-      { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode },
+      { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists },
     ]);
     const where = result?.path ?? dest.fsPath;
     const open = format.bytecode ? [] : ['Open'];

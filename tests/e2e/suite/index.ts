@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { SCHEME, toUriParts } from '../../../client/src/paneSpec';
 
 const EXTENSION_ID = 'torch-mlir-lens.torch-mlir-lens';
 
@@ -85,6 +86,27 @@ export async function run(): Promise<void> {
       return t.includes('```mlir') && /linalg\.|arith\./.test(t) ? t : undefined;
     });
     return text.slice(0, 400);
+  });
+
+  await step('paneDefinition', async () => {
+    // The Linalg pane as a document (not shown: the driver owns the layout), then Ctrl/Cmd-click
+    // on its first linalg.matmul: it must lead to the source line that produced it.
+    const { path: panePath, query } = toUriParts({ source: mlp.uri.toString(), module: 'MLP', target: 'linalg' });
+    const pane = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: panePath, query }));
+    const matmul = await waitFor('linalg.matmul in the pane', 150_000, async () => {
+      const i = pane.getText().split('\n').findIndex((l) => l.includes('linalg.matmul'));
+      return i >= 0 ? i : undefined;
+    });
+    if (pane.languageId !== 'mlir') throw new Error(`pane language is ${pane.languageId}`);
+    const pos = new vscode.Position(matmul, pane.lineAt(matmul).firstNonWhitespaceCharacterIndex);
+    const defs = await vscode.commands.executeCommand<(vscode.Location | vscode.LocationLink)[]>(
+      'vscode.executeDefinitionProvider', pane.uri, pos);
+    const targets = (defs ?? []).map((d) => ('targetUri' in d ? { uri: d.targetUri, line: d.targetRange.start.line } : { uri: d.uri, line: d.range.start.line }));
+    const want = lineOf(mlp, 'F.relu(self.fc1(x))');
+    if (!targets.some((t) => t.uri.toString() === mlp.uri.toString() && t.line === want)) {
+      throw new Error(`definition of pane line ${matmul + 1} → ${JSON.stringify(targets.map((t) => `${t.uri.path}:${t.line + 1}`))}, want mlp.py:${want + 1}`);
+    }
+    return `${panePath}: line ${matmul + 1} (linalg.matmul) → mlp.py:${want + 1}`;
   });
 
   const bad = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(ws, 'unsupported_ops.py'));
