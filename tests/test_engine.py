@@ -131,7 +131,7 @@ async def test_loud_module_does_not_corrupt_the_channel(engine: Engine) -> None:
     assert engine.restarts == 0
 
 
-async def test_children_die_with_the_engine(tmp_path: Path) -> None:
+async def test_children_do_not_outlive_the_job(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     env = {**os.environ, "FAULTY_PIDFILE": str(pidfile)}
     engine = Engine(EngineConfig(python=sys.executable, timeout_s=30, env=env))
@@ -140,14 +140,42 @@ async def test_children_die_with_the_engine(tmp_path: Path) -> None:
         (res,) = await engine.lower(job("Spawner"), targets=["torch"])
         assert res.ok
         children = [int(p) for p in pidfile.read_text().split()]
+        assert len(children) == 2
         worker = engine.worker_pid
         assert worker is not None
-        assert set(children) <= set(family_pids(worker))  # the setsid'd one too
+        # Killed (and reaped) by the worker right after the job, the setsid'd one too.
+        for child in children:
+            assert not os.path.exists(f"/proc/{child}"), f"child {child} outlived the job"
+        assert family_pids(worker) == [worker]
+        assert engine.restarts == 0  # no need to replace the worker for that
     finally:
         await engine.stop()
     assert family_pids(worker) == []
-    for child in children:
-        assert not alive(child)
+
+
+async def test_stray_thread_gets_the_worker_replaced(tmp_path: Path) -> None:
+    beat = tmp_path / "beat"
+    env = {**os.environ, "FAULTY_BEAT": str(beat)}
+    engine = Engine(EngineConfig(python=sys.executable, timeout_s=30, env=env))
+    await engine.start()
+    try:
+        (res,) = await engine.lower(job("Threads"), targets=["torch"])
+        assert res.ok
+        assert engine.restarts == 1
+        await wait_for(beat.exists)
+        first = beat.read_text()
+        await asyncio.sleep(0.3)  # the thread beats every 50 ms: it must have stopped
+        assert beat.read_text() == first
+        await lower_healthy(engine)
+    finally:
+        await engine.stop()
+
+
+async def test_patched_torch_is_restored(engine: Engine) -> None:
+    (res,) = await engine.lower(job("Patcher"), targets=["torch"])
+    assert not res.ok and "sabotaged" in res.diagnostics[0].message
+    await lower_healthy(engine)  # Linear + relu + torch.export work again
+    assert engine.restarts == 0
 
 
 async def test_cancel_running_job(engine: Engine) -> None:

@@ -106,3 +106,53 @@ class Spawner(nn.Module):
 
     def forward(self, x):
         return self.fc(x)
+
+
+def _beat(path):
+    import time
+
+    n = 0
+    while True:
+        n += 1
+        with open(path, "w") as f:
+            f.write(str(n))
+        time.sleep(0.05)
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Threads(nn.Module):
+    """Starts a non-daemon thread that never ends (writes a heartbeat to FAULTY_BEAT)."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        beat = os.environ.get("FAULTY_BEAT", os.devnull)
+        threading.Thread(target=_beat, args=(beat,), daemon=False).start()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def _sabotaged(*args, **kwargs):
+    raise RuntimeError("sabotaged by faulty.py")
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Patcher(nn.Module):
+    """Changes the worker's global state: cwd, sys.path, and torch itself."""
+
+    def __init__(self):
+        super().__init__()
+        import tempfile
+
+        os.chdir(tempfile.gettempdir())
+        sys.path[:] = ["/nonexistent"]
+        torch.export.export = _sabotaged
+        torch.nn.Linear.forward = _sabotaged
+        torch.relu = _sabotaged
+        torch.nn.functional.relu = _sabotaged
+
+    def forward(self, x):
+        return x * 2

@@ -266,6 +266,10 @@ class WorkerClient:
 
         if reply_task in done and reply_task.exception() is None:
             reply = reply_task.result()
+            if reply.get("restart"):
+                # The worker could not clean up after the user's code (threads left running).
+                log.info("replacing the worker: %s", reply["restart"])
+                await self._replace(worker)
             if reply.get("ok"):
                 result = reply.get("result")
                 return result if isinstance(result, dict) else {}

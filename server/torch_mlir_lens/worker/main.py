@@ -110,15 +110,30 @@ def _quiet_std_streams() -> None:
 
 
 def _warm_up() -> None:
-    """Import torch and torch-mlir before the first job so the first lowering is fast."""
-    import torch  # noqa: F401
+    """Import torch and torch-mlir and lower a tiny module, so the first real job is fast.
+
+    This also lets torch install what it installs lazily (torch._dynamo wraps
+    torch.manual_seed, ...) before the hygiene baseline is taken.
+    """
+    import torch
     import torch_mlir.fx  # noqa: F401
+
+    try:
+        from torch_mlir_lens.worker.lowering import lower_module
+
+        tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        lower_module(tiny, (torch.randn(2, 4),), module_name="warm-up", user_files=[],
+                     targets=["linalg"])
+    except Exception as exc:  # only a warm-up: the first job will report real problems
+        print(f"torch-mlir-lens worker: warm-up lowering failed: {exc}", file=sys.stderr)
 
 
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
+    from torch_mlir_lens.worker import hygiene
     from torch_mlir_lens.worker.jobs import run_job
 
+    baseline = hygiene.Baseline.take()
     # Tell the parent the imports are done: job time-outs start counting from here.
     write_frame(out_fd, {"id": 0, "ok": True, "result": {"ready": True, "pid": os.getpid()}})
     while True:
@@ -130,7 +145,10 @@ def serve(in_fd: int, out_fd: int) -> int:
         if job is None:
             return 0
         reply = run_job(job)
-        _reap_orphans()
+        restart = hygiene.after_job(baseline)
+        if restart:
+            # The parent replaces this worker once it has the reply.
+            reply["restart"] = restart
         try:
             write_frame(out_fd, reply)
         except (TypeError, ValueError) as exc:  # a result that does not serialize
@@ -169,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     code = serve(in_fd, out_fd)
     if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
         # The parent went away without stopping us: end whatever the user's code spawned.
-        _kill_descendants()
+        from torch_mlir_lens.worker.hygiene import kill_descendants
+
+        kill_descendants()
         sys.stdout.flush()
         sys.stderr.flush()
         os.killpg(os.getpid(), signal.SIGKILL)
@@ -187,25 +207,6 @@ def _become_subreaper() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-
-
-def _reap_orphans() -> None:
-    """Collect exited adopted orphans so they do not linger as zombies between jobs."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        while True:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                return
-
-
-def _kill_descendants() -> None:
-    from torch_mlir_lens.engine.procs import family_pids
-
-    me = os.getpid()
-    for pid in family_pids(me):
-        if pid != me:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":
