@@ -97,6 +97,12 @@ def rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 2**20
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
 def describe(pids: Iterable[int]) -> str:
     """`pid: cmdline` lines, for assertion messages."""
     lines = []

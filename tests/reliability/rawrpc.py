@@ -33,7 +33,12 @@ def encode(message: dict[str, Any]) -> bytes:
 class RawServer:
     """The server as a subprocess with raw pipes; a thread parses its stdout into messages."""
 
-    def __init__(self, workspace: Path, tmpdir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        tmpdir: Path | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         env = dict(os.environ)
         if tmpdir is not None:
             env["TMPDIR"] = str(tmpdir)
@@ -46,6 +51,9 @@ class RawServer:
             env=env,
         )
         self.workspace = workspace
+        self.settings = dict(settings or {})
+        self.sent_at: dict[Any, float] = {}  # request id → perf_counter() when written
+        self.arrived_at: dict[Any, float] = {}  # response id → perf_counter() when read
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.received: list[dict[str, Any]] = []
         self.garbage = bytearray()
@@ -83,6 +91,8 @@ class RawServer:
             except ValueError:
                 self.garbage += body
                 continue
+            if "id" in message and "method" not in message:
+                self.arrived_at[message["id"]] = time.perf_counter()
             self.received.append(message)
             if "method" in message and "id" in message:
                 self._answer_server_request(message)
@@ -115,8 +125,20 @@ class RawServer:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
+        self.sent_at[msg_id] = time.perf_counter()
         self.send(message)
         return msg_id
+
+    def latency(self, msg_id: Any) -> float:
+        """Seconds from writing request `msg_id` to reading its response (server + pipes)."""
+        return self.arrived_at[msg_id] - self.sent_at[msg_id]
+
+    def open(self, path: Path, text: str | None = None) -> str:
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1,
+            "text": path.read_text() if text is None else text}})
+        return uri
 
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -145,7 +167,7 @@ class RawServer:
         """Answer the server's own requests (configuration, progress) so it never waits on us."""
         result: Any = None
         if message["method"] == "workspace/configuration":
-            result = [{} for _ in message.get("params", {}).get("items", [])]
+            result = [self.settings for _ in message.get("params", {}).get("items", [])]
         with contextlib.suppress(OSError, ValueError):  # stdin already closed by the test
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
@@ -157,7 +179,7 @@ class RawServer:
                 "processId": os.getpid(),
                 "rootUri": self.workspace.as_uri(),
                 "capabilities": {},
-                "initializationOptions": {"trusted": trusted, "settings": {}},
+                "initializationOptions": {"trusted": trusted, "settings": self.settings},
             },
         )
         reply = self.response(msg_id, timeout)

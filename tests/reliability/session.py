@@ -313,8 +313,12 @@ class LensSession:
         self._loop.call_soon_threadsafe(self.client.protocol.notify, method, params)
 
     def barrier(self, timeout: float = 30) -> None:
-        """Round-trip a cheap request so every notification sent before it has been read."""
-        self.request("torchMlirLens/serverInfo", {}, timeout)
+        """Round-trip a cheap request so every notification sent before it has been read.
+
+        A code lens of a document that is not open: static, and never queued behind a job
+        (serverInfo asks the worker for its counters, so it waits for a running job).
+        """
+        self.code_lens("file:///torch-mlir-lens-barrier/none.py", timeout)
 
     def open(self, path: Path, text: str | None = None) -> str:
         uri = path.as_uri()
