@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 import sys
 from collections.abc import Coroutine
 from typing import Any
@@ -20,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from torch_mlir_lens import __version__
 from torch_mlir_lens.lsp.documents import DocumentStore
 from torch_mlir_lens.lsp.lowering_service import LoweringService
+from torch_mlir_lens.lsp.protocol import LensProtocol
 from torch_mlir_lens.lsp.settings import Settings
 
 log = logging.getLogger("torch_mlir_lens")
@@ -32,6 +35,7 @@ class LensServer(LanguageServer):
         super().__init__(
             "torch-mlir-lens", __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=LensProtocol,
         )
         self.settings = Settings()
         self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
@@ -135,7 +139,14 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> 
     """Serve LSP over stdio (default) or TCP until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
-    if tcp:
-        server.start_tcp(host, port)
-    else:
-        server.start_io()
+    try:
+        if tcp:
+            server.start_tcp(host, port)
+        else:
+            server.start_io()
+    finally:
+        # The client vanished without shutdown/exit: take the worker (a process group) along.
+        pid = server.service.engine.worker_pid if server.service.engine else None
+        if pid:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)

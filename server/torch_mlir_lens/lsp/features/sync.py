@@ -34,7 +34,7 @@ def register(server: LensServer) -> None:
         if doc is None:
             doc = server.store.open(uri, text, params.text_document.version)
         else:
-            doc.update(text, params.text_document.version)
+            doc.update(text, params.text_document.version, params.content_changes)
         server.service.invalidate(doc.path)
         diagnostics.on_change(server, doc)
 

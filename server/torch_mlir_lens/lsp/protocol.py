@@ -1,0 +1,80 @@
+"""LSP life-cycle rules pygls leaves to the server.
+
+- Before `initialize`, every request but `initialize` is answered ServerNotInitialized
+  (-32002) and notifications other than `exit` are dropped.
+- After `shutdown`, requests are answered InvalidRequest (-32600) instead of going
+  unanswered, so a client never waits for a reply that cannot come.
+- A request whose params do not fit its method (or a custom request without params, which
+  pygls 2.1 cannot structure) is answered InvalidParams (-32602); pygls would only log it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger(__name__)
+
+
+class _Answered:
+    """Stands for a message that was already answered (with an error) while being parsed."""
+
+    jsonrpc = None
+
+
+class LensProtocol(LanguageServerProtocol):
+    """pygls' protocol plus the initialize/shutdown gates."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._initialize_seen = False
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" in data and "method" in data and "params" not in data:
+            data = {**data, "params": None}  # JSON-RPC allows omitting params
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            if "jsonrpc" not in data or "method" not in data or msg_id is None:
+                raise
+            log.warning("bad params for %s: %s", data.get("method"), exc)
+            error = exc if isinstance(exc, JsonRpcInvalidParams) else JsonRpcInvalidParams(
+                f"invalid params for {data.get('method')}"
+            )
+            assert isinstance(error, JsonRpcException)
+            self._send_response(msg_id, None, error.to_response_error())
+            return _Answered()
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Answered):
+            return
+        method = getattr(message, "method", None)
+        msg_id: Any = getattr(message, "id", None)
+        is_request = method is not None and msg_id is not None
+        if method == types.INITIALIZE:
+            self._initialize_seen = True
+        elif not self._initialize_seen and method not in (None, types.EXIT):
+            if is_request:
+                self._send_response(
+                    msg_id, None,
+                    JsonRpcServerNotInitialized("the server is not initialized yet")
+                    .to_response_error(),
+                )
+            return
+        if self._shutdown and is_request:
+            self._send_response(
+                msg_id, None,
+                JsonRpcInvalidRequest("the server is shutting down").to_response_error(),
+            )
+            return
+        super().handle_message(message)

@@ -1,0 +1,79 @@
+"""Unit tests of how published diagnostics follow edits (no server needed)."""
+
+from __future__ import annotations
+
+import time
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp.documents import DiagRecord, DocumentState, map_lines
+
+TEXT = "a = 1\nb = 2\nc = 3\nd = 4\n"
+
+
+def record(line: int) -> DiagRecord:
+    return DiagRecord(
+        range=types.Range(start=types.Position(line=line, character=0),
+                          end=types.Position(line=line, character=5)),
+        severity=types.DiagnosticSeverity.Error, message="m", kind="unsupported-op",
+        module="M", op="aten.x",
+    )
+
+
+def partial(
+    sl: int, sc: int, el: int, ec: int, text: str
+) -> types.TextDocumentContentChangePartial:
+    return types.TextDocumentContentChangePartial(
+        range=types.Range(start=types.Position(line=sl, character=sc),
+                          end=types.Position(line=el, character=ec)),
+        text=text,
+    )
+
+
+def lines_after(doc: DocumentState) -> list[int]:
+    return sorted(r.range.start.line for r in doc.all_diagnostics())
+
+
+def doc_with(lines: list[int]) -> DocumentState:
+    doc = DocumentState(uri="file:///t.py", text=TEXT, version=1)
+    doc.diagnostics["M"] = [record(n) for n in lines]
+    return doc
+
+
+def test_whole_text_change_moves_and_drops() -> None:
+    doc = doc_with([0, 1, 3])
+    doc.update("# new\na = 1\nb = 20\nc = 3\nd = 4\n", 2)  # insert above, edit line b
+    assert lines_after(doc) == [1, 4]
+
+
+def test_incremental_changes_move_and_drop() -> None:
+    doc = doc_with([0, 2, 3])
+    changes = [
+        partial(0, 0, 0, 0, "x = 0\ny = 0\n"),  # two whole lines above everything
+        partial(4, 4, 4, 5, "30"),  # `c = 3` (now line 4) → `c = 30`
+    ]
+    doc.update("x = 0\ny = 0\na = 1\nb = 2\nc = 30\nd = 4\n", 2, changes)
+    assert lines_after(doc) == [2, 5]
+
+
+def test_newline_typed_at_end_of_line() -> None:
+    doc = doc_with([1, 2])
+    doc.update("a = 1\nb = 2\n\nc = 3\nd = 4\n", 2, [partial(1, 5, 1, 5, "\n")])
+    assert lines_after(doc) == [1, 3]
+
+
+def test_results_go_with_any_change() -> None:
+    doc = doc_with([])
+    doc.verdicts["M"] = {}
+    doc.update(TEXT + "e = 5\n", 2)
+    assert doc.verdicts == {} and doc.results == {} and doc.generation == 1
+
+
+def test_huge_repetitive_text_is_fast() -> None:
+    old = ["x = 1  # filler"] * 300_000 + ["class T: pass"]
+    new = ["import os", *old]
+    started = time.monotonic()
+    mapped = map_lines(old, new)
+    assert mapped(len(old) - 1) == len(new) - 1
+    assert mapped(0) == 1
+    assert time.monotonic() - started < 2.0
