@@ -5,7 +5,7 @@
 //   env: TML_PYTHON      interpreter with the server (default: <repo>/.venv/bin/python)
 //        TML_E2E_CACHE   setup.sh's cache folder (default: <repo>/.cache/vscode-e2e)
 //        TML_E2E_KEEP=1  keep the temporary folder for inspection
-//        TML_E2E_SKIP_TRUST=1  skip the workspace-trust session
+//        TML_E2E_ONLY=main|trust|missing  run one session (development)
 //
 // Session "main" (trust off): lenses appear → "Show Linalg IR" opens a pane with linalg ops →
 // the cursor on a source line highlights its IR lines → hovering a line shows MLIR → an
@@ -13,6 +13,8 @@
 // lenses, hover and diagnostics through the VS Code API.
 // Session "trust" (trust on): the user declines trust → status says restricted, static lenses
 // only → the user grants trust → the same window (no reload) shows Linalg IR.
+// Session "missing": an interpreter without the server → a notification naming what is missing
+// with the install offer, and the status bar says so.
 // Every step waits on a condition with a time-out (no fixed sleeps) and leaves a screenshot in
 // test-artifacts/e2e/. Result: test-artifacts/e2e/result.json; exit code 0 when all pass.
 
@@ -67,12 +69,12 @@ async function until(what, timeoutMs, probe) {
 }
 
 /** code-server + Chromium for one session; `close()` stops both. */
-async function openWorkbench({ name, tmp, exts, ws, trust, payload, chromium }) {
+async function openWorkbench({ name, tmp, exts, ws, trust, payload, chromium, python = PYTHON }) {
   const ud = path.join(tmp, `ud-${name}`);
   fs.mkdirSync(path.join(ud, 'User'), { recursive: true });
   fs.mkdirSync(path.join(ud, 'Machine'), { recursive: true });
   // `torchMlirLens.python` is machine-overridable: code-server reads it from Machine settings.
-  fs.writeFileSync(path.join(ud, 'Machine', 'settings.json'), JSON.stringify({ 'torchMlirLens.python': PYTHON }, null, 2));
+  fs.writeFileSync(path.join(ud, 'Machine', 'settings.json'), JSON.stringify({ 'torchMlirLens.python': python }, null, 2));
   fs.writeFileSync(
     path.join(ud, 'User', 'settings.json'),
     JSON.stringify(
@@ -286,6 +288,35 @@ async function trustSession(ctx) {
   }
 }
 
+async function missingServerSession(ctx) {
+  // An interpreter without the server: a venv with nothing installed, from the same base Python.
+  const empty = path.join(ctx.tmp, 'empty-venv');
+  execFileSync(PYTHON, ['-m', 'venv', '--without-pip', empty], { timeout: 60_000 });
+  const python = path.join(empty, 'bin', 'python');
+  const { page, close } = await openWorkbench({ ...ctx, name: 'missing', trust: false, python });
+  const { shot, step, openFromExplorer, statusItem } = ui(page, 'missing');
+  try {
+    await step('notification', async () => {
+      await openFromExplorer('mlp.py');
+      await statusItem('Torch-MLIR: server missing').waitFor({ timeout: 60_000 });
+      // The toast may have gone to the notification centre already: open it (the bell).
+      const toast = page.locator('.notification-list-item', { hasText: 'lacks' }).first();
+      if (!(await toast.isVisible())) {
+        await page.locator('.statusbar-item:has(.codicon-bell), .statusbar-item:has(.codicon-bell-dot)').first().click();
+      }
+      await toast.waitFor({ timeout: 15_000 });
+      const text = (await toast.innerText()).replace(/\s+/g, ' ');
+      for (const want of ['torch-mlir-lens (the language server)', 'torch-mlir', 'Install in this interpreter']) {
+        if (!text.includes(want)) throw new Error(`notification lacks "${want}": ${text}`);
+      }
+      await shot('07-server-missing.png');
+      return text.slice(0, 200);
+    });
+  } finally {
+    await close();
+  }
+}
+
 /** The extension's output channel and the extension host log, for post-mortems. */
 function copyLogs(ud, name) {
   const walk = (dir) =>
@@ -327,8 +358,10 @@ async function main() {
     const installed = fs.readdirSync(exts).find((d) => d.startsWith(`torch-mlir-lens.torch-mlir-lens-${VERSION}`));
     if (!installed) throw new Error('the .vsix did not install');
     const ctx = { tmp, exts, ws, installed, chromium };
-    if (process.env.TML_E2E_ONLY !== 'trust') await mainSession(ctx);
-    if (!process.env.TML_E2E_SKIP_TRUST) await trustSession(ctx);
+    if (!process.env.TML_E2E_ONLY || process.env.TML_E2E_ONLY === 'main') await mainSession(ctx);
+    const only = process.env.TML_E2E_ONLY;
+    if (!only || only === 'trust') await trustSession(ctx);
+    if (!only || only === 'missing') await missingServerSession(ctx);
   } finally {
     if (!process.env.TML_E2E_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
     else log('kept', tmp);

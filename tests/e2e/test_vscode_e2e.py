@@ -1,7 +1,8 @@
 """The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against
 the real language server: lenses, the Linalg pane with a highlighted line, a hover with MLIR, a
 squiggle on an unsupported op; then workspace trust: restricted until trusted, and IR after
-trusting without a reload. Driven by tests/e2e/driver.mjs; screenshots and logs go to
+trusting without a reload; then an interpreter without the server: a notification naming what
+is missing, with the install offer. Driven by tests/e2e/driver.mjs; screenshots and logs go to
 test-artifacts/e2e/.
 
 Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
@@ -67,7 +68,8 @@ def test_extension_in_real_vscode() -> None:
     result = json.loads(RESULT.read_text())
     steps = result.get("steps", {})
     ui_steps = ("lenses", "pane", "highlight", "hover", "squiggle")
-    for name in [f"main.{s}" for s in ui_steps] + ["trust.untrusted", "trust.trusted"]:
+    others = ["trust.untrusted", "trust.trusted", "missing.notification"]
+    for name in [f"main.{s}" for s in ui_steps] + others:
         assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
     suite = result.get("suite") or {}
     for name in ("activated", "lenses", "hover", "paneDefinition", "diagnostics"):
@@ -82,6 +84,7 @@ def test_extension_in_real_vscode() -> None:
         "04-squiggle",
         "05-untrusted",
         "06-trusted",
+        "07-server-missing",
     )
     for shot in (f"{s}.png" for s in shots):
         assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
