@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -61,6 +62,10 @@ async def test_server_never_imports_torch(client: LanguageClient) -> None:
     info = await server_info(client)
     assert info["torchImported"] is False and info["torchMlirImported"] is False
     assert info["trusted"] is True
+    # The worker was started at initialize, in the background, exactly once.
+    assert info["engine"]["ready"] is True
+    children = psutil.Process(info["pid"]).children()
+    assert [c.pid for c in children] == [info["engine"]["workerPid"]]
 
 
 async def test_hover_shows_linalg_of_the_line(client: LanguageClient, workspace: Path) -> None:

@@ -59,6 +59,7 @@ class LoweringService:
         self._server = server
         self.engine: Engine | None = None
         self._start_task: asyncio.Task[None] | None = None
+        self._spawned: asyncio.Future[None] | None = None
         self._flights: dict[tuple[str, str], list[_Flight]] = {}
         self._status = _Status()
 
@@ -87,11 +88,16 @@ class LoweringService:
             on_output=self._worker_output,
         )
         self.set_status("starting", "starting the lowering worker")
-        self._start_task = asyncio.ensure_future(self._warm(self.engine))
+        self._spawned = asyncio.get_running_loop().create_future()
+        self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
 
-    async def _warm(self, engine: Engine) -> None:
+    async def _warm(self, engine: Engine, spawned: asyncio.Future[None]) -> None:
         try:
-            await engine.start()
+            try:
+                await engine.start()
+            finally:
+                if not spawned.done():
+                    spawned.set_result(None)
             await engine.wait_ready()
         except Exception as exc:  # the worker may fail to start: say so, keep serving
             log.error("lowering worker failed to start: %s", exc)
@@ -117,6 +123,8 @@ class LoweringService:
         if self._start_task is not None:
             self._start_task.cancel()
             self._start_task = None
+        if self._spawned is not None and not self._spawned.done():
+            self._spawned.set_result(None)  # release callers waiting for the spawn
         if engine is not None:
             with contextlib.suppress(Exception):
                 await engine.stop()
@@ -170,15 +178,21 @@ class LoweringService:
 
     # -- jobs ---------------------------------------------------------------------------
 
-    def _engine_or_raise(self) -> Engine:
+    async def _engine_or_raise(self) -> Engine:
         if not self.trusted:
             raise LensError(
                 UNTRUSTED, "The workspace is not trusted: Torch-MLIR Lens runs no user code."
             )
         if self.engine is None:
             self.start()
-        assert self.engine is not None
-        return self.engine
+        engine = self.engine
+        assert engine is not None
+        # A job sent while the worker is being spawned would spawn a second one.
+        if self._spawned is not None and not self._spawned.done():
+            await asyncio.shield(self._spawned)
+        if self.engine is not engine:
+            raise LensError(ErrorKind.CANCELLED, "the lowering engine was stopped")
+        return engine
 
     def job(self, doc: DocumentState, module: str) -> ModuleJob:
         """The engine job for `module` of the document's current text."""
@@ -219,7 +233,7 @@ class LoweringService:
         anyway, and a hover the mouse left must not restart the worker. A lowering of an
         older text is dropped or killed by the engine when the newer one is submitted.
         """
-        engine = self._engine_or_raise()
+        engine = await self._engine_or_raise()
         job = self.job(doc, module)
         # The text's hash too: documents read from disk for one request all have generation 0.
         spec = (tuple(targets or ()), pipeline, print_after_all, hash(doc.text))
@@ -343,7 +357,7 @@ class LoweringService:
 
     async def call(self, what: str, fn: Callable[[Engine], Awaitable[Any]]) -> Any:
         """Run another engine call (export, repro, stats) behind the trust gate."""
-        engine = self._engine_or_raise()
+        engine = await self._engine_or_raise()
         with self._busy(what):
             return await fn(engine)
 
