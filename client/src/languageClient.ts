@@ -29,6 +29,7 @@ export class LensClient implements vscode.Disposable {
   readonly onReady = this.readyEmitter.event;
   private readonly interceptors = new Map<string, CommandInterceptor>();
   interpreter: Interpreter | undefined;
+  private notifiedFor: string | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -79,9 +80,14 @@ export class LensClient implements vscode.Disposable {
     if (!check.ok) {
       this.status.set('missing', check.problem);
       this.log.error(check.problem ?? 'interpreter check failed');
-      void offerFix(python, check, this.context.extensionPath, () => void this.restart());
+      // Once per interpreter: later requests retry quietly; Restart Server asks again.
+      if (this.notifiedFor !== python.path) {
+        this.notifiedFor = python.path;
+        void offerFix(python, check, this.context.extensionPath, () => void this.restart());
+      }
       return;
     }
+    this.notifiedFor = undefined;
 
     const serverOptions: ServerOptions = {
       command: python.path,
@@ -142,6 +148,7 @@ export class LensClient implements vscode.Disposable {
 
   async restart(): Promise<void> {
     this.log.info('restarting the server');
+    this.notifiedFor = undefined;
     await this.stop();
     await this.start();
   }

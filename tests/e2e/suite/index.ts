@@ -109,6 +109,18 @@ export async function run(): Promise<void> {
     return `${panePath}: line ${matmul + 1} (linalg.matmul) → mlp.py:${want + 1}`;
   });
 
+  await step('passPane', async () => {
+    // What "Show IR After Pass…" opens: the IR after the first pass of the Linalg pipeline.
+    const { path: passPath, query } = toUriParts({ source: mlp.uri.toString(), module: 'MLP', target: 'linalg', pass: 0, passName: 'first' });
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: passPath, query }));
+    const text = await waitFor('IR after the first pass', 150_000, async () => {
+      const t = doc.getText();
+      return /func\.func|module/.test(t) && !t.includes('lowering MLP to') ? t : undefined;
+    });
+    if (text.startsWith('// Torch-MLIR Lens:')) throw new Error(text.split('\n')[0]);
+    return `${passPath}: ${text.split('\n').length} lines`;
+  });
+
   const bad = await vscode.workspace.openTextDocument(vscode.Uri.joinPath(ws, 'unsupported_ops.py'));
   await step('diagnostics', async () => {
     const erfinvLine = lineOf(bad, 'torch.erfinv(');
