@@ -370,16 +370,16 @@ class LoweringService:
         engine = self.engine
         if engine is None:
             return None
-        out: dict[str, Any] = {
-            "restarts": engine.restarts, "ready": engine.ready, "busy": engine.busy,
-            "worker_pid": engine.worker_pid,
-        }
+        out: dict[str, Any] = {}
         try:
             out.update(await asyncio.wait_for(engine.stats(), wait_s))
         except TimeoutError:
             out["worker_busy"] = True
         except LensError as err:
             out["error"] = err.message
+        # Read after the worker answered (or not): the state as of now.
+        out.update(restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
+                   worker_pid=engine.worker_pid)
         return out
 
     # -- progress -----------------------------------------------------------------------
