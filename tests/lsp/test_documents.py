@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lsprotocol import types
 
 from torch_mlir_lens.lsp.documents import DiagRecord, DocumentState, map_lines
@@ -77,3 +79,29 @@ def test_huge_repetitive_text_is_fast() -> None:
     assert mapped(len(old) - 1) == len(new) - 1
     assert mapped(0) == 1
     assert time.monotonic() - started < 2.0
+
+
+
+# -- property: lines an edit does not touch keep following their text -------------------------
+
+_LINES = st.lists(st.sampled_from(["a", "b", "c", "x = 1", ""]), min_size=1, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=_LINES, data=st.data())
+def test_untouched_lines_map_to_their_new_place(old: list[str], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(old)))
+    end = data.draw(st.integers(start, len(old)))  # old[start:end] is replaced ...
+    inserted = data.draw(_LINES)  # ... by these lines
+    new = old[:start] + inserted + old[end:]
+    delta = len(inserted) - (end - start)
+    change = partial(start, 0, end, 0, "".join(s + "\n" for s in inserted))
+    ranged, diffed = map_lines(old, new, [change]), map_lines(old, new)
+    for line in range(len(old)):
+        for mapper in (ranged, diffed):
+            got = mapper(line)
+            assert got is None or new[got] == old[line]  # never onto another text
+            if line < start:
+                assert got == line  # above the edit: in place
+        if line >= end:
+            assert ranged(line) == line + delta  # below the edit: moved by its size
