@@ -37,11 +37,13 @@ from .helpers import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+TOSA_PIPELINE = "builtin.module(torch-backend-to-tosa-backend-pipeline)"
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, workspace: Path):
-    await lsp_client.initialize_session(init_params(workspace, trusted=True))
+    settings = {"pipelines": {"tosa-only": TOSA_PIPELINE}}
+    await lsp_client.initialize_session(init_params(workspace, trusted=True, settings=settings))
     yield
     await lsp_client.shutdown_session()
 
@@ -116,6 +118,21 @@ async def test_second_hover_is_served_from_cache(client: LanguageClient, workspa
     after = (await server_info(client))["engine"]
     assert after["jobsRun"] == before["jobsRun"], (before, after)
     assert after["exportsRun"] == before["exportsRun"]
+
+
+async def test_named_pipeline_with_passes(client: LanguageClient, workspace: Path) -> None:
+    uri = (workspace / "mlp.py").as_uri()
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "MLP", "pipeline": "tosa-only",
+                            "printAfterAll": True})
+    assert answer["ok"] is True and answer["target"] == "custom"
+    assert "tosa." in answer["ir"] and "torch.aten" not in answer["ir"]
+    assert answer["passes"] and all(p["name"] and p["ir"] for p in answer["passes"])
+    relu = line_of(workspace / "mlp.py", "x = F.relu(self.fc1(x))")
+    assert any(m["line"] == relu and m["uri"] == uri for m in answer["map"])
+    with pytest.raises(JsonRpcException, match="unknown pipeline"):
+        await request(client, "torchMlirLens/lower",
+                      {"uri": uri, "module": "MLP", "pipeline": "no-such-pipeline"})
 
 
 async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path,
