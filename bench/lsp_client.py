@@ -115,6 +115,7 @@ class LensClient:
         self.trusted = trusted
         self.python = python
         self.log_path = log_path or workspace / "server-stderr.log"
+        self.messages_path = self.log_path.with_suffix(".messages.log")
         self.client = _Client()
         self.log = ClientLog()
         self.versions: dict[str, int] = {}
@@ -234,7 +235,12 @@ class LensClient:
         return handler
 
     def _record(self, method: str, params: Any) -> None:
-        self.log.events.append(Event(time.perf_counter(), method, params))
+        now = time.perf_counter()
+        self.log.events.append(Event(now, method, params))
+        if method != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:  # keep the server's story
+            text = getattr(params, "message", None) or params
+            with contextlib.suppress(OSError), open(self.messages_path, "a") as f:
+                f.write(f"{now - self.t_spawn:9.3f} {method} {text}\n")
         asyncio.get_running_loop().create_task(self._notify())
 
     async def _notify(self) -> None:
