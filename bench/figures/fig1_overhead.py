@@ -48,9 +48,9 @@ def _product(client: LensClient, uri: str, model: BenchModel, original: str,
         if timings and k >= 0:
             for phase, sec in timings.items():
                 phases.setdefault(phase, []).append(sec)
-            # "total" holds the phases after the export: the rest of t is the round trip
-            # (LSP, engine, pipes, JSON) plus the worker's untimed work.
-            outside = t - timings.get("export", 0.0) - timings.get("total", 0.0)
+            # load + inputs + export build the program, "total" is the lowering call after it;
+            # the rest of t is the round trip (LSP, engine, pipes, JSON) and untimed work.
+            outside = t - sum(timings.get(p, 0.0) for p in ("load", "inputs", "export", "total"))
             phases.setdefault("outside the timed phases", []).append(outside)
         return t
 
