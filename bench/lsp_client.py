@@ -301,6 +301,24 @@ class LensClient:
         )
         return self.versions[uri]
 
+    def change_line(self, uri: str, line: int, new_text: str) -> int:
+        """Incremental didChange replacing one line's content (as an editor sends a keystroke)."""
+        lines = self.texts[uri].split("\n")
+        old = lines[line]
+        lines[line] = new_text
+        self.texts[uri] = "\n".join(lines)
+        self.versions[uri] += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                [types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(line, 0), types.Position(line, len(old))),
+                    text=new_text,
+                )],
+            )
+        )
+        return self.versions[uri]
+
     def save(self, uri: str, path: Path | None = None) -> None:
         """Write the current text to disk (if `path`) and send didSave with the text."""
         if path is not None:

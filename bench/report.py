@@ -76,6 +76,7 @@ class FigureResult:
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    method: str = ""  # how it is measured (the figure module's docstring)
 
     @property
     def verdict(self) -> str:
@@ -222,7 +223,8 @@ def write_results(
         f"{m.get('os')}; load average at start {m.get('loadavg_at_start')}",
         f"- Python {m.get('python')}, torch {v.get('torch')}, torch-mlir {v.get('torch-mlir')}, "
         f"pygls {v.get('pygls')}, torch-mlir-lens {v.get('torch-mlir-lens')}",
-        f"- Repeats: {meta.get('repeats')}",
+        f"- Repeats: {meta.get('repeats')}; load average at end {meta.get('loadavg_at_end')}; "
+        f"total {meta.get('total_seconds')} s",
         "",
         "Ratios compare runs interleaved in the same run; absolute times vary with the machine's "
         "load, ratios much less.",
@@ -236,6 +238,9 @@ def write_results(
     for f in figures:
         md.append(f"### {f.number}. {f.title} — {f.verdict}")
         md.append("")
+        if f.method:
+            body = f.method.strip().split("\n", 1)[-1].strip()
+            md += [" ".join(body.split()), ""]
         if f.error:
             md += [f"Error: `{f.error.strip().splitlines()[-1] if f.error.strip() else f.error}`",
                    ""]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 import traceback
@@ -48,6 +49,7 @@ async def run_figures(config: Config, figures: list) -> tuple[list[FigureResult]
                 res = FigureResult(fig.NUMBER, fig.TITLE, error=f"{type(exc).__name__}: {exc}")
                 res.details["traceback"] = traceback.format_exc(limit=6).strip().splitlines()[-6:]
             res.seconds = time.perf_counter() - t0
+            res.method = fig.__doc__ or ""
             print(f"[bench]   {res.verdict} in {res.seconds:.1f} s", file=sys.stderr, flush=True)
             results.append(res)
     finally:
@@ -76,13 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     results, notes = asyncio.run(run_figures(config, figures))
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    cmd = "python -m bench.run" + "".join(
-        f" {a}" for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/")
-    )
+    given = list(argv if argv is not None else sys.argv[1:])
+    shown = [a for i, a in enumerate(given) if a not in ("--out", "--work")
+             and (i == 0 or given[i - 1] not in ("--out", "--work"))]
+    cmd = " ".join(["python -m bench.run", *shown])
     meta.update({
         "mode": mode,
         "command": cmd,
         "total_seconds": round(time.perf_counter() - t0, 1),
+        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
         "repeats": {k: v for k, v in vars(config).items() if isinstance(v, int)
                     and not isinstance(v, bool)},
     })

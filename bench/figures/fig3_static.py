@@ -2,7 +2,8 @@
 
 A fresh server (trusted, diagnostics off so the worker stays idle; timing starts once its
 worker is up) opens the generated file.
-Each timed iteration edits one line inside a `forward` (didChange) and then asks for the code
+Each timed iteration edits one line inside a `forward` (an incremental didChange, as an editor
+sends it) and then asks for the code
 lenses: time from the change to the lenses. Then the LSP process's RSS (psutil) and whether
 torch or torch-mlir is loaded in it (serverInfo.torchImported and /proc/<pid>/maps).
 Targets: p95 ≤ 100 ms; RSS ≤ 150 MB; no torch in the LSP process.
@@ -33,8 +34,7 @@ async def run(ctx: Context) -> FigureResult:
     result = FigureResult(NUMBER, TITLE)
     path = zoo_file(ctx.work)
     text = path.read_text()
-    lines = text.splitlines()
-    edit_at = [i for i, ln in enumerate(lines) if ln.strip() == "out = z + 0.0"]
+    edit_at = [i for i, ln in enumerate(text.splitlines()) if ln.strip() == "out = z + 0.0"]
     client = await ctx.fresh_server("server-fig3", quiet=True)
     try:
         uri = client.open(path, text)
@@ -42,9 +42,8 @@ async def run(ctx: Context) -> FigureResult:
         times = []
         for k in range(ctx.config.lens_repeats):
             at = edit_at[k % len(edit_at)]
-            lines[at] = f"        out = z + {k / 10:.1f}"  # a keystroke-sized edit
             t0 = time.perf_counter()
-            client.change(uri, "\n".join(lines) + "\n")
+            client.change_line(uri, at, f"        out = z + {k / 10:.1f}")  # a keystroke
             lenses, _ = await client.code_lens(uri)
             times.append((time.perf_counter() - t0) * 1000)
         n_lenses = len(lenses or [])
