@@ -72,7 +72,15 @@ def test_extension_in_real_vscode() -> None:
     for name in [f"main.{s}" for s in ui_steps] + others:
         assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
     suite = result.get("suite") or {}
-    for name in ("activated", "lenses", "hover", "paneDefinition", "passPane", "diagnostics"):
+    for name in (
+        "activated",
+        "lenses",
+        "hover",
+        "paneDefinition",
+        "passPane",
+        "diagnostics",
+        "refreshOnSave",
+    ):
         check = suite.get(name, {})
         assert check.get("ok"), f"in-editor check {name!r} failed: {check}\n{log}"
     exit_code = result.get("suiteExit")

@@ -136,6 +136,26 @@ export async function run(): Promise<void> {
     fs.existsSync(path.join(base, 'ui-done')) ? true : undefined,
   ).catch(() => undefined);
 
+  await step('refreshOnSave', async () => {
+    // After the UI steps (they read mlp.py as shipped): widen the hidden layer, save, and the
+    // open Linalg pane must show the new shapes.
+    const { path: panePath, query } = toUriParts({ source: mlp.uri.toString(), module: 'MLP', target: 'linalg' });
+    const pane = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: panePath, query }));
+    await waitFor('the pane with the 32-wide layer', 120_000, async () =>
+      pane.getText().includes('tensor<2x32xf32>') ? true : undefined,
+    );
+    const src = await vscode.workspace.openTextDocument(mlp.uri); // the UI may have closed its editor
+    const line = lineOf(src, 'hidden: int = 32');
+    const col = src.lineAt(line).text.indexOf('hidden: int = 32') + 'hidden: int = '.length;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(src.uri, new vscode.Range(line, col, line, col + 2), '48');
+    if (!(await vscode.workspace.applyEdit(edit)) || !(await src.save())) throw new Error('could not edit and save mlp.py');
+    await waitFor('the pane to show the 48-wide layer', 120_000, async () =>
+      pane.getText().includes('tensor<2x48xf32>') ? true : undefined,
+    );
+    return 'pane re-lowered after save (tensor<2x48xf32>)';
+  });
+
   const failed = Object.entries(steps).filter(([, s]) => !s.ok);
   if (failed.length) throw new Error(`failed: ${failed.map(([n, s]) => `${n}: ${s.detail}`).join('; ')}`);
 }
