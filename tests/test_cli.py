@@ -220,3 +220,14 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_check_export_failure_is_an_error_at_its_line(examples_dir: Path) -> None:
+    proc = run_cli("check", str(examples_dir / "export_failures.py"), "--module",
+                   "NumpyRoundTrip", "--targets", "linalg", "--json")
+    assert proc.returncode == 1, proc.stderr
+    (entry,) = json.loads(proc.stdout)["modules"]
+    verdict = entry["targets"]["linalg"]
+    assert verdict["ok"] is False and verdict["unsupported"] == []
+    assert "numpy" in verdict["error"]
+    assert verdict["error_line"] == 32

@@ -299,10 +299,11 @@ async def _lower(args: argparse.Namespace) -> int:
 def _target_verdict(result: LowerResult) -> dict[str, Any]:
     unsupported = [{"op": d.op, "line": d.line} for d in result.diagnostics
                    if d.kind == ErrorKind.UNSUPPORTED_OP]
-    errors = [d.message for d in result.diagnostics
+    errors = [d for d in result.diagnostics
               if d.kind != ErrorKind.UNSUPPORTED_OP and d.severity == "error"]
     return {"ok": result.ok and not unsupported, "unsupported": unsupported,
-            "error": errors[0] if errors else None}
+            "error": errors[0].message if errors else None,
+            "error_line": errors[0].line if errors else None}
 
 
 async def _check(args: argparse.Namespace) -> int:
@@ -360,6 +361,12 @@ async def _check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def _indented(message: str, prefix: str) -> str:
+    """A multi-line message with its continuation lines under the first."""
+    lines = message.splitlines() or [""]
+    return "\n".join([lines[0], *(prefix + ln for ln in lines[1:])])
+
+
 def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
     print(_display(src.path))
     for entry in report:
@@ -371,23 +378,33 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
         if "error" in entry:
             err = entry["error"]
             at = f" at line {err['line']}" if err.get("line") else ""
-            print(f"{head}: error{at}: {err['message']}")
+            print(f"{head}: error{at}: {_indented(err['message'], '      ')}")
             continue
-        verdicts = []
+        verdicts = list(entry["targets"].values())
+        errors = {(v["error"], v["error_line"]) for v in verdicts}
+        if verdicts and all(not v["ok"] and not v["unsupported"] for v in verdicts) \
+                and len(errors) == 1:
+            # One failure before any backend (the export): say it once.
+            message, line = errors.pop()
+            at = f" at line {line}" if line else ""
+            print(f"{head}: failed{at}: {_indented(message or 'failed', '      ')}")
+            continue
+        marks = []
         for target, v in entry["targets"].items():
             if v["ok"]:
-                verdicts.append(f"{target} ok")
+                marks.append(f"{target} ok")
             elif v["unsupported"]:
-                verdicts.append(f"{target} {len(v['unsupported'])} unsupported")
+                marks.append(f"{target} {len(v['unsupported'])} unsupported")
             else:
-                verdicts.append(f"{target} failed")
-        print(f"{head}: " + ", ".join(verdicts))
+                marks.append(f"{target} failed")
+        print(f"{head}: " + ", ".join(marks))
         for target, v in entry["targets"].items():
             for u in v["unsupported"]:
                 at = f"line {u['line']}" if u["line"] else "no line"
                 print(f"    {target}: {u['op']} at {at}")
             if v["error"] and not v["unsupported"]:
-                print(f"    {target}: {v['error']}")
+                at = f" (line {v['error_line']})" if v["error_line"] else ""
+                print(f"    {target}{at}: {_indented(v['error'], '      ')}")
 
 
 async def _export(args: argparse.Namespace) -> int:
