@@ -10,7 +10,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -262,6 +264,32 @@ async def test_cancel_request_stops_the_lowering(client: LanguageClient,
     assert time.monotonic() - started < 45
     info = await server_info(client)
     assert info["engine"]["restarts"] > restarts
+
+
+async def test_timeout_setting_applies_without_restart(client: LanguageClient,
+                                                      workspace: Path) -> None:
+    slow = (workspace / "slow.py").as_uri()
+    client.set_configuration({"timeoutSeconds": 4}, section="torchMlirLens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    await wait_until(client, _setting_is(client, "timeoutSeconds", 4),
+                     method="torchMlirLens/status", timeout=30)
+    started = time.monotonic()
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": slow, "module": "Slow", "target": "torch"}, timeout=90)
+    assert answer["ok"] is False and answer["error"]["kind"] == "timeout"
+    assert answer["error"]["line"] == line_of(workspace / "slow.py", "time.sleep(300)")
+    assert time.monotonic() - started < 60
+    client.set_configuration({}, section="torchMlirLens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    await wait_until(client, _setting_is(client, "timeoutSeconds", 60),
+                     method="torchMlirLens/status", timeout=30)
+
+
+def _setting_is(client: LanguageClient, name: str, value: object) -> Callable[[], Any]:
+    async def check() -> bool:
+        return bool((await server_info(client, wait=False))["settings"][name] == value)
+
+    return check
 
 
 async def test_newer_text_supersedes_stale_lowering(client: LanguageClient,

@@ -115,6 +115,26 @@ async def test_diagnostics_off_clears_them(client: LanguageClient, workspace: Pa
     assert info["settings"]["diagnostics"] == "off"
 
 
+async def test_example_inputs_setting_applies_without_restart(
+    client: LanguageClient, workspace: Path
+) -> None:
+    uri = (workspace / "no_inputs.py").as_uri()
+    assert titles(await code_lenses(client, uri)) == ["Set example inputs"]
+    client.set_configuration(
+        {"diagnostics": "off", "exampleInputs": {"Mixer": "(torch.randn(2, 8), torch.ones(3))"}},
+        section="torchMlirLens",
+    )
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+
+    async def lenses_changed() -> bool:
+        return titles(await code_lenses(client, uri)) == ["Show Linalg IR", "Show TOSA IR",
+                                                          "Export…"]
+
+    await wait_until(client, lenses_changed, timeout=30)
+    modules = await request(client, "torchMlirLens/modules", {"uri": uri})
+    assert modules["modules"][0]["inputs"] == "settings"
+
+
 async def test_untrusted_runs_nothing(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "sentinel.py"
     sentinel = workspace / "sentinel-ran.txt"
