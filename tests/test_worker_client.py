@@ -128,3 +128,21 @@ async def test_stop_is_idempotent_and_reaps(client: WorkerClient) -> None:
     await client.stop()
     assert family_pids(pid) == []
     assert client.pid is None
+
+
+async def test_cancel_while_warming_up_keeps_the_worker() -> None:
+    c = WorkerClient(sys.executable, timeout_s=60)
+    await c.start()
+    try:
+        pid = c.pid
+        task = asyncio.ensure_future(c.request(lower_job("Healthy")))
+        await wait_for(lambda: c._cancel_event is not None)
+        assert not c.ready  # still importing torch
+        assert await c.cancel()
+        with pytest.raises(LensError) as info:
+            await task
+        assert info.value.kind == "cancelled"
+        assert c.pid == pid and c.restarts == 0
+        assert (await c.request(lower_job("Healthy")))["results"][0]["ok"]
+    finally:
+        await c.stop()

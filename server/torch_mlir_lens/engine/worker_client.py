@@ -206,11 +206,12 @@ class WorkerClient:
             await self._kill(worker)
 
     async def cancel(self) -> bool:
-        """Abort the running job (kill + restart the worker); False when none was running.
+        """Abort the current request; False when there is none.
 
-        The waiting request raises LensError("cancelled").
+        A job running in the worker is killed (and the worker restarted); a request still
+        waiting for the worker to warm up is simply dropped. It raises LensError("cancelled").
         """
-        if self._cancel_event is None or not self.busy:
+        if self._cancel_event is None or self._cancel_event.is_set():
             return False
         self._cancel_event.set()
         return True
@@ -226,15 +227,17 @@ class WorkerClient:
         """
         async with self._lock:
             self._stopped = False  # a request after stop() starts a worker again
-            worker = await self._ensure_worker()
-            await self._await_ready(worker)
-            job = {**job, "id": next(self._ids)}
             self._cancel_event = cancel_event = asyncio.Event()
-            worker.busy = True
             try:
-                return await self._run(worker, job, timeout or self.timeout_s, cancel_event)
+                worker = await self._ensure_worker()
+                await self._await_ready(worker, cancel_event)
+                job = {**job, "id": next(self._ids)}
+                worker.busy = True
+                try:
+                    return await self._run(worker, job, timeout or self.timeout_s, cancel_event)
+                finally:
+                    worker.busy = False
             finally:
-                worker.busy = False
                 self._cancel_event = None
 
     async def _run(
@@ -369,16 +372,26 @@ class WorkerClient:
             worker = await self._spawn()
         return worker
 
-    async def _await_ready(self, worker: _Worker) -> None:
+    async def _await_ready(self, worker: _Worker,
+                           cancel_event: asyncio.Event | None = None) -> None:
         exit_task: asyncio.Future[Any] = asyncio.ensure_future(worker.proc.wait())
         waits: set[asyncio.Future[Any]] = {worker.ready, exit_task}
+        cancel_task: asyncio.Future[Any] | None = None
+        if cancel_event is not None:
+            cancel_task = asyncio.ensure_future(cancel_event.wait())
+            waits.add(cancel_task)
         try:
             done, _ = await asyncio.wait(waits, timeout=STARTUP_TIMEOUT_S,
                                          return_when=asyncio.FIRST_COMPLETED)
         finally:
             exit_task.cancel()
+            if cancel_task is not None:
+                cancel_task.cancel()
         if _ready_ok(worker):
             return
+        if cancel_task is not None and cancel_task in done:
+            # Cancelled before the job was sent: the warming worker stays as it is.
+            raise LensError(ErrorKind.CANCELLED, "cancelled before it started")
         if not done:
             await self._replace(worker)
             raise LensError(ErrorKind.TIMEOUT,
