@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import sys
 from collections.abc import Sequence
@@ -273,6 +274,13 @@ class Engine:
         parts = dict(request)
         if isinstance(parts.get("text"), str):
             parts["text"] = text_hash(parts["text"])
+        if isinstance(parts.get("inputs_file"), str):
+            # A re-saved inputs file must not be answered from the cache.
+            try:
+                parts["inputs_file_sha"] = hashlib.sha256(
+                    Path(parts["inputs_file"]).read_bytes()).hexdigest()
+            except OSError:
+                parts["inputs_file_sha"] = None
         return content_key(parts)
 
     async def _submit(self, request: dict[str, Any], *, cache: bool) -> dict[str, Any]:
