@@ -269,9 +269,11 @@ class WorkerClient:
 
         if reply_task in done and reply_task.exception() is None:
             reply = reply_task.result()
-            if reply.get("restart"):
-                # The worker could not clean up after the user's code (threads left running).
-                log.info("replacing the worker: %s", reply["restart"])
+            error = reply.get("error") or {}
+            if reply.get("restart") or error.get("kind") == ErrorKind.MEMORY_LIMIT:
+                # The worker could not clean up after the user's code (threads left running),
+                # or an allocation hit the address-space backstop: start clean.
+                log.info("replacing the worker: %s", reply.get("restart") or error["kind"])
                 await self._replace(worker)
             if reply.get("ok"):
                 result = reply.get("result")
