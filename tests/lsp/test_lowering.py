@@ -308,8 +308,8 @@ async def test_newer_text_supersedes_stale_lowering(client: LanguageClient,
         engine = (await server_info(client, wait=False))["engine"]
         return bool(engine["ready"] and engine["busy"])
 
-    # Supersede the job once it runs in a warm worker (the engine cannot cancel a job that
-    # still waits for the worker's start-up: see the report of the language-server issue).
+    # Supersede the job once it runs in a warm worker: the case where superseding means
+    # killing the worker mid-export (a job still waiting for the start-up is just dropped).
     await wait_until(client, worker_running_it, method="torchMlirLens/status", timeout=120)
     restarts = (await server_info(client, wait=False))["engine"]["restarts"]
     started = time.monotonic()
