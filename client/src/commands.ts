@@ -97,7 +97,9 @@ export function registerCommands(
     if (!format) return;
     const src = vscode.Uri.parse(m.source);
     const ext = format.bytecode ? 'mlirbc' : 'mlir';
-    const suggested = vscode.Uri.joinPath(src, '..', `${m.module}.${t.target}.${ext}`);
+    const folder = src.scheme === 'file' ? vscode.Uri.joinPath(src, '..') : vscode.workspace.workspaceFolders?.[0]?.uri;
+    const name = `${m.module}.${t.target}.${ext}`;
+    const suggested = folder ? vscode.Uri.joinPath(folder, name) : undefined;
     const dest = await vscode.window.showSaveDialog({
       defaultUri: suggested,
       filters: format.bytecode ? { 'MLIR bytecode': ['mlirbc'] } : { MLIR: ['mlir'] },
@@ -134,7 +136,7 @@ export function registerCommands(
       canSelectFolders: true,
       canSelectFiles: false,
       canSelectMany: false,
-      defaultUri: vscode.Uri.joinPath(vscode.Uri.parse(m.source), '..'),
+      defaultUri: vscode.Uri.parse(m.source).scheme === 'file' ? vscode.Uri.joinPath(vscode.Uri.parse(m.source), '..') : undefined,
       openLabel: 'Write repro here',
     });
     if (!dirs?.length) return;

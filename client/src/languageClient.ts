@@ -119,7 +119,11 @@ export class LensClient implements vscode.Disposable {
         this.status.set('stopped', 'The server stopped; see the output. Run "Torch-MLIR Lens: Restart Server" to start it again.');
       }
     });
-    client.onNotification(STATUS, (p: StatusParams) => this.status.set(p.state, p.detail));
+    let heard = false; // the server's own status wins over our guess below
+    client.onNotification(STATUS, (p: StatusParams) => {
+      heard = true;
+      this.status.set(p.state, p.detail);
+    });
     try {
       await client.start();
     } catch (e) {
@@ -127,8 +131,7 @@ export class LensClient implements vscode.Disposable {
       this.log.error(`server failed to start: ${String(e)}`);
       return;
     }
-    if (!isTrusted()) this.status.set('untrusted');
-    else if (this.status.state === 'starting' || this.status.state === 'missing') this.status.set('ready');
+    if (!heard) this.status.set(isTrusted() ? 'ready' : 'untrusted');
     this.readyEmitter.fire();
   }
 

@@ -76,6 +76,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     if (!this.panes.forSource(source).length) return;
     const lines = editor.selections.map((s) => s.active.line);
     this.cursor.set(source, lines);
+    editor.setDecorations(this.sourceHighlight, []); // that came from a pane's cursor: stale now
     for (const pane of this.panes.forSource(source)) this.highlightPane(pane, lines, true);
   }
 
