@@ -152,6 +152,7 @@ def apply_settings(
             doc.forget_results()
             doc.forget_modules()
     diagnostics.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
+    server.refresh_lenses()  # lens targets, default target or inputs may have changed
 
 
 def _checks_changed(old: Any, new: Any) -> bool:
