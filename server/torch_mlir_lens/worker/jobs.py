@@ -64,9 +64,25 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             result = handler(job)
         return {"id": job_id, "ok": True, "result": result}
     except LensError as exc:
+        if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
+            # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
+            exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
+                            file=exc.file, line=exc.line)
         return {"id": job_id, "ok": False, "error": exc.to_json()}
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
         return {"id": job_id, "ok": False, "error": _unexpected(exc).to_json()}
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """True when exc is, or was caused by, an allocation failure (the RLIMIT_AS backstop)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or "can't allocate memory" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _unexpected(exc: BaseException) -> LensError:
