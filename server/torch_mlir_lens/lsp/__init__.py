@@ -1,1 +1,47 @@
-"""The language server: `torch-mlir-lens serve` (see `server.run_server`)."""
+"""The language server: `torch-mlir-lens serve` (stdio; `--tcp` optional), built on pygls 2.
+
+This process never imports torch: user code runs only in the engine's worker, started in
+the background at `initialized` when the workspace is trusted.
+
+Protocol surface (camelCase payloads; lines in results are 1-based, LSP positions 0-based):
+
+Standard LSP
+    textDocument/codeLens      per module: "Show <Target> IR" (client command
+                               `torchMlirLens.showIr` [uri, module, target]) per `lensTargets`,
+                               "Export…", and once checked a verdict lens
+                               ("Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓"); modules without
+                               inputs: "Set example inputs" (`torchMlirLens.explainInputs`).
+    textDocument/hover         the line's IR at `defaultTarget` + one verdict line per backend;
+                               null for lines that produced no ops.
+    textDocument/publishDiagnostics
+                               source "torch-mlir"; code = aten op, or the error kind
+                               ("export-error", "worker-crash", "timeout", "memory-limit",
+                               "inputs-missing", ...); data = {module, kind, targets}.
+    textDocument/codeAction    quick fix for "inputs-missing": insert the inputs comment.
+    workspace/executeCommand   torchMlirLens.exportModule [{uri, module, target?, output?,
+                               bytecode?, overwrite?}] → {path, uri, bytes};
+                               torchMlirLens.exportRepro [{uri, module, target?, outputDir?}]
+                               → {mlirPath, mlirUri, command}; torchMlirLens.explainInputs
+                               [{uri, module}] → {message, template}; torchMlirLens.verify
+                               [{uri, module, rtol?, atol?}].
+    workspace/codeLens/refresh sent (when supported) after checks and settings changes.
+    window/workDoneProgress    "Lowering <Module>" while a request waits for a lowering.
+    window/logMessage          all logs (levels kept); window/showMessage for user news.
+
+Custom
+    torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
+                               printAfterAll?} → {module, target, ok, ir, map, diagnostics,
+                               stats, timings, inputsSource, passes?, error?}.
+    torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
+                               forwardRange, inputs, parents}]}.
+    torchMlirLens/verify       request {uri, module} → the worker's verify result.
+    torchMlirLens/serverInfo   request {waitForWorker?} → {pid, version, torchImported,
+                               torchMlirImported, trusted, status, settings, engine}.
+    torchMlirLens/setTrusted   notification client→server {trusted}.
+    torchMlirLens/status       notification server→client {state: starting | ready |
+                               lowering | error | untrusted, detail?}.
+
+Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
+section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,
+which may also carry `{"trusted": bool}`); see `settings.py`.
+"""
