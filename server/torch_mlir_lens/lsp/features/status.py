@@ -8,9 +8,10 @@
 - `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `{pid, version,
   torchImported, torchMlirImported, trusted, status, settings, engine}`; `engine` is null
   without a worker, else `{restarts, ready, busy, workerPid}` plus the worker's `{jobsRun,
-  exportsRun, pid, cacheEntries, cacheHits}` (only between jobs: `workerBusy: true` when
-  the worker did not answer within 2 s, or `waitForWorker` waits until it does). Tests and
-  benchmarks use it.
+  exportsRun, pid, cacheEntries, cacheHits}`. The worker answers between jobs only: by
+  default the request waits for a worker that is still starting, but only 2 s behind a
+  running job (then `workerBusy: true`); `waitForWorker: true` always waits, `false` never
+  more than 2 s. Tests and benchmarks use it.
 """
 
 from __future__ import annotations
@@ -92,8 +93,12 @@ def register(server: LensServer) -> None:
     @server.feature(SERVER_INFO)
     async def server_info(params: Any) -> dict[str, Any]:
         args = convert.to_plain(params)
-        # The worker reports its counters between jobs; by default we wait 2 s for them.
-        wait = bool(isinstance(args, Mapping) and args.get("waitForWorker"))
+        wait = args.get("waitForWorker") if isinstance(args, Mapping) else None
+        engine = server.service.engine
+        if wait is None:
+            # Default: wait for a worker still starting up (nothing queued: it answers as soon
+            # as it is warm), but not behind a running job (2 s, then `workerBusy`).
+            wait = engine is not None and not engine.ready and not engine.busy
         settings = convert.camel_keys(
             {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.settings).items()}
         )
