@@ -109,6 +109,17 @@ async def test_hover_through_submodules(client: LanguageClient, workspace: Path)
     assert (await server_info(client))["engine"]["jobsRun"] == jobs
 
 
+async def test_hover_in_a_helper_function(client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "with_helper.py"
+    uri = open_doc(client, path)
+    text = hover_text(await hover(client, uri, line_of(path, "return x * torch.sigmoid(x)")))
+    assert text.startswith("**Linalg** · `Net`") and "linalg." in mlir_block(text)
+    # The line in forward that calls the helper shows the helper's ops too (depth 1).
+    text = hover_text(await hover(client, uri, line_of(path, "return swish(self.fc(x))")))
+    assert "linalg." in mlir_block(text)
+    assert await hover(client, uri, line_of(path, "import torch.nn as nn")) is None
+
+
 async def test_second_hover_is_served_from_cache(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "mlp.py"
     uri = path.as_uri()

@@ -52,7 +52,8 @@ async def hover_line(
     lines = doc.lines
     if not 0 < line <= len(lines):
         return None
-    code = lines[line - 1].strip()
+    code_line = lines[line - 1]
+    code = code_line.strip()
     if not code or code.startswith("#"):
         return None
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
@@ -62,7 +63,7 @@ async def hover_line(
     found = _from_cache(doc, order, target, line)
     if found is None and server.trusted:
         generation = doc.generation
-        for info in _candidates(modules, order, line):
+        for info in _candidates(modules, line, code_line):
             if (info.name, target) in doc.results:
                 continue  # already lowered: that result does not map the line
             try:
@@ -113,13 +114,24 @@ def _from_cache(
 
 
 def _candidates(
-    modules: list[discovery.ModuleInfo], order: list[str], line: int
+    modules: list[discovery.ModuleInfo], line: int, code_line: str
 ) -> list[discovery.ModuleInfo]:
-    """Modules worth lowering for this line: it must lie in a module or function."""
+    """Modules worth lowering for this line.
+
+    Inside a module: that module, then the modules that use it (its ops may only show
+    inside them). Inside a plain helper (an indented line outside every module): the file's
+    top modules, whose check the diagnostics run anyway. Module-level code: none.
+    """
     by_name = {m.name: m for m in modules}
-    if not any(m.line <= line <= m.end_line for m in modules):
-        return []  # imports, module-level code: no lowering for those
-    known = [by_name[n] for n in order if n in by_name and by_name[n].inputs != "missing"]
+    here = discovery.module_at_line(modules, line)
+    if here is not None:
+        names = [here.name, *(getattr(here, "parent_candidates", None) or [])]
+    elif code_line[:1].isspace():
+        names = [m.name for m in modules if m.inputs not in ("missing", "derived")]
+    else:
+        return []
+    known = [by_name[n] for n in dict.fromkeys(names)
+             if n in by_name and by_name[n].inputs != "missing"]
     return known[:MAX_ON_DEMAND]
 
 
