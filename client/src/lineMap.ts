@@ -68,20 +68,26 @@ export class LineMap {
   }
 
   /**
-   * Colour bands as Compiler Explorer draws them: each mapped source line gets a colour index,
-   * and each IR line the index of its innermost source line in `uri` (depth 0 wins so a
-   * submodule's ops take the submodule's colour, not the caller's).
+   * Colour bands as Compiler Explorer draws them: each mapped source line gets a colour, and
+   * each IR line the colour of its innermost source line in `uri` (depth 0 wins so a
+   * submodule's ops take the submodule's colour, not the caller's). The colour depends on the
+   * source line alone, so every pane of a file (any target) agrees with the source's bands.
    */
   bands(uri: string, colours: number): { source: Map<number, number>; ir: Map<number, number> } {
     const source = new Map<number, number>();
-    this.mappedSourceLines(uri).forEach((line, i) => source.set(line, i % colours));
+    for (const line of this.mappedSourceLines(uri)) source.set(line, bandColour(line, colours));
     const ir = new Map<number, number>();
     for (const [irLine, srcs] of this.byIr) {
       const first = srcs.find((s) => s.uri === uri);
-      if (first) ir.set(irLine, source.get(first.line) ?? 0);
+      if (first) ir.set(irLine, bandColour(first.line, colours));
     }
     return { source, ir };
   }
+}
+
+/** The band colour of a source line; neighbouring lines always differ. */
+export function bandColour(line: number, colours: number): number {
+  return line % colours;
 }
 
 /** Sorted, de-duplicated lines → runs of consecutive lines (fewer decoration ranges). */

@@ -123,15 +123,26 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
   }
 
   private drawBands(pane: Pane): void {
-    const on = this.bandsOn;
-    const { source, ir } = pane.map.bands(pane.spec.source, this.bands.length);
-    const irBands = on ? bandRanges(ir, this.bands.length) : this.bands.map(() => []);
-    const srcBands = on ? bandRanges(source, this.bands.length) : this.bands.map(() => []);
+    const n = this.bands.length;
+    const irBands = this.bandsOn ? bandRanges(pane.map.bands(pane.spec.source, n).ir, n) : this.bands.map(() => []);
     for (const ed of this.editorsOf(pane.uri)) {
       this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(irBands[i])));
     }
+    this.drawSourceBands(pane.spec.source);
+  }
+
+  /** A source's bands: every line any of its panes maps (colours agree across panes). */
+  private drawSourceBands(source: string): void {
+    const n = this.bands.length;
+    const colourOf = new Map<number, number>();
+    if (this.bandsOn) {
+      for (const pane of this.panes.forSource(source)) {
+        for (const [line, c] of pane.map.bands(source, n).source) colourOf.set(line, c);
+      }
+    }
+    const srcBands = bandRanges(colourOf, n);
     for (const ed of vscode.window.visibleTextEditors) {
-      if (ed.document.uri.toString() !== pane.spec.source) continue;
+      if (ed.document.uri.toString() !== source) continue;
       this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(srcBands[i])));
     }
   }

@@ -59,13 +59,20 @@ describe('LineMap', () => {
 
   it('colours each mapped source line and its IR lines alike (innermost frame in that file)', () => {
     const { source, ir } = map.bands(SRC, 6);
-    assert.deepEqual([...source.entries()], [[9, 0], [10, 1], [11, 2]]);
-    assert.equal(ir.get(2), 0);
-    assert.equal(ir.get(3), 0);
-    assert.equal(ir.get(4), 1);
-    assert.equal(ir.get(5), 2);
-    const wrapped = map.bands(SRC, 2);
-    assert.equal(wrapped.source.get(11), 0);
+    assert.deepEqual([...source.entries()], [[9, 3], [10, 4], [11, 5]]);
+    assert.equal(ir.get(2), 3);
+    assert.equal(ir.get(3), 3);
+    assert.equal(ir.get(4), 4);
+    assert.equal(ir.get(5), 5);
+    // In blocks.py the submodule's op takes the colour of its own (innermost) line.
+    assert.equal(map.bands(OTHER, 6).ir.get(5), 3);
+  });
+
+  it('gives a source line the same colour in every pane of the file', () => {
+    const linalg = new LineMap(MAP);
+    const tosa = new LineMap([{ irLine: 40, uri: SRC, line: 11, depth: 0 }]);
+    assert.equal(linalg.bands(SRC, 6).source.get(10), tosa.bands(SRC, 6).source.get(10));
+    assert.equal(tosa.bands(SRC, 6).ir.get(39), linalg.bands(SRC, 6).source.get(10));
   });
 });
 

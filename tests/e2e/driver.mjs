@@ -8,8 +8,8 @@
 //        TML_E2E_ONLY=main|trust|missing  run one session (development)
 //
 // Session "main" (trust off): lenses appear → "Show Linalg IR" opens a pane with linalg ops →
-// the cursor on a source line highlights its IR lines → hovering a line shows MLIR → an
-// unsupported op is squiggled. Meanwhile the in-extension-host suite (suite/index.ts) checks
+// the cursor on a source line highlights its IR lines → hovering a line shows MLIR → colour
+// bands tie source and IR lines → an unsupported op is squiggled. Meanwhile the in-extension-host suite (suite/index.ts) checks
 // lenses, hover and diagnostics through the VS Code API.
 // Session "trust" (trust on): the user declines trust → status says restricted, static lenses
 // only → the user grants trust → the same window (no reload) shows Linalg IR.
@@ -226,6 +226,26 @@ async function mainSession(ctx) {
       return (await hover.innerText()).split('\n').slice(0, 3).join(' / ');
     });
 
+    await step('bands', async () => {
+      // Compiler Explorer-like colour bands, from the palette.
+      await page.keyboard.press('Escape');
+      const before = await group(1).locator('.view-overlays div[class*="ced-"]').count();
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input').first();
+      await input.waitFor({ timeout: 15_000 });
+      await input.fill('>Torch-MLIR Lens: Toggle Colour Bands');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Toggle Colour Bands' }).first().waitFor({ timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      const banded = await until('colour bands in the pane', 30_000, async () => {
+        const n = await group(1).locator('.view-overlays div[class*="ced-"]').count();
+        return n > before + 5 ? n : undefined;
+      });
+      const sourceBands = await until('colour bands on the source lines', 15_000, async () =>
+        (await group(0).locator('.view-overlays div[class*="ced-"]').count()) || undefined);
+      await shot('04-bands.png');
+      return `${banded} banded IR line(s), ${sourceBands} banded source line(s)`;
+    });
+
     await step('squiggle', async () => {
       await page.keyboard.press('Escape');
       await openFromExplorer('unsupported_ops.py');
@@ -236,7 +256,7 @@ async function mainSession(ctx) {
       const erfinv = editor.locator('.view-line', { hasText: 'torch.erfinv(' }).first().locator('span span', { hasText: 'erfinv' }).first();
       await erfinv.hover();
       await page.locator('.monaco-hover:visible', { hasText: 'erfinv' }).first().waitFor({ timeout: 15_000 }).catch(() => undefined);
-      await shot('04-squiggle.png');
+      await shot('05-squiggle.png');
       return `${await editor.locator('.squiggly-error, .squiggly-warning').count()} squiggle(s) in view`;
     });
   } finally {
@@ -261,7 +281,7 @@ async function trustSession(ctx) {
       await openFromExplorer('mlp.py');
       await statusItem('Torch-MLIR: restricted').waitFor({ timeout: 60_000 });
       await lens('Show Linalg IR').waitFor({ timeout: 60_000 }); // static lenses still work
-      await shot('05-untrusted.png');
+      await shot('06-untrusted.png');
       return 'restricted status and static lenses';
     });
 
@@ -280,7 +300,7 @@ async function trustSession(ctx) {
       await lens('Show Linalg IR').click();
       await group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
       if (!(await page.evaluate(() => window.__tmlSameWindow === true))) throw new Error('the window reloaded');
-      await shot('06-trusted.png');
+      await shot('07-trusted.png');
       return 'Linalg IR after granting trust, same window';
     });
   } finally {
@@ -309,7 +329,7 @@ async function missingServerSession(ctx) {
       for (const want of ['torch-mlir-lens (the language server)', 'torch-mlir', 'Install in this interpreter']) {
         if (!text.includes(want)) throw new Error(`notification lacks "${want}": ${text}`);
       }
-      await shot('07-server-missing.png');
+      await shot('08-server-missing.png');
       return text.slice(0, 200);
     });
   } finally {

@@ -67,7 +67,7 @@ def test_extension_in_real_vscode() -> None:
     assert RESULT.exists(), f"the driver wrote no result\n{log}"
     result = json.loads(RESULT.read_text())
     steps = result.get("steps", {})
-    ui_steps = ("lenses", "pane", "highlight", "hover", "squiggle")
+    ui_steps = ("lenses", "pane", "highlight", "hover", "bands", "squiggle")
     others = ["trust.untrusted", "trust.trusted", "missing.notification"]
     for name in [f"main.{s}" for s in ui_steps] + others:
         assert steps.get(name, {}).get("ok"), f"UI step {name!r} failed: {steps.get(name)}\n{log}"
@@ -89,10 +89,11 @@ def test_extension_in_real_vscode() -> None:
         "01-lenses",
         "02-pane-highlight",
         "03-hover",
-        "04-squiggle",
-        "05-untrusted",
-        "06-trusted",
-        "07-server-missing",
+        "04-bands",
+        "05-squiggle",
+        "06-untrusted",
+        "07-trusted",
+        "08-server-missing",
     )
     for shot in (f"{s}.png" for s in shots):
         assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
