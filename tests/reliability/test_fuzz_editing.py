@@ -76,6 +76,8 @@ class EditingMachine(RuleBasedStateMachine):
     steps: ClassVar[int] = 0
     names: ClassVar[Iterator[int]] = itertools.count()
     checked: ClassVar[int] = 0  # published diagnostics already validated
+    seen_tracebacks: ClassVar[int] = 0
+    seen_messages: ClassVar[int] = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -171,9 +173,18 @@ class EditingMachine(RuleBasedStateMachine):
 
     @invariant()
     def server_is_healthy(self) -> None:
-        assert_healthy(self.session)
-        errors = [m.message for m in self.session.client.messages
-                  if m.type == types.MessageType.Error]
+        """Alive, protocol intact, and nothing new went wrong since the last step. Only new
+        tracebacks and messages count: the server outlives examples, and a replayed example
+        must fail for its own reasons, not for an old one."""
+        session = self.session
+        assert session.alive(), f"server died\n{session.health_report()}"
+        assert session.client.error is None, f"protocol broken\n{session.health_report()}"
+        tracebacks = session.client.stderr_log.tracebacks[EditingMachine.seen_tracebacks :]
+        EditingMachine.seen_tracebacks += len(tracebacks)
+        assert not tracebacks, f"traceback on server stderr:\n{tracebacks[0]}"
+        shown = session.client.messages[EditingMachine.seen_messages :]
+        EditingMachine.seen_messages += len(shown)
+        errors = [m.message for m in shown if m.type == types.MessageType.Error]
         assert not errors, f"error shown to the user: {errors[0][:500]}"
 
     @invariant()
@@ -257,6 +268,8 @@ def run_machine(
     EditingMachine.workspace = workspace
     EditingMachine.steps = 0
     EditingMachine.checked = len(session.published)
+    EditingMachine.seen_tracebacks = len(session.client.stderr_log.tracebacks)
+    EditingMachine.seen_messages = len(session.client.messages)
     EditingMachine.baseline = workers
     shrink = os.environ.get("TORCH_MLIR_LENS_FUZZ_SHRINK") == "1"
     phases = (Phase.explicit, Phase.generate, Phase.shrink) if shrink else (
@@ -310,9 +323,10 @@ def test_fuzzed_editing_trusted(fuzz_ws: Path, server_tmp: Path) -> None:
     try:
         session.start()
         EditingMachine.request_timeout = 90
-        taken = run_machine(session, fuzz_ws, TRUSTED_STEPS, per_example=30, workers=1)
+        taken = run_machine(session, fuzz_ws, TRUSTED_STEPS, per_example=20, workers=1)
         assert taken >= TRUSTED_STEPS
         assert_healthy(session)
+        assert not procs.marked(str(fuzz_ws))
         finish(session)
     finally:
         EditingMachine.request_timeout = 30

@@ -16,6 +16,8 @@ import json
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from . import procs
-from .checks import assert_healthy, finish
+from .checks import assert_healthy, cleanup, finish, make_workspace
 from .rawrpc import encode
 from .session import LensSession, SessionFactory
 
@@ -96,8 +98,31 @@ def test_untrusted_runs_no_user_code(lens: SessionFactory, workspace: Path) -> N
     finish(session, marker=str(workspace))
 
 
-def test_trusted_runs_only_definitions(lens: SessionFactory, workspace: Path) -> None:
-    session = lens(trusted=True)
+@dataclass
+class Trusted:
+    """One trusted server shared by the data tests (its TMPDIR must stay empty throughout)."""
+
+    session: LensSession
+    ws: Path
+    tmp: Path
+
+
+@pytest.fixture(scope="module")
+def trusted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trusted]:
+    root = tmp_path_factory.mktemp("security")
+    ws = make_workspace(root)
+    tmp = root / "systmp"
+    tmp.mkdir()
+    session = LensSession(ws, trusted=True, tmpdir=tmp, settings={"timeoutSeconds": 60})
+    try:
+        session.start()
+        yield Trusted(session, ws, tmp)
+    finally:
+        cleanup(session, marker=str(ws))
+
+
+def test_trusted_runs_only_definitions(trusted: Trusted) -> None:
+    session, workspace = trusted.session, trusted.ws
     uri = session.open(workspace / "sentinels.py")
     result = session.lower(uri, "Sentinel", "linalg", timeout=180)
     assert result["ok"], result["diagnostics"]
@@ -110,12 +135,10 @@ def test_trusted_runs_only_definitions(lens: SessionFactory, workspace: Path) ->
     assert_healthy(session)
 
 
-def test_export_writes_only_where_named(
-    lens: SessionFactory, workspace: Path, server_tmp: Path
-) -> None:
-    session = lens(trusted=True)
+def test_export_writes_only_where_named(trusted: Trusted) -> None:
+    session, workspace, server_tmp = trusted.session, trusted.ws, trusted.tmp
     uri = session.open(workspace / "healthy.py")
-    out = workspace / "out"
+    out = workspace / "out_named"
     out.mkdir()
     before = files_under(workspace)
     target = out / "healthy.mlir"
@@ -135,11 +158,11 @@ def test_export_writes_only_where_named(
     assert_healthy(session)
 
 
-def test_interrupted_export_keeps_previous_file(lens: SessionFactory, workspace: Path) -> None:
+def test_interrupted_export_keeps_previous_file(trusted: Trusted) -> None:
     """The worker dies in the middle of the export's write (export_interrupt.py arms it to
     exit on the final rename, or on opening the destination itself): the previous file is
     intact, nothing temporary is left next to it, and the next export succeeds."""
-    session = lens(trusted=True, settings={"timeoutSeconds": 60})
+    session, workspace = trusted.session, trusted.ws
     out = workspace / "out"
     out.mkdir()
     dest = out / "model.mlir"
@@ -165,9 +188,9 @@ def test_interrupted_export_keeps_previous_file(lens: SessionFactory, workspace:
     assert_healthy(session)
 
 
-def test_failing_write_leaves_nothing(lens: SessionFactory, workspace: Path) -> None:
+def test_failing_write_leaves_nothing(trusted: Trusted) -> None:
     """Destination under a regular file (cannot be created): an error, and no stray files."""
-    session = lens(trusted=True)
+    session, workspace = trusted.session, trusted.ws
     uri = session.open(workspace / "healthy.py")
     blocker = workspace / "not_a_dir"
     blocker.write_text("x")
@@ -180,12 +203,11 @@ def test_failing_write_leaves_nothing(lens: SessionFactory, workspace: Path) -> 
     assert_healthy(session)
 
 
-def test_no_repro_files_in_temp_dir(
-    lens: SessionFactory, workspace: Path, server_tmp: Path
-) -> None:
+def test_no_repro_files_in_temp_dir(trusted: Trusted) -> None:
     """Failing lowerings (TOSA cannot lower aten.roll) and a repro export: torch-mlir's own
-    error reporting would drop a repro .mlir with all weights into $TMPDIR. It must not."""
-    session = lens(trusted=True)
+    error reporting would drop a repro .mlir with all weights into $TMPDIR. It must not (nor
+    may anything else the tests before this one made the server do)."""
+    session, workspace, server_tmp = trusted.session, trusted.ws, trusted.tmp
     uri = session.open(workspace / "unsupported.py")
     session.wait_diagnostics(
         uri, lambda d: any(str(x.code).startswith("aten.") for x in d), 180,
@@ -200,6 +222,7 @@ def test_no_repro_files_in_temp_dir(
     assert not [p for p in leftovers if p.endswith(".mlir")], leftovers
     assert not leftovers, f"files left in the temp dir: {leftovers}"
     assert_healthy(session)
+    finish(session, marker=str(workspace))
 
 
 def test_tcp_binds_loopback_only(workspace: Path) -> None:
