@@ -353,3 +353,10 @@ async def test_save_rechecks_and_edits_invalidate(client: LanguageClient, worksp
     assert (await server_info(client))["engine"]["jobsRun"] == jobs + 1
     save_doc(client, uri)
     await wait_until(client, lambda: plain(client.diagnostics.get(uri)) == [], timeout=60)
+
+
+async def test_still_no_torch_after_everything(client: LanguageClient) -> None:
+    # This session lowered plenty (on several workers: crash, cancel, time-out) ...
+    info = await server_info(client)
+    assert info["engine"]["restarts"] >= 3
+    assert info["torchImported"] is False  # ... all of it in the worker processes
