@@ -260,7 +260,9 @@ async def test_cancel_request_stops_the_lowering(client: LanguageClient,
         lambda: any("Slow" in (s.get("detail") or "") for s in statuses),
         method="torchMlirLens/status", timeout=60,
     )
-    await asyncio.sleep(1.0)  # let the job reach the worker (it sleeps there for 300 s)
+    # Cancel once the job runs in the worker (it sleeps there for 300 s).
+    await wait_until(client, _worker_running(client), method="torchMlirLens/status",
+                     timeout=120)
     started = time.monotonic()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
     with pytest.raises(JsonRpcException, match="cancel"):
@@ -296,6 +298,15 @@ async def test_timeout_setting_applies_without_restart(client: LanguageClient,
                      method="torchMlirLens/status", timeout=30)
 
 
+def _worker_running(client: LanguageClient) -> Callable[[], Any]:
+    """A warm worker is running a job (not waiting for its start-up or idle)."""
+    async def check() -> bool:
+        engine = (await server_info(client, wait=False))["engine"]
+        return bool(engine["ready"] and engine["busy"] and engine.get("workerBusy"))
+
+    return check
+
+
 def _setting_is(client: LanguageClient, name: str, value: object) -> Callable[[], Any]:
     async def check() -> bool:
         return bool((await server_info(client, wait=False))["settings"][name] == value)
@@ -314,14 +325,10 @@ async def test_newer_text_supersedes_stale_lowering(client: LanguageClient,
         method="torchMlirLens/status", timeout=60,
     )
 
-
-    async def worker_running_it() -> bool:
-        engine = (await server_info(client, wait=False))["engine"]
-        return bool(engine["ready"] and engine["busy"])
-
     # Supersede the job once it runs in a warm worker: the case where superseding means
     # killing the worker mid-export (a job still waiting for the start-up is just dropped).
-    await wait_until(client, worker_running_it, method="torchMlirLens/status", timeout=120)
+    await wait_until(client, _worker_running(client), method="torchMlirLens/status",
+                     timeout=120)
     restarts = (await server_info(client, wait=False))["engine"]["restarts"]
     started = time.monotonic()
     text = path.read_text().replace("time.sleep(300)", "time.sleep(0)")
