@@ -262,12 +262,14 @@ class LoweringService:
         ):
             return await self._wait(flight)
 
-    def _forget(self, key: tuple[str, str], flight: _Flight, _task: object = None) -> None:
+    def _forget(self, key: tuple[str, str], flight: _Flight, task: object = None) -> None:
         flights = self._flights.get(key)
         if flights and flight in flights:
             flights.remove(flight)
         if key in self._flights and not self._flights[key]:
             del self._flights[key]
+        if isinstance(task, asyncio.Task) and not task.cancelled():
+            task.exception()  # retrieved: a lowering nobody waits for any more may fail
 
     async def _wait(self, flight: _Flight) -> list[LowerResult]:
         assert flight.task is not None
