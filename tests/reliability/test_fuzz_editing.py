@@ -77,6 +77,7 @@ class EditingMachine(RuleBasedStateMachine):
     names: ClassVar[Iterator[int]] = itertools.count()
     checked: ClassVar[int] = 0  # published diagnostics already validated
     seen_tracebacks: ClassVar[int] = 0
+    hovers_with_ir: ClassVar[int] = 0  # proof that the trusted run really lowered
     seen_messages: ClassVar[int] = 0
 
     def __init__(self) -> None:
@@ -143,6 +144,34 @@ class EditingMachine(RuleBasedStateMachine):
         char = data.draw(st.integers(0, width + 10), label="char")
         hover = self.session.hover(uri, line, char, timeout=self.request_timeout)
         self._expect(lspcheck.hover_problem(hover, text), "hover", uri, line, char)
+        EditingMachine.hovers_with_ir += hover is not None
+        self._step()
+
+    @precondition(lambda self: len(self.open_uris) < 3)
+    @rule(source=st.sampled_from(sources()), data=st.data())
+    def open_and_hover(self, source: Path, data: st.DataObject) -> None:
+        """Open a document and hover its forward before any edit: a lowering that can work."""
+        self._open(source)
+        self._hover_forward(self.open_uris[-1], data)
+
+    @precondition(lambda self: self.open_uris)
+    @rule(data=st.data())
+    def hover_in_forward(self, data: st.DataObject) -> None:
+        """Hover a line inside some module's forward: in a trusted session this lowers."""
+        uri, _ = self._pick(data)
+        self._hover_forward(uri, data)
+
+    def _hover_forward(self, uri: str, data: st.DataObject) -> None:
+        text = self.session.texts[uri]
+        modules = self.session.modules(uri, timeout=self.request_timeout)["modules"]
+        ranges = [m["forwardRange"] for m in modules if m.get("forwardRange")]
+        if not ranges:
+            return
+        rng = data.draw(st.sampled_from(ranges), label="forward")
+        line = data.draw(st.integers(rng["start"]["line"], rng["end"]["line"]), label="line")
+        hover = self.session.hover(uri, line, 8, timeout=self.request_timeout)
+        self._expect(lspcheck.hover_problem(hover, text), "hover", uri, line, 8)
+        EditingMachine.hovers_with_ir += hover is not None
         self._step()
 
     @precondition(lambda self: self.open_uris)
@@ -268,6 +297,7 @@ def run_machine(
     EditingMachine.workspace = workspace
     EditingMachine.steps = 0
     EditingMachine.checked = len(session.published)
+    EditingMachine.hovers_with_ir = 0
     EditingMachine.seen_tracebacks = len(session.client.stderr_log.tracebacks)
     EditingMachine.seen_messages = len(session.client.messages)
     EditingMachine.baseline = workers
@@ -327,8 +357,10 @@ def test_fuzzed_editing_trusted(fuzz_ws: Path, server_tmp: Path) -> None:
         assert taken >= TRUSTED_STEPS
         assert_healthy(session)
         assert not procs.marked(str(fuzz_ws))
+        diagnosed = sum(bool(p.diagnostics) for p in session.published)
         finish(session)
     finally:
         EditingMachine.request_timeout = 30
         cleanup(session, marker=str(fuzz_ws))
-    print(f"trusted fuzz: {taken} steps")
+    print(f"trusted fuzz: {taken} steps, {EditingMachine.hovers_with_ir} hovers with IR, "
+          f"{diagnosed} non-empty diagnostics notifications")
