@@ -91,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
                     and not isinstance(v, bool)},
     })
     args.out.mkdir(parents=True, exist_ok=True)
-    jpath, mpath = write_results(results, args.out, meta, [*args.note, *notes])
+    standing = [
+        "Servers, workers, the baseline and the cold script run without PYTHONDONTWRITEBYTECODE "
+        "(set in some dev shells), as an installed package runs: with it every `serve` start "
+        "recompiles the product's modules from source.",
+        "Default settings unless a figure says otherwise: a lowering through the server is then "
+        "the check shared with hover and diagnostics (linalg + tosa + stablehlo, one export).",
+    ]
+    jpath, mpath = write_results(results, args.out, meta, [*args.note, *notes, *standing])
     print()
     print(text_table(results))
     print(f"\n{mode} run in {meta['total_seconds']} s; wrote {jpath.name} and {mpath.name}")
