@@ -6,6 +6,7 @@ One trusted server for the whole file (module scope), like an editor session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -66,10 +67,15 @@ async def test_server_never_imports_torch(client: LanguageClient) -> None:
     info = await server_info(client)
     assert info["torchImported"] is False and info["torchMlirImported"] is False
     assert info["trusted"] is True
-    # The worker was started at initialize, in the background, exactly once.
+    # The worker was started at initialize, in the background: one worker, no stray copy
+    # (a worker being replaced may linger for a moment, hence the wait).
     assert info["engine"]["ready"] is True
-    children = psutil.Process(info["pid"]).children()
-    assert [c.pid for c in children] == [info["engine"]["workerPid"]]
+
+    async def one_worker() -> bool:
+        pid = (await server_info(client))["engine"]["workerPid"]
+        return _live_children(info["pid"]) == [pid]
+
+    await wait_until(client, one_worker, method="torchMlirLens/status", timeout=30)
 
 
 async def test_hover_shows_linalg_of_the_line(client: LanguageClient, workspace: Path) -> None:
@@ -146,6 +152,21 @@ async def test_named_pipeline_with_passes(client: LanguageClient, workspace: Pat
     with pytest.raises(JsonRpcException, match="unknown pipeline"):
         await request(client, "torchMlirLens/lower",
                       {"uri": uri, "module": "MLP", "pipeline": "no-such-pipeline"})
+
+
+async def test_verify_shows_its_verdict_on_the_lens(client: LanguageClient,
+                                                    workspace: Path) -> None:
+    uri = (workspace / "mlp.py").as_uri()
+    result = await execute(client, "torchMlirLens.verify", {"uri": uri, "module": "MLP"})
+    assert result["ok"] is True and result["message"].startswith("✓ matches eager")
+    assert result["outputs"][0]["maxAbsErr"] < 1e-3
+
+    async def verdict_on_lens() -> bool:
+        titles = [lens.command.title for lens in await code_lenses(client, uri)]
+        return result["message"] in titles
+
+    await wait_until(client, verdict_on_lens, timeout=30)
+    assert not [d for d in diagnostics(client, uri) if str(d.code).startswith("verify")]
 
 
 async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path,
@@ -296,6 +317,15 @@ async def test_timeout_setting_applies_without_restart(client: LanguageClient,
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
     await wait_until(client, _setting_is(client, "timeoutSeconds", 60),
                      method="torchMlirLens/status", timeout=30)
+
+
+def _live_children(pid: int) -> list[int]:
+    out = []
+    for child in psutil.Process(pid).children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+    return out
 
 
 def _worker_running(client: LanguageClient) -> Callable[[], Any]:

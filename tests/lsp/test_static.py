@@ -49,7 +49,9 @@ async def test_lenses_on_mlp(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "mlp.py"
     uri = open_doc(client, path)
     lenses = await code_lenses(client, uri)
-    assert titles(lenses) == ["Show Linalg IR", "Show TOSA IR", "Export…"]
+    assert titles(lenses) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify"]
+    verify = lenses[3].command
+    assert verify is not None and verify.command == "torchMlirLens.verify"
     class_line = line_of(path, "class MLP") - 1
     assert all(lens.range.start.line == class_line for lens in lenses)
     show = lenses[0].command
@@ -69,7 +71,7 @@ async def test_lenses_on_transformer(client: LanguageClient, workspace: Path) ->
         by_line.setdefault(lens.range.start.line + 1, []).append(lens.command.title)
     for name in ("Attention", "FeedForward", "Block", "TinyTransformer"):
         line = line_of(path, f"class {name}(")
-        assert by_line.get(line) == ["Show Linalg IR", "Show TOSA IR", "Export…"], name
+        assert by_line.get(line) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify"], name
 
 
 async def test_module_without_inputs(client: LanguageClient, workspace: Path) -> None:
@@ -128,7 +130,7 @@ async def test_example_inputs_setting_applies_without_restart(
 
     async def lenses_changed() -> bool:
         return titles(await code_lenses(client, uri)) == ["Show Linalg IR", "Show TOSA IR",
-                                                          "Export…"]
+                                                          "Export…", "Verify"]
 
     await wait_until(client, lenses_changed, timeout=30)
     modules = await request(client, "torchMlirLens/modules", {"uri": uri})

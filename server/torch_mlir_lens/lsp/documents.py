@@ -58,6 +58,7 @@ class DocumentState:
     errors: dict[str, LensError] = field(default_factory=dict)
     verdicts: dict[str, dict[str, Verdict]] = field(default_factory=dict)
     diagnostics: dict[str, list[DiagRecord]] = field(default_factory=dict)
+    verify: dict[str, dict[str, Any]] = field(default_factory=dict)  # module → VerifyResult
     generation: int = 0  # bumps on every text change (versions may be None)
 
     @property
@@ -83,6 +84,7 @@ class DocumentState:
         self.results.clear()
         self.errors.clear()
         self.verdicts.clear()
+        self.verify.clear()
 
     def update(
         self, text: str, version: int | None, changes: Sequence[Any] | None = None

@@ -372,6 +372,8 @@ class LoweringService:
         engine = self.engine
         if engine is None:
             return None
+        if self._spawned is not None and not self._spawned.done():
+            await asyncio.shield(self._spawned)  # see _engine_or_raise
         out: dict[str, Any] = {}
         try:
             out.update(await asyncio.wait_for(engine.stats(), wait_s))

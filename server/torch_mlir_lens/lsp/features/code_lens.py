@@ -1,8 +1,9 @@
 """Code lenses above each module, from the AST alone (no lowering).
 
 Known inputs: "Show Linalg IR", "Show TOSA IR", … (`lensTargets`; the client's
-`torchMlirLens.showIr` opens the IR pane) and "Export…"; once the module has been checked, a
-verdict lens "Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓". Unknown inputs: "Set example inputs",
+`torchMlirLens.showIr` opens the IR pane), "Export…" and "Verify" (then its verdict, e.g.
+"✓ matches eager (max err 3e-08)"); once the module has been checked, a verdict lens
+"Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓". Unknown inputs: "Set example inputs",
 whose command explains how.
 """
 
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.targets import target_title
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 SHOW_IR = "torchMlirLens.showIr"  # client-side command
 EXPORT = "torchMlirLens.exportModule"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
+VERIFY = "torchMlirLens.verify"
 
 
 def register(server: LensServer) -> None:
@@ -65,6 +67,9 @@ def module_lenses(
             {"uri": uri, "module": name, "target": server.settings.default_target}
         ])
     )
+    # "Verify", then its verdict (clicking runs it again).
+    out.append(_lens(rng, verify_view.lens_title(doc.verify.get(name)), VERIFY,
+                     [{"uri": uri, "module": name}]))
     verdicts = doc.verdicts.get(name)
     if verdicts:
         title, target = verdict_title(verdicts, server.settings.diagnostic_targets,

@@ -6,7 +6,9 @@
   the source under a name that is not taken yet.
 - `torchMlirLens.exportRepro` [{uri, module, target?, outputDir?}] → {mlirPath, command}.
 - `torchMlirLens.explainInputs` [{uri, module}] → {message, template}; also shown.
-- `torchMlirLens.verify` [{uri, module, rtol?, atol?}] → the worker's verify result.
+- `torchMlirLens.verify` [{uri, module, rtol?, atol?}] → the worker's verify result
+  (camelCase); the verdict also becomes the module's Verify lens and, when it fails,
+  diagnostics.
 (`torchMlirLens.showIr` is the client's own command: the server does not register it.)
 """
 
@@ -21,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.targets import TARGETS
 
@@ -200,8 +203,12 @@ def explain(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def verify(server: LensServer, args: Mapping[str, Any]) -> Any:
-    """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`)."""
-    doc, _info, module = document_and_module(server, args)
+    """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
+
+    The verdict also shows in the editor: the module's Verify lens and, when it differs or
+    fails, diagnostics on the class and at the first diverging line (`verify_view`).
+    """
+    doc, info, module = document_and_module(server, args)
     job = _job(server, doc, module)
     request = {**job.to_json(), "op": "verify"}
     for key in ("rtol", "atol"):
@@ -211,7 +218,39 @@ async def verify(server: LensServer, args: Mapping[str, Any]) -> Any:
     async def run(engine: Engine) -> Any:
         return await engine.run(request)
 
+    generation = doc.generation
     try:
-        return convert.camel_keys(await server.service.call(f"verifying {module}", run))
+        result = await server.service.call(f"verifying {module}", run)
     except LensError as err:
+        if err.kind != ErrorKind.CANCELLED:
+            _show_verify(server, doc, info, module, generation, {
+                "module": module, "ok": False, "kind": err.kind, "message": f"✗ {err.message}",
+                "diagnostics": [err.to_diagnostic("llvm").to_json()],
+            })
         raise lens_error(err) from None
+    _show_verify(server, doc, info, module, generation, dict(result))
+    return convert.camel_keys(result)
+
+
+def _show_verify(
+    server: LensServer,
+    doc: DocumentState,
+    info: discovery.ModuleInfo | None,
+    module: str,
+    generation: int,
+    result: dict[str, Any],
+) -> None:
+    """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
+    if server.store.get(doc.uri) is not doc or doc.generation != generation:
+        return  # closed or edited meanwhile: the verdict is of another text
+    doc.verify[module] = result
+    lines = doc.lines
+    if info is not None:
+        rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
+    else:
+        rng = convert.line_range(lines, 1)
+    doc.diagnostics[verify_view.diagnostics_key(module)] = verify_view.verify_records(
+        lines, doc.path, module, rng, result
+    )
+    diagnostics.publish(server, doc)
+    server.refresh_lenses()

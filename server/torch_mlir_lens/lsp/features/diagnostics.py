@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
@@ -139,6 +139,11 @@ def _modules(server: LensServer, doc: DocumentState) -> list[discovery.ModuleInf
 async def check_document(server: LensServer, doc: DocumentState, *, lowering: bool) -> None:
     """Publish the static findings, then (if `lowering`) check each module and publish."""
     doc.diagnostics[STATIC] = static_records(server, doc)
+    if lowering:
+        # Verify findings of an older text (its verdict is gone with the text) go at a check.
+        for key in [k for k in doc.diagnostics if k.startswith(verify_view.diagnostics_key(""))]:
+            if key[len(verify_view.diagnostics_key("")):] not in doc.verify:
+                del doc.diagnostics[key]
     publish(server, doc)
     if not lowering or not server.trusted or not doc.path:
         return
