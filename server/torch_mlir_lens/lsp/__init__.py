@@ -8,9 +8,10 @@ Protocol surface (camelCase payloads; lines in results are 1-based, LSP position
 Standard LSP
     textDocument/codeLens      per module: "Show <Target> IR" (client command
                                `torchMlirLens.showIr` [uri, module, target]) per `lensTargets`,
-                               "Export…", and once checked a verdict lens
-                               ("Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓"); modules without
-                               inputs: "Set example inputs" (`torchMlirLens.explainInputs`).
+                               "Export…", "Verify" (then its verdict), and once checked a
+                               verdict lens ("Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓"); without
+                               example inputs: "Set example inputs"
+                               (`torchMlirLens.explainInputs`).
     textDocument/hover         the line's IR at `defaultTarget` + one verdict line per backend;
                                null for lines that produced no ops.
     textDocument/publishDiagnostics
@@ -23,7 +24,7 @@ Standard LSP
                                torchMlirLens.exportRepro [{uri, module, target?, outputDir?}]
                                → {mlirPath, mlirUri, command}; torchMlirLens.explainInputs
                                [{uri, module}] → {message, template}; torchMlirLens.verify
-                               [{uri, module, rtol?, atol?}].
+                               [{uri, module, rtol?, atol?}] (verdict → lens + diagnostics).
     workspace/codeLens/refresh sent (when supported) after checks and settings changes.
     window/workDoneProgress    "Lowering <Module>" while a request waits for a lowering.
     window/logMessage          all logs (levels kept); window/showMessage for user news.
