@@ -15,7 +15,6 @@ import contextlib
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from pygls.exceptions import JsonRpcException
 from . import procs
 from .checks import assert_healthy, cleanup, finish, make_workspace
 from .rawrpc import encode
-from .session import LensSession, SessionFactory
+from .session import LensSession, SessionFactory, server_command
 
 NEVER = ("sentinel_toplevel_call", "sentinel_toplevel_loop", "sentinel_main")
 ALLOWED_WHEN_TRUSTED = ("sentinel_assignment", "sentinel_init")
@@ -226,23 +225,33 @@ def test_no_repro_files_in_temp_dir(trusted: Trusted) -> None:
 
 
 def test_tcp_binds_loopback_only(workspace: Path) -> None:
-    """`serve --tcp` (default host) listens on 127.0.0.1 only, and speaks LSP there."""
-    cmd = [sys.executable, "-m", "torch_mlir_lens", "serve", "--tcp", "--port", "0"]
-    proc = subprocess.Popen(cmd, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """`serve --tcp` (default host) listens on 127.0.0.1 only, speaks LSP there, and ends on
+    shutdown + exit like the stdio server."""
+    cmd = [*server_command(), "--tcp", "--port", "0"]
+    proc = subprocess.Popen(cmd, cwd=workspace, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         listening = procs.wait_until(lambda: listen_addresses(proc.pid), 20, "a listening socket")
         assert isinstance(listening, list)
         assert all(ip in ("127.0.0.1", "::1") for ip, _ in listening), listening
         _, port = listening[0]
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(encode({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                 "params": {"processId": None, "rootUri": None,
-                                            "capabilities": {}}}))
-            reply = read_frame(sock)
-        assert reply.get("id") == 1 and "capabilities" in reply.get("result", {}), reply
+            frames = SocketFrames(sock)
+            sock.sendall(encode({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "processId": None, "rootUri": None, "capabilities": {},
+                "initializationOptions": {"trusted": False}}}))
+            reply = frames.next()
+            assert reply.get("id") == 1 and "capabilities" in reply.get("result", {}), reply
+            sock.sendall(encode({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+            sock.sendall(encode({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+            while frames.next().get("id") != 2:
+                pass  # skip the server's notifications (status, log messages)
+            sock.sendall(encode({"jsonrpc": "2.0", "method": "exit"}))
+        assert proc.wait(10) == 0
     finally:
-        proc.kill()
-        proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
 
 
 def is_ir(text: str) -> bool:
@@ -258,17 +267,25 @@ def listen_addresses(pid: int) -> list[tuple[str, int]]:
     return [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
 
 
-def read_frame(sock: socket.socket) -> dict[str, Any]:
-    """One Content-Length framed JSON message from a socket."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed before a reply"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed mid-reply"
-        body += chunk
-    return dict(json.loads(body[:length]))
+class SocketFrames:
+    """Content-Length framed JSON messages read from a socket, keeping what arrives early."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        assert chunk, "connection closed before a whole message"
+        self.buffer += chunk
+
+    def next(self) -> dict[str, Any]:
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, _, rest = self.buffer.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
+        while len(rest) < length:
+            self._fill()
+            head, _, rest = self.buffer.partition(b"\r\n\r\n")
+        self.buffer = rest[length:]
+        return dict(json.loads(rest[:length]))
