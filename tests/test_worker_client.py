@@ -146,3 +146,14 @@ async def test_cancel_while_warming_up_keeps_the_worker() -> None:
         assert (await c.request(lower_job("Healthy")))["results"][0]["ok"]
     finally:
         await c.stop()
+
+
+async def test_concurrent_first_requests_share_one_worker() -> None:
+    """Callers racing to use a not-yet-spawned worker must not each spawn one (one would leak)."""
+    client = WorkerClient(sys.executable, timeout_s=120)
+    try:
+        await asyncio.gather(client.wait_ready(180), client.wait_ready(180), client.start())
+        assert client.restarts == 0
+        assert client._spawns == 1
+    finally:
+        await client.stop()

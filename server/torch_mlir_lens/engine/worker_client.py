@@ -151,6 +151,8 @@ class WorkerClient:
         self.restarts = 0  # workers started after the first (crash, time-out, cancel, ...)
         self._worker: _Worker | None = None
         self._lock = asyncio.Lock()
+        # Spawning awaits; without this two callers could each start a worker (one leaks).
+        self._spawn_lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self._cancel_event: asyncio.Event | None = None
         self._spawns = 0
@@ -161,8 +163,7 @@ class WorkerClient:
     async def start(self) -> None:
         """Spawn the worker; returns at once, the worker imports torch in the background."""
         self._stopped = False
-        if self._worker is None or self._worker.proc.returncode is not None:
-            await self._spawn()
+        await self._ensure_worker()
 
     async def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
         """Wait until the worker has finished its imports (spawns one if needed)."""
@@ -367,12 +368,13 @@ class WorkerClient:
     # --- processes ---------------------------------------------------------------------------
 
     async def _ensure_worker(self) -> _Worker:
-        worker = self._worker
-        if worker is None or worker.proc.returncode is not None:
-            if worker is not None:
-                await self._kill(worker)
-            worker = await self._spawn()
-        return worker
+        async with self._spawn_lock:
+            worker = self._worker
+            if worker is None or worker.proc.returncode is not None:
+                if worker is not None:
+                    await self._kill(worker)
+                worker = await self._spawn()
+            return worker
 
     async def _await_ready(self, worker: _Worker,
                            cancel_event: asyncio.Event | None = None) -> None:
@@ -497,7 +499,7 @@ class WorkerClient:
             self._worker = None
         if not self._stopped and self._worker is None:
             try:
-                await self._spawn()
+                await self._ensure_worker()
             except LensError as exc:
                 log.error("cannot restart the worker: %s", exc.message)
 
