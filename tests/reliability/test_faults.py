@@ -7,8 +7,11 @@ another); each test opens one hostile file and checks the four promises.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -277,8 +280,54 @@ def test_global_state_does_not_leak(bench: Bench) -> None:
     assert_healthy(session)
 
 
+def worker_pid(session: LensSession) -> int:
+    info = session.request("torchMlirLens/serverInfo", {"waitForWorker": True}, 120)
+    pid = info["engine"]["workerPid"]
+    assert isinstance(pid, int), info
+    return pid
+
+
+def test_worker_killed_from_outside(bench: Bench) -> None:
+    """The OOM killer (or a user) SIGKILLs the idle worker: the next request gets a new one."""
+    session = bench.session
+    before = session.sample_processes()
+    pid = worker_pid(session)
+    os.kill(pid, signal.SIGKILL)
+    procs.wait_until(lambda: not procs.alive(pid), 10, "the worker to die")
+    bench.hover_healthy()
+    bench.lower_fresh_healthy()
+    assert worker_pid(session) != pid
+    procs.wait_until(lambda: len(session.sample_processes()) <= len(before), 20, "process count")
+    assert_healthy(session)
+
+
+def test_worker_frozen(bench: Bench) -> None:
+    """A worker that stops responding (SIGSTOP) is caught by the time-out and replaced."""
+    session = bench.session
+    pid = worker_pid(session)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        k = next(bench.counter)
+        path = bench.ws / f"frozen_{k}.py"
+        path.write_text((bench.ws / "healthy.py").read_text().replace("Linear(8, 4)",
+                                                                      f"Linear(8, {k})"))
+        uri = session.open(path)
+        result = session.lower(uri, "Healthy", "linalg", timeout=TIMEOUT_S + 60)
+        kinds = {d.get("kind") for d in result.get("diagnostics", [])}
+        assert result["ok"] or "timeout" in kinds, result
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    procs.wait_until(lambda: not procs.alive(pid), 20, "the frozen worker to be killed")
+    bench.lower_fresh_healthy()
+    assert_healthy(session)
+
+
 def test_session_ends_cleanly_after_all_faults(bench: Bench) -> None:
-    """After every fault above: shutdown + exit ends the server and every worker it ran."""
+    """After every fault above: the server's own memory is bounded (the floods did not pile
+    up in it), and shutdown + exit ends the server and every worker it ran."""
     assert_healthy(bench.session)
+    rss = procs.rss_mb(bench.session.pid)
+    assert rss < 400, f"server RSS {rss:.0f} MB after the faults"
     finish(bench.session, marker=str(bench.ws))
     assert bench.session.returncode == 0
