@@ -29,24 +29,27 @@ class Config:
     smoke: bool = False  # MLP / tiny LM only, minimal repeats: proves the harness works
     work: Path = WORK
     python: str = sys.executable
-    fig1_repeats: int = 5
+    fig1_repeats: int = 5  # the 20-layer LM
+    fig1_small_repeats: int = 9  # the small models: cheap, and their ratios are the noisiest
     hovers: int = 200
     lens_repeats: int = 60
     fig4_repeats: int = 3
     fig5_repeats: int = 5
     fig6_runs: int = 1
-    fig7_repeats: int = 3
+    fig7_repeats: int = 5
     models: tuple[str, ...] = ()  # figure 1's models by name; () = all
 
     @classmethod
     def make(cls, quick: bool = False, smoke: bool = False, work: Path = WORK) -> Config:
         """The full run, a --quick run (repeats cut) or a --smoke run (tiny models, 1-2 repeats)."""
         if smoke:
-            return cls(quick=True, smoke=True, work=work, fig1_repeats=2, hovers=20,
+            return cls(quick=True, smoke=True, work=work, fig1_repeats=2,
+                       fig1_small_repeats=2, hovers=20,
                        lens_repeats=10, fig4_repeats=1, fig5_repeats=1, fig6_runs=1,
                        fig7_repeats=1)
         if quick:
-            return cls(quick=True, work=work, fig1_repeats=2, hovers=50, lens_repeats=20,
+            return cls(quick=True, work=work, fig1_repeats=2, fig1_small_repeats=3, hovers=50,
+                       lens_repeats=20,
                        fig4_repeats=1, fig5_repeats=2, fig6_runs=1, fig7_repeats=2)
         return cls(work=work)
 
