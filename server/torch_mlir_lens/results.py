@@ -58,7 +58,11 @@ class LensDiagnostic:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LensDiagnostic:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+        return cls(
+            severity=data["severity"], message=data["message"],
+            kind=data.get("kind", ErrorKind.UNSUPPORTED_OP), file=data.get("file"),
+            line=data.get("line"), op=data.get("op"), target=data.get("target"),
+        )
 
 
 @dataclass
