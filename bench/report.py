@@ -227,7 +227,8 @@ def write_results(
         f"total {meta.get('total_seconds')} s",
         "",
         "Ratios compare runs interleaved in the same run; absolute times vary with the machine's "
-        "load, ratios much less.",
+        "load, ratios much less. Why the failing figures fail, and proposed fixes: "
+        "[DIAGNOSES.md](DIAGNOSES.md).",
         "",
         markdown_table(figures),
         "",
