@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -166,14 +166,6 @@ class LensSession:
         except TimeoutError:
             future.cancel()
             raise
-
-    def gather(self, *coros: Awaitable[Any], timeout: float) -> list[Any]:
-        """Run coroutines concurrently on the session loop; exceptions are returned, not raised."""
-
-        async def all_of() -> list[Any]:
-            return list(await asyncio.gather(*coros, return_exceptions=True))
-
-        return self.run(all_of(), timeout)
 
     async def _make_client(self) -> RecordingClient:
         client = RecordingClient(converter_factory=default_converter)

@@ -235,3 +235,38 @@ def test_garbage_only_client(raw: RawServer) -> None:
     """A client that speaks no LSP at all: the server must not hang once it goes away."""
     raw.send_bytes(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n" + encode({"hello": "world"}))
     assert_exits_cleanly(raw)
+
+
+GARBAGE_SETTINGS: dict[str, Any] = {
+    "defaultTarget": "no-such-target",
+    "lensTargets": "linalg",  # a string, not a list
+    "diagnostics": "sometimes",
+    "diagnosticTargets": [1, None, "tosa"],
+    "timeoutSeconds": -5,
+    "memoryLimitMb": "lots",
+    "exampleInputs": ["not", "a", "mapping"],
+    "pipelines": {"bad": 42},
+    "strictExport": "yes",
+}
+
+
+def test_garbage_settings(raw: RawServer, workspace: Path) -> None:
+    """Settings of the wrong type or out of range (in initializationOptions and in a change):
+    the server starts, keeps sane values, and answers; no traceback."""
+    raw.settings = dict(GARBAGE_SETTINGS)
+    raw.initialize(trusted=False)
+    raw.notify("workspace/didChangeConfiguration",
+               {"settings": {"torchMlirLens": {**GARBAGE_SETTINGS, "timeoutSeconds": "x"}}})
+    raw.notify("workspace/didChangeConfiguration", {"settings": None})
+    raw.notify("workspace/didChangeConfiguration", {"settings": {"torchMlirLens": 7}})
+    uri = raw.open(workspace / "healthy.py")
+    lens = raw.response(raw.request("textDocument/codeLens", {"textDocument": {"uri": uri}}),
+                        ANSWER_S)
+    assert lens.get("result"), lens
+    info = raw.response(raw.request("torchMlirLens/serverInfo", {}), ANSWER_S)["result"]
+    settings = info["settings"]
+    assert settings["timeoutSeconds"] > 0, settings
+    assert isinstance(settings["memoryLimitMb"], int | float), settings
+    assert isinstance(settings["lensTargets"], list), settings
+    assert settings["diagnostics"] in ("onSave", "onType", "off"), settings
+    assert not raw.stderr_log.tracebacks, raw.stderr_log.tracebacks[0]

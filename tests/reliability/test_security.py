@@ -34,6 +34,12 @@ NEVER = ("sentinel_toplevel_call", "sentinel_toplevel_loop", "sentinel_main")
 ALLOWED_WHEN_TRUSTED = ("sentinel_assignment", "sentinel_init")
 
 
+def settings_inputs(ws: Path) -> dict[str, str]:
+    """An `exampleInputs` setting whose expression leaves a sentinel when evaluated."""
+    touch = f"__import__('pathlib').Path({str(ws / 'sentinel_settings')!r}).write_text('x')"
+    return {"NoInputs": f"{touch} and (torch.randn(2, 4),)"}
+
+
 def sentinels(ws: Path) -> list[str]:
     return sorted(p.name for p in ws.glob("sentinel_*") if not p.name.endswith(".py"))
 
@@ -80,7 +86,8 @@ def every_request(session: LensSession, ws: Path, uri: str, text: str, module: s
 
 
 def test_untrusted_runs_no_user_code(lens: SessionFactory, workspace: Path) -> None:
-    session = lens(trusted=False, settings={"diagnostics": "onType"})
+    session = lens(trusted=False, settings={"diagnostics": "onType",
+                                            "exampleInputs": settings_inputs(workspace)})
     for name, module in (("sentinels.py", "Sentinel"), ("sentinel_importer.py", "NoInputs"),
                          ("healthy.py", "Healthy")):
         path = workspace / name
@@ -112,7 +119,8 @@ def trusted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trusted]:
     ws = make_workspace(root)
     tmp = root / "systmp"
     tmp.mkdir()
-    session = LensSession(ws, trusted=True, tmpdir=tmp, settings={"timeoutSeconds": 60})
+    session = LensSession(ws, trusted=True, tmpdir=tmp, settings={
+        "timeoutSeconds": 60, "exampleInputs": settings_inputs(ws)})
     try:
         session.start()
         yield Trusted(session, ws, tmp)
@@ -131,6 +139,11 @@ def test_trusted_runs_only_definitions(trusted: Trusted) -> None:
         assert name in found, f"{name} missing: the test would prove nothing"
     fired = [name for name in NEVER if name in found]
     assert not fired, f"statements that must never run did: {fired}"
+    # The settings' inputs expression runs when trusted (positive control for the untrusted
+    # test, where the same setting must never be evaluated).
+    other = session.open(workspace / "sentinel_importer.py")
+    assert session.lower(other, "NoInputs", "linalg")["ok"]
+    assert "sentinel_settings" in sentinels(workspace)
     assert_healthy(session)
 
 
