@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -213,6 +214,22 @@ def test_failing_write_leaves_nothing(trusted: Trusted) -> None:
             "output": str(blocker / "model.mlir")}])
     assert files_under(workspace) == before
     assert_healthy(session)
+
+
+def test_repro_without_folder_stays_out_of_temp(trusted: Trusted) -> None:
+    """exportRepro with no outputDir: the .mlir it writes (all weights, debug locations) must
+    not land in the system temp folder either."""
+    session, workspace, server_tmp = trusted.session, trusted.ws, trusted.tmp
+    uri = session.open(workspace / "unsupported.py")
+    reply = session.execute("torchMlirLens.exportRepro", [{
+        "uri": uri, "module": "Unsupported", "target": "tosa"}])
+    written = Path(reply["mlirPath"])
+    try:
+        assert written.exists(), reply
+        assert server_tmp not in written.parents, f"repro with weights written to {written}"
+    finally:
+        if server_tmp in written.parents:  # keep the temp folder clean for the next test
+            shutil.rmtree(server_tmp / written.relative_to(server_tmp).parts[0])
 
 
 def test_no_repro_files_in_temp_dir(trusted: Trusted) -> None:
