@@ -66,6 +66,16 @@ def test_unknown_methods(raw: RawServer) -> None:
     assert error_code(reply) == METHOD_NOT_FOUND, reply
     reply = raw.response(raw.request("textDocument/noSuchThing", {}), ANSWER_S)
     assert error_code(reply) == METHOD_NOT_FOUND, reply
+    reply = raw.response(raw.request("workspace/executeCommand",
+                                     {"command": "torchMlirLens.noSuchCommand", "arguments": []}),
+                         ANSWER_S)
+    assert "error" in reply and error_code(reply) != INTERNAL_ERROR, reply
+    for command in ("torchMlirLens.exportModule", "torchMlirLens.exportRepro",
+                    "torchMlirLens.explainInputs", "torchMlirLens.verify"):
+        for arguments in ([], [None], [42], ["file:///x.py"], [{"uri": 1}]):
+            reply = raw.response(raw.request("workspace/executeCommand", {
+                "command": command, "arguments": arguments}), ANSWER_S)
+            assert "error" in reply and error_code(reply) != INTERNAL_ERROR, (command, reply)
     raw.notify("$/noSuchNotification", {"x": 1})  # $/ notifications: ignore silently
     raw.notify("custom/noSuchNotification", {"x": 1})
     assert_still_answers(raw)
