@@ -79,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     results, notes = asyncio.run(run_figures(config, figures))
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     given = list(argv if argv is not None else sys.argv[1:])
-    shown = [a for i, a in enumerate(given) if a not in ("--out", "--work")
-             and (i == 0 or given[i - 1] not in ("--out", "--work"))]
+    hidden = ("--out", "--work", "--note")  # paths and prose: not part of the command shown
+    shown = [a for i, a in enumerate(given) if a not in hidden
+             and (i == 0 or given[i - 1] not in hidden)]
     cmd = " ".join(["python -m bench.run", *shown])
     meta.update({
         "mode": mode,
