@@ -67,7 +67,8 @@ async def run(ctx: Context) -> FigureResult:
     """Measure each model's product/baseline ratio."""
     result = FigureResult(NUMBER, TITLE)
     default = await ctx.warm_server()
-    quiet = await ctx.warm_server(quiet=True)
+    # A smoke run skips the diagnostics-off variant (one worker fewer to start).
+    quiet = None if ctx.config.smoke else await ctx.warm_server(quiet=True)
     base = BaselineProcess(ctx.config.python, ctx.log_path("baseline-fig1"))
     await base.start()
     try:
@@ -76,7 +77,7 @@ async def run(ctx: Context) -> FigureResult:
             phases: dict[str, list[float]] = {}
             sides: dict[str, Callable[[int], Awaitable[float]]] = {}
             clients = [("product", default)]
-            if model.name in DIAGNOSIS_MODELS:
+            if quiet is not None and model.name in DIAGNOSIS_MODELS:
                 clients.append(("product, diagnostics off", quiet))
             for name, client in clients:
                 uri = client.open(model.path, original)

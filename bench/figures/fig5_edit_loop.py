@@ -74,7 +74,7 @@ async def run(ctx: Context) -> FigureResult:
     result = FigureResult(NUMBER, TITLE)
     n_modules = 2 if ctx.config.smoke else 5
     five, alone = edit_files(ctx.work, n_modules)
-    client = await ctx.new_server("server-fig5", {})
+    client = await ctx.fresh_server("server-fig5")
     try:
         t0 = time.perf_counter()
         uri5 = client.open(five)
@@ -102,7 +102,7 @@ async def run(ctx: Context) -> FigureResult:
         result.details["exports at settle"] = base_exports
         result.details["modules in the file"] = n_modules
     finally:
-        await ctx.stop_server(client)
+        await ctx.release(client)
 
     exports = 1.0 if all(d == 1 for d in deltas) else float(
         max(deltas) if max(deltas) != 1 else min(deltas))
