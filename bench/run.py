@@ -20,6 +20,7 @@ from bench.models import WORK
 from bench.report import FigureResult, machine, text_table, write_results
 
 BENCH_DIR = Path(__file__).resolve().parent
+FIGURE_TIMEOUT_S = 900.0  # a hung server must not hang the whole run
 
 
 def select(only: str | None) -> list:
@@ -44,8 +45,8 @@ async def run_figures(config: Config, figures: list) -> tuple[list[FigureResult]
             print(f"[bench] figure {fig.NUMBER}: {fig.TITLE} ...", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:
-                res = await fig.run(ctx)
-            except Exception as exc:
+                res = await asyncio.wait_for(fig.run(ctx), FIGURE_TIMEOUT_S)
+            except Exception as exc:  # TimeoutError included: the other figures still run
                 res = FigureResult(fig.NUMBER, fig.TITLE, error=f"{type(exc).__name__}: {exc}")
                 res.details["traceback"] = traceback.format_exc(limit=6).strip().splitlines()[-6:]
             res.seconds = time.perf_counter() - t0
