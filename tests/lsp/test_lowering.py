@@ -113,6 +113,10 @@ async def test_hover_through_submodules(client: LanguageClient, workspace: Path)
     text = hover_text(await hover(client, uri, line_of(path, "mask = torch.triu(")))
     assert "`Block`" in text and "linalg." in mlir_block(text)
     assert (await server_info(client))["engine"]["jobsRun"] == jobs
+    # A line of Attention.forward that made no ops: Block's result maps Attention.forward,
+    # so Attention is not lowered on its own for it (null at once, no job).
+    assert await hover(client, uri, line_of(path, "b, t, d = x.shape")) is None
+    assert (await server_info(client))["engine"]["jobsRun"] == jobs
 
 
 async def test_hover_in_a_helper_function(client: LanguageClient, workspace: Path) -> None:

@@ -63,6 +63,8 @@ async def hover_line(
     found = _from_cache(doc, order, target, line)
     if found is None and server.trusted:
         generation = doc.generation
+        if _no_ops_here(doc, modules, line, target):
+            return None
         for info in _candidates(modules, line, code_line):
             if (info.name, target) in doc.results:
                 continue  # already lowered: that result does not map the line
@@ -133,6 +135,46 @@ def _candidates(
     known = [by_name[n] for n in dict.fromkeys(names)
              if n in by_name and by_name[n].inputs != "missing"]
     return known[:MAX_ON_DEMAND]
+
+
+def _ancestors(modules: list[discovery.ModuleInfo], here: discovery.ModuleInfo) -> list[str]:
+    """The modules using `here`, transitively (nearest first)."""
+    by_name = {m.name: m for m in modules}
+    out: list[str] = []
+    todo = list(here.parent_candidates)
+    while todo:
+        name = todo.pop(0)
+        if name in out or name == here.name:
+            continue
+        out.append(name)
+        parent = by_name.get(name)
+        if parent is not None:
+            todo.extend(parent.parent_candidates)
+    return out
+
+
+def _no_ops_here(
+    doc: DocumentState, modules: list[discovery.ModuleInfo], line: int, target: str
+) -> bool:
+    """Whether a cached ancestor result shows the line simply produced no ops.
+
+    When an ancestor's result maps lines of this module's `forward` but not `line` (e.g.
+    `b, t, d = x.shape`), lowering the module on its own would not map it either: the
+    hover answers null at once instead of lowering on demand.
+    """
+    here = discovery.module_at_line(modules, line)
+    if here is None or here.forward_line is None or not doc.path:
+        return False
+    first, last = here.forward_line, here.forward_end_line or here.forward_line
+    want = os.path.normcase(os.path.normpath(doc.path))
+    for name in _ancestors(modules, here):
+        result = doc.results.get((name, target))
+        if result is not None and any(
+            first <= m.line <= last and os.path.normcase(os.path.normpath(m.file)) == want
+            for m in result.map
+        ):
+            return True
+    return False
 
 
 def _ir_lines(result: LowerResult, path: str | None, line: int) -> list[int]:
