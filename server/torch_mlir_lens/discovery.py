@@ -300,6 +300,14 @@ def parse_tolerant(text: str) -> list[ast.stmt]:
         return _parse_tolerant(text)
 
 
+def parses_cleanly(text: str) -> bool:
+    """Whether the whole file parses as it is (through the chunk cache when it can)."""
+    text = text.removeprefix("\ufeff")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _parse_chunked(text) is not None or _parse(text) is not None
+
+
 def _parse_tolerant(text: str) -> list[ast.stmt]:
     chunked = _parse_chunked(text)
     if chunked is not None:
