@@ -176,3 +176,18 @@ def line_of(path: Path, needle: str) -> int:
         if needle in text:
             return number
     raise AssertionError(f"{needle!r} not in {path}")
+
+
+async def settled(client: LanguageClient, timeout: float = LOWER_TIMEOUT) -> dict[str, Any]:
+    """serverInfo once no lowering runs (twice 0.3 s apart: a check's follow-up stage and
+    the next module's check start right after the previous lowering)."""
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while True:
+        info = await server_info(client)
+        quiet = quiet + 1 if info["status"]["state"] != "lowering" else 0
+        if quiet >= 2:
+            return info
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server did not settle within {timeout:.0f} s")
+        await asyncio.sleep(0.3)

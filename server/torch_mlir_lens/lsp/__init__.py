@@ -12,7 +12,8 @@ Standard LSP
                                verdict lens ("Linalg ✓ · TOSA ✗ 3 ops · StableHLO ✓"); without
                                example inputs: "Set example inputs"
                                (`torchMlirLens.explainInputs`).
-    textDocument/hover         the line's IR at `defaultTarget` + one verdict line per backend;
+    textDocument/hover         the line's IR at `defaultTarget` + one verdict line per backend
+                               ("tosa …": still being checked, after the default target);
                                null for lines that produced no ops.
     textDocument/publishDiagnostics
                                source "torch-mlir"; code = aten op, or the error kind

@@ -324,36 +324,127 @@ class LoweringService:
         progress: bool = False,
         cancel_on_abandon: bool = False,
     ) -> dict[str, LowerResult]:
-        """The check lowering of a module (default target + diagnosed backends), cached.
+        """The whole check of a module (default target + diagnosed backends), cached.
 
-        Hover, lenses, diagnostics and `torchMlirLens/lower` all read these results, so the
-        module is exported once per text whichever feature asks first. By default a check
-        nobody waits for any more still finishes (its results fill the cache: a hover the
-        mouse left must not kill and restart the worker); `torchMlirLens/lower` passes True.
+        Diagnostics wait for this: they publish a module once every diagnosed backend is
+        known (no per-backend flicker). It is the two stages of `check_target` awaited in
+        turn: the default target, then the rest from the worker's cached export.
         """
-        targets = list(self._server.settings.check_targets)
-        cached = {t: doc.results.get((module, t)) for t in targets}
-        if all(cached.values()):
-            return {t: r for t, r in cached.items() if r is not None}
+        kwargs: dict[str, Any] = dict(progress_token=progress_token, progress=progress,
+                                      cancel_on_abandon=cancel_on_abandon)
+        known = await self.check_target(doc, module, follow_up=False, **kwargs)
+        rest = self._missing(doc, module)
+        if rest:
+            known.update(await self._stage(doc, module, rest, **kwargs))
+        return known
+
+    async def check_target(
+        self,
+        doc: DocumentState,
+        module: str,
+        target: str | None = None,
+        *,
+        progress_token: types.ProgressToken | None = None,
+        progress: bool = False,
+        cancel_on_abandon: bool = False,
+        follow_up: bool = True,
+    ) -> dict[str, LowerResult]:
+        """Stage 1 of the check: lower only `target` (default: the default target).
+
+        Hover, lenses and `torchMlirLens/lower` answer from it at once; the other check
+        targets follow as a second engine job on the worker's cached exported program
+        (stage 2, in the background unless `follow_up` is False). Hover, lenses, diagnostics
+        and `torchMlirLens/lower` all read these results, so the module is exported once per
+        text whichever feature asks first. A check nobody waits for any more still finishes
+        by default (a hover the mouse left must not kill and restart the worker);
+        `torchMlirLens/lower` passes `cancel_on_abandon=True`. Returns every result known.
+        """
+        target = target or self._server.settings.default_target
+        if (module, target) not in doc.results:
+            await self._stage(doc, module, [target], progress_token=progress_token,
+                              progress=progress, cancel_on_abandon=cancel_on_abandon)
+        if follow_up:
+            self._follow_up(doc, module)
+        return self._known(doc, module)
+
+    def _known(self, doc: DocumentState, module: str) -> dict[str, LowerResult]:
+        """The check results of `module` cached on the document, by target."""
+        out = {}
+        for target in self._server.settings.check_targets:
+            result = doc.results.get((module, target))
+            if result is not None:
+                out[target] = result
+        return out
+
+    def _missing(self, doc: DocumentState, module: str) -> list[str]:
+        """The check targets of `module` not known yet (in check order)."""
+        return [t for t in self._server.settings.check_targets if (module, t) not in doc.results]
+
+    def _follow_up(self, doc: DocumentState, module: str) -> None:
+        """Stage 2 in the background: the check targets still missing, then lens verdicts.
+
+        Identical follow-ups of one text share one flight (see `lower`); a newer text
+        supersedes it in the engine like any lowering of the old text.
+        """
+        rest = self._missing(doc, module)
+        if rest and module not in doc.errors:
+            self._server.background(self._quiet_stage(doc, module, rest))
+
+    async def _quiet_stage(self, doc: DocumentState, module: str, targets: list[str]) -> None:
+        try:
+            await self._stage(doc, module, targets)
+        except LensError as err:  # recorded on the document by _stage; nobody else to tell
+            log.info("follow-up check of %s: %s", module, err.message)
+
+    def _covering(self, doc: DocumentState, module: str, targets: list[str]) -> list[str]:
+        """The targets of a check flight of this text already lowering all of `targets`.
+
+        A stage that a flight under way covers joins it instead of starting a second job
+        (e.g. a hover's default target while a follow-up lowers it with the others).
+        """
+        for flight in self._flights.get((doc.uri, module), []):
+            flight_targets, pipeline, print_after_all, text_hash = flight.spec
+            if (flight.generation == doc.generation and pipeline is None
+                    and not print_after_all and text_hash == hash(doc.text)
+                    and set(targets) <= set(flight_targets)):
+                return list(flight_targets)
+        return targets
+
+    async def _stage(
+        self,
+        doc: DocumentState,
+        module: str,
+        targets: list[str],
+        *,
+        progress_token: types.ProgressToken | None = None,
+        progress: bool = False,
+        cancel_on_abandon: bool = False,
+    ) -> dict[str, LowerResult]:
+        """Lower some check targets of `module` and record them (results, verdicts, lenses)."""
         generation = doc.generation
         try:
             results = await self.lower(
-                doc, module, targets, progress_token=progress_token, progress=progress,
+                doc, module, self._covering(doc, module, targets),
+                progress_token=progress_token, progress=progress,
                 cancel_on_abandon=cancel_on_abandon,
             )
         except LensError as err:
             if doc.generation == generation and err.kind not in (ErrorKind.CANCELLED, UNTRUSTED):
+                # Load, inputs and export errors fail every target alike.
                 doc.errors[module] = err
                 doc.verdicts[module] = {
-                    t: Verdict(ok=False, error=err.message) for t in targets
+                    t: Verdict(ok=False, error=err.message)
+                    for t in self._server.settings.check_targets
                 }
             raise
         by_target = {r.target: r for r in results}
         if doc.generation == generation:
-            doc.errors.pop(module, None)
+            if doc.errors.pop(module, None) is not None:
+                doc.verdicts.pop(module, None)  # the error's verdicts, not this result's
+            verdicts = doc.verdicts.setdefault(module, {})
             for target, result in by_target.items():
                 doc.results[(module, target)] = result
-            doc.verdicts[module] = {t: verdict_of(r) for t, r in by_target.items()}
+                verdicts[target] = verdict_of(result)
             self._server.refresh_lenses()  # the verdict lens changed
         return by_target
 

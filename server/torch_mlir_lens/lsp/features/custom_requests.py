@@ -173,9 +173,10 @@ async def _lower(
     service = server.service
     plain = pipeline is None and not print_after_all
     if plain and target in server.settings.check_targets:
-        # The check lowering (shared with hover and diagnostics, cached on the document).
-        results = await service.check(doc, module, progress_token=token, progress=True,
-                                      cancel_on_abandon=True)
+        # The check's first stage for this target alone (shared with hover and diagnostics,
+        # cached on the document); the other check targets follow without delaying it.
+        results = await service.check_target(doc, module, target, progress_token=token,
+                                             progress=True, cancel_on_abandon=True)
         if target in results:
             return results[target]
     if plain and (module, target) in doc.results:

@@ -4,8 +4,9 @@ modules without example inputs.
 When: on open and on save by default; `diagnostics: "onType"` also checks ~500 ms after the
 last edit; `"off"` publishes nothing. Between checks, published diagnostics follow their
 lines as the text changes and vanish when their lines are edited (see documents.py).
-One check of a module is one engine call for the default target plus the diagnosed
-backends (one export), shared with hover and the lenses.
+One check of a module is one export in two engine calls (the default target, then the other
+diagnosed backends from the worker's cached export), shared with hover and the lenses; a
+module's diagnostics are published once all its backends are known.
 """
 
 from __future__ import annotations

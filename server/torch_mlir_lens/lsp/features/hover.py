@@ -3,8 +3,9 @@
 Any line whose ops map to it counts, at any depth of the user-frame chain: the line in a
 submodule's `forward` and the parent line that called the submodule both show the ops.
 Answers from the document's cached check results when it can; otherwise lowers the module
-under the cursor on demand (with work-done progress). A line that produced no ops gets no
-hover (null), never an empty one.
+under the cursor on demand (with work-done progress), at the default target only: the other
+backends' verdicts fill in when the check's follow-up stage is done. A line that produced
+no ops gets no hover (null), never an empty one.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ async def hover_line(
             if (info.name, target) in doc.results:
                 continue  # already lowered: that result does not map the line
             try:
-                results = await server.service.check(doc, info.name, progress_token=token,
-                                                     progress=True)
+                results = await server.service.check_target(
+                    doc, info.name, target, progress_token=token, progress=True)
             except LensError as err:
                 if err.kind == ErrorKind.CANCELLED:
                     return None
@@ -212,12 +213,18 @@ def render(
 
 
 def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int) -> str:
-    """"linalg ✓ · tosa ✗ aten.roll · stablehlo ✓" for the backends checked so far."""
+    """"linalg ✓ · tosa ✗ aten.roll · stablehlo …": each diagnosed backend's verdict.
+
+    "…" marks a backend still being checked (the follow-up stage after the default target);
+    a backend that will not be checked (the module failed as a whole) is left out.
+    """
     parts = []
     want = os.path.normcase(os.path.normpath(doc.path or ""))
     for target in server.settings.diagnostic_targets:
         result = doc.results.get((module, target))
         if result is None:
+            if module not in doc.errors:
+                parts.append(f"{target} …")
             continue
         ops = [
             convert.short_op(d.op) or "?"
