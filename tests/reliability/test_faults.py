@@ -318,6 +318,22 @@ def test_global_state_does_not_leak(bench: Bench) -> None:
     assert_healthy(session)
 
 
+def test_patched_stdlib_does_not_leak(bench: Bench) -> None:
+    """A module that breaks os.replace / os.rename / shutil.move / tempfile.mkstemp for the
+    process: the next export of a healthy module (an atomic write needs them) still works."""
+    session = bench.session
+    uri = session.open(bench.ws / "patch_stdlib.py")
+    session.lower(uri, "PatchStdlib", "linalg", timeout=120)  # arms the sabotage
+    out = bench.ws / "out_stdlib"
+    out.mkdir()
+    reply = session.execute("torchMlirLens.exportModule", [{
+        "uri": bench.healthy_uri, "module": "Healthy", "target": "linalg",
+        "output": str(out / "healthy.mlir")}])
+    assert (out / "healthy.mlir").exists(), reply
+    session.close_doc(uri)
+    assert_healthy(session)
+
+
 def worker_pid(session: LensSession) -> int:
     info = session.request("torchMlirLens/serverInfo", {"waitForWorker": True}, 120)
     pid = info["engine"]["workerPid"]

@@ -180,7 +180,8 @@ def test_interrupted_export_keeps_previous_file(trusted: Trusted) -> None:
     out.mkdir()
     dest = out / "model.mlir"
     dest.write_text("PREVIOUS CONTENT\n")
-    uri = session.open(workspace / "export_interrupt.py")
+    # Not opened: a diagnostics check of an open document would arm a fresh worker again.
+    uri = (workspace / "export_interrupt.py").as_uri()
     with pytest.raises(JsonRpcException) as failure:
         session.execute("torchMlirLens.exportModule", [{
             "uri": uri, "module": "ExportInterrupt", "target": "linalg",
