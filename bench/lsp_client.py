@@ -259,6 +259,18 @@ class LensClient:
                     await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
             return value
 
+    def state(self) -> str | None:
+        """The last `torchMlirLens/status` state the server sent."""
+        states = self.statuses_since(0.0)
+        return states[-1] if states else None
+
+    async def wait_idle(self, timeout: float = 300.0) -> float:
+        """Wait until the server's status is no longer busy (a follow-up job after an answer,
+        a check); return the seconds waited. Keeps background work out of the next timing."""
+        t0 = time.perf_counter()
+        await self.wait_for(lambda: self.state() not in ("lowering", "starting"), timeout)
+        return time.perf_counter() - t0
+
     def diagnostics_since(self, uri: str, since: float) -> list[Event]:
         """publishDiagnostics events for `uri` that arrived at or after `since`."""
         return [

@@ -49,6 +49,11 @@ def _product(client: LensClient, uri: str, model: BenchModel, original: str,
             client.change(uri, bump(original, k))
         res, t = await client.lower(uri, model.module, "linalg")
         check_lower(res, f"{model.name} lower")
+        # The server may go on with the other check targets after answering: let it finish
+        # (untimed) so it neither slows the next measurement nor steals the baseline's CPU.
+        idle = await client.wait_idle()
+        if k >= 0:
+            phases.setdefault("follow-up after the answer (untimed)", []).append(idle)
         timings = {p: float(v) for p, v in (res.get("timings") or {}).items()
                    if isinstance(v, int | float)}
         if timings and k >= 0:

@@ -52,6 +52,7 @@ async def run(ctx: Context) -> FigureResult:
     uri = client.open(model.path)
     res, t_lower = await client.lower(uri, model.module, "linalg")
     check_lower(res, "lm lower")
+    await client.wait_idle()  # the check's other targets may follow the answer
     candidates = forward_lines(model.path, LM_CLASSES)
 
     warm_times, with_ir, slow = [], set(), []

@@ -39,6 +39,7 @@ async def run(ctx: Context) -> FigureResult:
                 client.change(uri, bump(original, n))
             res, t = await client.lower(uri, name, "linalg")
             res = check_lower(res, f"lower {name}")
+            await client.wait_idle()  # follow-up work after the answer stays out of timings
             if name == SUBMODULE:
                 sources.add(str(res.get("inputsSource") or res.get("inputs_source") or "?"))
             if k >= 0:

@@ -39,6 +39,7 @@ async def product_peak(ctx: Context, run: int) -> tuple[float, float, float]:
         uri = client.open(model.path)
         res, _ = await client.lower(uri, model.module, "linalg")
         res = check_lower(res, "lm lower")
+        await client.wait_idle()  # the check's other targets may follow the answer: count them
         with contextlib.suppress(Exception):
             info = await client.server_info()
         pid = worker_pid(client, info)
