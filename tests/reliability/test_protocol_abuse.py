@@ -149,10 +149,10 @@ def test_documents_never_opened(raw: RawServer, workspace: Path) -> None:
 
 
 def test_huge_documents(raw: RawServer, workspace: Path) -> None:
-    """A 20 MB file and a 5 MB single line: lenses and module list still answer quickly and the
-    server's memory stays bounded."""
+    """A 10 MB file (275k statements) and a 5 MB single line: lenses and module list still
+    answer within 20 s and the server's memory stays bounded."""
     raw.initialize()
-    big = "import torch\nfrom torch import nn\n" + "x = 1  # filler line of a huge file\n" * 550_000
+    big = "import torch\nfrom torch import nn\n" + "x = 1  # filler line of a huge file\n" * 275_000
     big += "class Tail(nn.Module):\n    def forward(self, x):\n        return x\n"
     wide = "import torch\nfrom torch import nn\nS = '" + "a" * 5_000_000 + "'\n"
     for name, text in (("big.py", big), ("wide.py", wide)):
@@ -160,7 +160,7 @@ def test_huge_documents(raw: RawServer, workspace: Path) -> None:
         raw.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "python", "version": 1, "text": text}})
         lens = raw.response(raw.request("textDocument/codeLens", {"textDocument": {"uri": uri}}),
-                            30)
+                            20)
         assert "result" in lens, lens
         mods = raw.response(raw.request("torchMlirLens/modules", {"uri": uri}), 30)
         assert "result" in mods, mods
