@@ -59,7 +59,8 @@ async def test_cache_second_lower_runs_no_job_and_targets_share_one_export(
     assert after["jobs_run"] == stats["jobs_run"] + 1
     assert after["exports_run"] == stats["exports_run"]
     # Several targets in one job: one export, results in the asked order.
-    results = await engine.lower(job("Healthy", text=Path(FAULTY).read_text() + "\n"),
+    # (A new top-level statement: it counts for every module's fingerprint, a blank line not.)
+    results = await engine.lower(job("Healthy", text=Path(FAULTY).read_text() + "_NEW = 1\n"),
                                  targets=["torch", "linalg", "stablehlo"])
     assert [r.target for r in results] == ["torch", "linalg", "stablehlo"]
     assert (await engine.stats())["exports_run"] == after["exports_run"] + 1
@@ -208,7 +209,7 @@ async def _supersede(engine: Engine, tmp_path: Path) -> None:
     v1 = asyncio.ensure_future(engine.lower(job("M", path=path, text=hanging),
                                             targets=["torch"]))
     await wait_for(lambda: engine.busy)
-    v2 = asyncio.ensure_future(engine.lower(job("M", path=path, text=hanging + "\n"),
+    v2 = asyncio.ensure_future(engine.lower(job("M", path=path, text=hanging + "_V2 = 2\n"),
                                             targets=["torch"]))
     await asyncio.sleep(0)  # let v2 queue
     start = time.monotonic()

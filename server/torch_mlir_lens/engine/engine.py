@@ -23,6 +23,7 @@ from typing import Any
 
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
+from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
@@ -273,7 +274,8 @@ class Engine:
     def _key(request: dict[str, Any]) -> str:
         parts = dict(request)
         if isinstance(parts.get("text"), str):
-            parts["text"] = text_hash(parts["text"])
+            # The module's own fingerprint: an edit elsewhere in the file keeps its result.
+            parts["text"] = job_fingerprint(parts, parts["text"])
         if isinstance(parts.get("inputs_file"), str):
             # A re-saved inputs file must not be answered from the cache.
             try:
@@ -310,7 +312,9 @@ class Engine:
         try:
             result = await asyncio.shield(shared.future)
         except LensError as err:
-            if cache and err.kind not in _TRANSIENT_ERRORS and request.get("path"):
+            # A load error may come from code outside the module's fingerprint: not cached.
+            if cache and err.kind not in _TRANSIENT_ERRORS and request.get("path") and (
+                    err.kind != ErrorKind.LOAD_ERROR):
                 self._cache.put(key, request["path"], err)
             raise
         if cache and request.get("path"):

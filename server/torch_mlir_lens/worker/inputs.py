@@ -43,7 +43,6 @@ whatever the inputs' source (they name `forward`'s parameters, not particular te
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import pickle
@@ -64,6 +63,7 @@ from torch_mlir_lens.discovery import (
     layer_inputs_expr,
     settings_key_for,
 )
+from torch_mlir_lens.fingerprint import fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.worker import loader
 
@@ -85,10 +85,6 @@ class ResolvedInputs:
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def lookup(mod: types.ModuleType, name: str) -> Any:
@@ -409,7 +405,7 @@ class _Recorded:
     file: str | None  # the file defining the recorded class (same name in two files)
 
 
-# (path, text hash, parent, settings, workspace) → what the parent's submodules received.
+# (path, parent's fingerprint, parent, settings, workspace) → what the parent's submodules received.
 _recordings: OrderedDict[tuple[str, ...], dict[str, _Recorded] | LensError] = OrderedDict()
 _MAX_RECORDINGS = 16
 
@@ -481,7 +477,9 @@ def _recording(
     workspace: str | None,
 ) -> dict[str, _Recorded] | LensError:
     """What each user class inside `parent` received at its first call (cached)."""
-    key = (path, _sha(text), parent, repr(sorted(settings.items())), workspace or "")
+    # Keyed by the parent's fingerprint: an edit elsewhere in the file keeps the recording.
+    fp = fingerprint(text, parent, path, settings_inputs=settings, workspace=workspace)
+    key = (path, fp, parent, repr(sorted(settings.items())), workspace or "")
     if key in _recordings:
         _recordings.move_to_end(key)
         return _recordings[key]

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
 
@@ -169,7 +170,9 @@ def program_key(job: dict[str, Any], text: str) -> str:
     """Everything that decides the exported program, hashed."""
     parts = {
         "path": _job_path(job),
-        "text": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        # The module's fingerprint, not the whole text: an edit to another module of the
+        # file reuses this module's exported program.
+        "text": job_fingerprint(job, text),
         "module": job.get("module"),
         "inputs": job.get("inputs"),
         "inputs_file": job.get("inputs_file"),
