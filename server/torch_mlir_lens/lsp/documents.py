@@ -1,7 +1,8 @@
 """Per-document state: text version, modules found statically, results and diagnostics.
 
-Results belong to one version of a document's text: any change drops them (the engine's
-content-hash cache still answers if the text comes back). Published diagnostics are kept
+Results belong to one version of a module's fingerprint (`fingerprint.py`): a change drops the
+results of the modules it can affect and keeps the others' (the engine's cache still answers
+if the text comes back). Published diagnostics are kept
 across changes but moved with their lines, and dropped when their lines are edited, until
 the next check replaces them.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from torch_mlir_lens import discovery
+from torch_mlir_lens import discovery, fingerprint
 from torch_mlir_lens.lsp.convert import uri_to_path
 from torch_mlir_lens.results import LensError, LowerResult
 
@@ -60,6 +61,8 @@ class DocumentState:
     diagnostics: dict[str, list[DiagRecord]] = field(default_factory=dict)
     verify: dict[str, dict[str, Any]] = field(default_factory=dict)  # module → VerifyResult
     generation: int = 0  # bumps on every text change (versions may be None)
+    # The discovery settings last used: fingerprints depend on them (inputs status).
+    _settings: tuple[dict[str, str], str | None] = ({}, None)
 
     @property
     def lines(self) -> list[str]:
@@ -70,6 +73,7 @@ class DocumentState:
     ]:
         """The modules of this text (static discovery, cached per text)."""
         if self._modules is None:
+            self._settings = (dict(settings_inputs), workspace)
             self._modules = discovery.find_modules(
                 self.text, self.path, settings_inputs=settings_inputs, workspace=workspace
             )
@@ -89,7 +93,7 @@ class DocumentState:
     def update(
         self, text: str, version: int | None, changes: Sequence[Any] | None = None
     ) -> None:
-        """Take a new text: results go, diagnostics follow their lines or go.
+        """Take a new text: results of changed modules go, diagnostics follow their lines or go.
 
         `changes` are the client's content changes (LSP ranges), when it sent some.
         """
@@ -101,11 +105,33 @@ class DocumentState:
                 for key, records in kept.items()
             }
         self.diagnostics = kept
+        unchanged = self._unchanged_modules(text)
         self.text = text
         self.version = version
         self.generation += 1
         self._modules = None
-        self.forget_results()
+        self._keep_results(unchanged)
+
+    def _unchanged_modules(self, new_text: str) -> set[str]:
+        """Modules with results whose fingerprint is the same in `new_text`."""
+        names = {m for m, _ in self.results} | set(self.verdicts) | set(self.verify)
+        settings, workspace = self._settings
+
+        def same(name: str) -> bool:
+            return fingerprint.fingerprint(
+                self.text, name, self.path, settings_inputs=settings, workspace=workspace,
+            ) == fingerprint.fingerprint(
+                new_text, name, self.path, settings_inputs=settings, workspace=workspace)
+
+        return {name for name in names if name not in self.errors and same(name)}
+
+    def _keep_results(self, modules: set[str]) -> None:
+        """Drop every result but those of `modules`; errors always go (they may come from
+        code outside a module's fingerprint, e.g. a syntax error elsewhere)."""
+        self.results = {k: v for k, v in self.results.items() if k[0] in modules}
+        self.verdicts = {k: v for k, v in self.verdicts.items() if k in modules}
+        self.verify = {k: v for k, v in self.verify.items() if k in modules}
+        self.errors.clear()
 
     def all_diagnostics(self) -> list[DiagRecord]:
         return [r for records in self.diagnostics.values() for r in records]
