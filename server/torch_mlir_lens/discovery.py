@@ -273,10 +273,12 @@ def _parse_chunked(text: str) -> list[ast.stmt] | None:
         stmts = _CHUNK_CACHE.get(key)
         if stmts is None:
             try:
-                # Leading newlines give the nodes their real line numbers, at no real cost.
-                stmts = ast.parse("\n" * start + chunk).body
+                tree = ast.parse(chunk)
             except (SyntaxError, ValueError, RecursionError):
                 return None
+            # Shift to the chunk's real lines (padding with newlines instead made parsing a
+            # big file quadratic).
+            stmts = ast.increment_lineno(tree, start).body
             _CHUNK_CACHE[key] = stmts
             if len(_CHUNK_CACHE) > _CHUNK_CACHE_SIZE:
                 _CHUNK_CACHE.popitem(last=False)
