@@ -3,7 +3,8 @@
 A job runs arbitrary user code (constructors, forward) in a long-lived process. After each job:
 - processes it started (children, setsid'd children, orphaned grandchildren: the worker is a
   child subreaper) are killed;
-- torch functions and classes it monkeypatched (`torch.relu = ...`, `nn.Linear.forward = ...`,
+- torch functions and classes, and the standard library the worker needs, that it
+  monkeypatched (`torch.relu = ...`, `nn.Linear.forward = ...`, `os.replace = ...`,
   `torch.export.export = ...`) are put back as they were after warm-up;
 - threads it started cannot be stopped from Python: the worker asks to be replaced.
 cwd, sys.path and the std streams are restored by jobs.py around each job.
@@ -24,6 +25,10 @@ _NAMESPACES = (
     "torch", "torch.nn", "torch.nn.functional", "torch.export", "torch.fx", "torch.fx.graph",
     "torch.nn.init", "torch_mlir.fx", "torch_mlir.compiler_utils",
     "torch_mlir.extras.fx_importer",
+    # The standard library the worker itself needs (atomic writes, pipes, JSON): a module that
+    # patched os.replace would otherwise break every later export in this worker.
+    "builtins", "os", "os.path", "posixpath", "io", "shutil", "tempfile", "pathlib", "json",
+    "subprocess", "signal", "threading",
 )
 
 _MISSING = object()
@@ -36,6 +41,7 @@ class Baseline:
         # (id(owner), name) → (owner, value)
         self.attrs: dict[tuple[int, str], tuple[Any, Any]] = {}
         self.threads: set[int] = set()
+        self.recursion_limit = 1000
 
     @classmethod
     def take(cls) -> Baseline:
@@ -44,6 +50,7 @@ class Baseline:
             for name, value in list(vars(owner).items()):
                 base.attrs[(id(owner), name)] = (owner, value)
         base.threads = {t.ident or 0 for t in threading.enumerate()}
+        base.recursion_limit = sys.getrecursionlimit()
         return base
 
     def restore(self) -> list[str]:
@@ -56,6 +63,9 @@ class Baseline:
             with contextlib.suppress(AttributeError, TypeError):
                 setattr(owner, name, value)
                 fixed.append(f"{getattr(owner, '__name__', owner)}.{name}")
+        if sys.getrecursionlimit() != self.recursion_limit:
+            sys.setrecursionlimit(self.recursion_limit)
+            fixed.append("sys.recursionlimit")
         return fixed
 
     def new_threads(self) -> list[str]:
