@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +169,13 @@ async def repro(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
     target = _target(server, args)
     output_dir = _path_arg(args.get("outputDir"), server.workspace_root)
     if output_dir is None:
-        output_dir = tempfile.mkdtemp(prefix=f"torch-mlir-lens-repro-{module}-")
+        # Beside the source, in a new folder: the repro holds every weight, which must not
+        # pile up in the system temp folder, and no existing file may be replaced.
+        folder = os.path.dirname(doc.path) if doc.path else server.workspace_root
+        if folder is None:
+            raise JsonRpcInvalidParams("`outputDir` is required for an unsaved file")
+        stem = f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
+        output_dir = free_path(folder, stem, ".repro")
     job = _job(server, doc, module)
 
     async def run(engine: Engine) -> dict[str, Any]:
