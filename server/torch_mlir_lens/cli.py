@@ -429,9 +429,15 @@ async def _export(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # First thing: the worker's torch imports take seconds and overlap ours (pygls,
+    # lsprotocol). It runs no user code until a job arrives, so trust is not involved yet;
+    # the server stops it at once if the client says the workspace is untrusted.
+    from torch_mlir_lens.engine.worker_client import spawn_early
+
+    early = spawn_early(sys.executable)
     from torch_mlir_lens.lsp.server import run_server
 
-    run_server(tcp=args.tcp, host=args.host, port=args.port)
+    run_server(tcp=args.tcp, host=args.host, port=args.port, early_worker=early)
     return EXIT_OK
 
 

@@ -71,6 +71,8 @@ async def test_server_never_imports_torch(client: LanguageClient) -> None:
     # The worker was started at initialize, in the background: one worker, no stray copy
     # (a worker being replaced may linger for a moment, hence the wait).
     assert info["engine"]["ready"] is True
+    # That worker is the one `serve` spawned before importing pygls, adopted by the engine.
+    assert info["engine"]["earlyPid"] == info["engine"]["workerPid"] is not None
 
     async def one_worker() -> bool:
         pid = (await server_info(client))["engine"]["workerPid"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psutil
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -153,6 +154,8 @@ async def test_untrusted_runs_nothing(client: LanguageClient, workspace: Path) -
     info = await server_info(client)
     assert info["trusted"] is False and info["engine"] is None
     assert info["torchImported"] is False
+    # The worker `serve` spawned before it knew was stopped and reaped at initialize.
+    assert psutil.Process(info["pid"]).children(recursive=True) == []
     assert not sentinel.exists()
     assert any("not trusted" in m.message for m in client.messages)
     assert {"state": "untrusted", "detail": "workspace not trusted: no user code is run"} in (

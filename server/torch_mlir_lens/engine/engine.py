@@ -89,10 +89,12 @@ class Engine:
     """Lower modules through a warm worker process, with caching and cancellation."""
 
     def __init__(self, config: EngineConfig | None = None, *,
-                 on_output: OutputCallback | None = None) -> None:
+                 on_output: OutputCallback | None = None,
+                 client: WorkerClient | None = None) -> None:
+        """`client`: a worker client to use (e.g. one adopting a worker spawned early)."""
         self.config = config or EngineConfig()
         self._on_output = on_output
-        self._client = self._new_client()
+        self._client = client if client is not None else self._new_client()
         self._cache = ResultCache(self.config.cache_entries)
         self._queue: list[_Pending] = []
         self._inflight: dict[str, _Pending] = {}

@@ -23,6 +23,7 @@ import re
 import resource
 import signal
 import struct
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,11 +46,116 @@ ADDRESS_SPACE_SLACK_MB = 2048
 OutputCallback = Callable[[str, str], None]  # (stream name "stdout" | "stderr", text)
 
 
+class _AdoptedProcess:
+    """A worker spawned with `subprocess.Popen` before any event loop ran (`spawn_early`).
+
+    Offers the part of `asyncio.subprocess.Process` the client uses; its output pipes are
+    attached to the running loop at adoption.
+    """
+
+    WAIT_POLL_S = 0.05
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader,
+                 stderr: asyncio.StreamReader) -> None:
+        self._popen = popen
+        self.stdout: asyncio.StreamReader | None = stdout
+        self.stderr: asyncio.StreamReader | None = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        # Polled: Popen has no loop-aware wait, and a thread per wait could pile up.
+        while (code := self._popen.poll()) is None:
+            await asyncio.sleep(self.WAIT_POLL_S)
+        return code
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+
+@dataclass
+class EarlyWorker:
+    """A worker spawned first thing in `serve` (before pygls is imported), to be adopted.
+
+    It only imports torch and warms up until a job arrives: no user code runs in it, so it
+    may start before the client says whether the workspace is trusted (`discard` if not).
+    """
+
+    popen: subprocess.Popen[bytes]
+    to_worker: int  # our write end of the job pipe
+    from_worker: int  # our read end of the reply pipe
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def discard(self) -> None:
+        """Kill it (its own process group) and reap it; close our pipe ends."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(5.0)
+        for fd in (self.to_worker, self.from_worker):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for stream in (self.popen.stdout, self.popen.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _worker_env(env: dict[str, str] | None) -> dict[str, str]:
+    out = dict(os.environ if env is None else env)
+    out["PYTHONUNBUFFERED"] = "1"
+    out["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
+    out["TORCH_MLIR_LENS_OWN_GROUP"] = "1"
+    return out
+
+
+def _worker_argv(python: str, in_fd: int, out_fd: int) -> list[str]:
+    return [python, "-m", "torch_mlir_lens.worker.main", "--in-fd", str(in_fd),
+            "--out-fd", str(out_fd)]
+
+
+async def _stream_of(loop: asyncio.AbstractEventLoop, pipe: Any) -> asyncio.StreamReader:
+    """An asyncio reader of a pipe opened outside the loop (an early worker's output)."""
+    stream = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+    return stream
+
+
+def spawn_early(python: str = sys.executable) -> EarlyWorker | None:
+    """Spawn a worker without an event loop; None when it cannot start (spawned later)."""
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            _worker_argv(python, to_worker_r, from_worker_w),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(to_worker_r, from_worker_w), start_new_session=True,
+            env=_worker_env(None),
+        )
+    except OSError as exc:
+        log.warning("could not spawn the worker early: %s", exc)
+        for fd in (to_worker_w, from_worker_r):
+            os.close(fd)
+        return None
+    finally:
+        for fd in (to_worker_r, from_worker_w):
+            os.close(fd)
+    return EarlyWorker(popen, to_worker_w, from_worker_r)
+
+
 @dataclass
 class _Worker:
     """One worker process and its pipes."""
 
-    proc: asyncio.subprocess.Process
+    proc: asyncio.subprocess.Process | _AdoptedProcess
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     started: float
@@ -141,7 +247,9 @@ class WorkerClient:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_output: OutputCallback | None = None,
+        early: EarlyWorker | None = None,
     ) -> None:
+        """`early`: a worker spawned before the event loop, used as the first worker."""
         self.python = python
         self.timeout_s = timeout_s
         self._memory_limit_mb = memory_limit_mb
@@ -157,6 +265,7 @@ class WorkerClient:
         self._cancel_event: asyncio.Event | None = None
         self._spawns = 0
         self._stopped = False
+        self._early = early
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -200,6 +309,9 @@ class WorkerClient:
     async def stop(self) -> None:
         """Stop the worker and everything in its process group; reap it. Idempotent."""
         self._stopped = True
+        early, self._early = self._early, None
+        if early is not None:  # never adopted
+            early.discard()
         if self._cancel_event is not None:
             self._cancel_event.set()
         worker, self._worker = self._worker, None
@@ -373,7 +485,8 @@ class WorkerClient:
             if worker is None or worker.proc.returncode is not None:
                 if worker is not None:
                     await self._kill(worker)
-                worker = await self._spawn()
+                early, self._early = self._early, None
+                worker = await (self._adopt(early) if early else self._spawn())
             return worker
 
     async def _await_ready(self, worker: _Worker,
@@ -402,24 +515,29 @@ class WorkerClient:
                             f"the worker did not start within {STARTUP_TIMEOUT_S:g} s")
         raise await self._crash_error(worker, None)
 
-    async def _spawn(self) -> _Worker:
+    async def _adopt(self, early: EarlyWorker) -> _Worker:
+        """Take over a worker spawned before the event loop (it has been warming up since)."""
         loop = asyncio.get_running_loop()
+        popen = early.popen
+        assert popen.stdout is not None and popen.stderr is not None
+        proc = _AdoptedProcess(popen, await _stream_of(loop, popen.stdout),
+                               await _stream_of(loop, popen.stderr))
+        self._set_rlimit(proc.pid)
+        log.info("worker %d adopted (spawned before the server started)", proc.pid)
+        return await self._attach(proc, early.from_worker, early.to_worker)
+
+    async def _spawn(self) -> _Worker:
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
-        env = dict(os.environ if self.env is None else self.env)
-        env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
-        env["TORCH_MLIR_LENS_OWN_GROUP"] = "1"
         try:
             proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "torch_mlir_lens.worker.main",
-                "--in-fd", str(to_worker_r), "--out-fd", str(from_worker_w),
+                *_worker_argv(self.python, to_worker_r, from_worker_w),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(to_worker_r, from_worker_w),
                 start_new_session=True,  # own process group: kill it all at once
-                env=env,
+                env=_worker_env(self.env),
                 cwd=self.cwd,
             )
         except OSError as exc:
@@ -433,7 +551,13 @@ class WorkerClient:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._set_rlimit(proc.pid)
+        log.info("worker %d started", proc.pid)
+        return await self._attach(proc, from_worker_r, to_worker_w)
 
+    async def _attach(self, proc: asyncio.subprocess.Process | _AdoptedProcess,
+                      from_worker_r: int, to_worker_w: int) -> _Worker:
+        """Connect the channel and the output drains of a started worker process."""
+        loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 20)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                      os.fdopen(from_worker_r, "rb", buffering=0))
@@ -451,7 +575,6 @@ class WorkerClient:
             self.restarts += 1
         self._spawns += 1
         self._worker = worker
-        log.info("worker %d started", proc.pid)
         return worker
 
     async def _read_ready(self, worker: _Worker) -> None:

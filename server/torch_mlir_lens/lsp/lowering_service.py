@@ -24,7 +24,8 @@ from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine, ModuleJob
+    from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
+    from torch_mlir_lens.engine.worker_client import WorkerClient
     from torch_mlir_lens.lsp.server import LensServer
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class LoweringService:
         self._spawned: asyncio.Future[None] | None = None
         self._flights: dict[tuple[str, str], list[_Flight]] = {}
         self._status = _Status()
+        self.early_pid: int | None = None  # the adopted early worker's pid (serverInfo)
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -79,17 +81,36 @@ class LoweringService:
         from torch_mlir_lens.engine import Engine, EngineConfig  # no torch import
 
         settings = self._server.settings
-        self.engine = Engine(
-            EngineConfig(
-                python=sys.executable,
-                timeout_s=settings.timeout_seconds,
-                memory_limit_mb=settings.memory_limit_mb,
-            ),
-            on_output=self._worker_output,
+        config = EngineConfig(
+            python=sys.executable,
+            timeout_s=settings.timeout_seconds,
+            memory_limit_mb=settings.memory_limit_mb,
         )
+        self.engine = Engine(config, on_output=self._worker_output,
+                             client=self._adopt_early_worker(config))
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
         self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
+
+    def _adopt_early_worker(self, config: EngineConfig) -> WorkerClient | None:
+        """A worker client taking over the worker `serve` spawned first thing, if any."""
+        early, self._server.early_worker = self._server.early_worker, None
+        if early is None:
+            return None
+        from torch_mlir_lens.engine.worker_client import WorkerClient
+
+        self.early_pid = early.pid
+        return WorkerClient(
+            config.python, timeout_s=config.timeout_s, memory_limit_mb=config.memory_limit_mb,
+            env=config.env, cwd=config.cwd, on_output=self._worker_output, early=early,
+        )
+
+    def discard_early_worker(self) -> None:
+        """Kill the worker spawned before the client said the workspace is untrusted."""
+        early, self._server.early_worker = self._server.early_worker, None
+        if early is not None:
+            log.info("untrusted workspace: stopping the early worker %d", early.pid)
+            early.discard()
 
     async def _warm(self, engine: Engine, spawned: asyncio.Future[None]) -> None:
         try:
@@ -474,7 +495,7 @@ class LoweringService:
             out["error"] = err.message
         # Read after the worker answered (or not): the state as of now.
         out.update(restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
-                   worker_pid=engine.worker_pid)
+                   worker_pid=engine.worker_pid, early_pid=self.early_pid)
         return out
 
     # -- progress -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -24,6 +24,9 @@ from torch_mlir_lens.lsp.documents import DocumentStore
 from torch_mlir_lens.lsp.lowering_service import LoweringService
 from torch_mlir_lens.lsp.protocol import LensProtocol
 from torch_mlir_lens.lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.engine.worker_client import EarlyWorker
 
 log = logging.getLogger("torch_mlir_lens")
 
@@ -48,6 +51,8 @@ class LensServer(LanguageServer):
         self.check_tasks: dict[str, asyncio.Task[None]] = {}  # uri → diagnostics check
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
+        # Spawned by `serve` before pygls was imported; adopted at start, killed if untrusted.
+        self.early_worker: EarlyWorker | None = None
 
     def client_supports(self, dotted: str) -> bool:
         """Whether the client's capabilities hold a truthy value at `dotted` (snake_case)."""
@@ -135,10 +140,15 @@ def create_server() -> LensServer:
     return server
 
 
-def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
-    """Serve LSP over stdio (default) or TCP until the client says exit."""
+def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
+               early_worker: EarlyWorker | None = None) -> None:
+    """Serve LSP over stdio (default) or TCP until the client says exit.
+
+    `early_worker`: a worker already warming up, adopted by the lowering service.
+    """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
+    server.early_worker = early_worker
     try:
         if tcp:
             server.start_tcp(host, port)
@@ -146,6 +156,8 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> 
             server.start_io()
     finally:
         # The client vanished without shutdown/exit: take the worker (a process group) along.
+        if server.early_worker is not None:  # never adopted (no `initialized`)
+            server.early_worker.discard()
         pid = server.service.engine.worker_pid if server.service.engine else None
         if pid:
             with contextlib.suppress(OSError):
