@@ -216,9 +216,19 @@ class Engine:
     async def export(self, job: ModuleJob, target: str, output: str,
                      bytecode: bool = False) -> dict[str, Any]:
         """Write the module's IR at `target` to `output` atomically → {"path", "bytes"}."""
+        output = os.path.abspath(output)
         request = {**self._job_fields(job), "op": "export", "target": target,
-                   "output": os.path.abspath(output), "bytecode": bytecode}
-        return await self._submit(request, cache=False)
+                   "output": output, "bytecode": bytecode}
+        before = _write_temps(output)
+        try:
+            return await self._submit(request, cache=False)
+        except LensError:
+            # A worker killed mid-write cannot remove its own temp file: do it here. The
+            # previous file at `output` is untouched (the write goes through os.replace).
+            for leftover in _write_temps(output) - before:
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+            raise
 
     async def repro(self, job: ModuleJob, target: str, output_dir: str) -> dict[str, Any]:
         """Write a reproducer (.mlir + torch-mlir-opt command) → {"mlir_path", "command"}."""
@@ -374,3 +384,14 @@ class Engine:
                     pending.future.set_result(result)
             finally:
                 self._running = None
+
+
+def _write_temps(output: str) -> set[str]:
+    """The temp files an atomic write of `output` makes beside it (worker/lowering.py)."""
+    folder, name = os.path.split(output)
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return set()
+    return {os.path.join(folder, e) for e in entries
+            if e.startswith(f".{name}.") and e.endswith(".tmp")}
