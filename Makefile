@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 VSIX := torch-mlir-lens-$(VERSION).vsix
 
-.PHONY: run test venv client vsix e2e-deps lint typecheck test-python test-client bench clean
+.PHONY: run test deps venv client vsix e2e-deps lint test-python test-client bench clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -42,12 +42,18 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test-python: venv
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 
 test-client: client
 	npm run --silent test:unit
 
-test: venv vsix e2e-deps lint test-client test-python
+# Set-up steps are independent (Python venv, extension build, headless VS Code): run them side
+# by side, then the checks one after another so their output stays readable.
+deps: venv vsix e2e-deps
+
+test:
+	$(MAKE) -j3 --output-sync=target deps
+	$(MAKE) lint test-client test-python
 
 bench: venv
 	$(PY) -m bench.run
