@@ -257,6 +257,40 @@ def test_one_recording_pass_serves_every_child(tmp_path):
     assert mod.RUNS == [1]  # the parent ran once for both children
 
 
+def test_recording_is_kept_across_an_edit_outside_the_parent(tmp_path):
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        RUNS = []
+        class A(nn.Module):
+            def forward(self, x):
+                return x + 1
+        # torch-mlir-lens: inputs=(torch.randn(2, 3),)
+        class Top(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = A()
+            def forward(self, x):
+                RUNS.append(1)
+                return self.a(x[:, :2])
+        # torch-mlir-lens: inputs=(torch.randn(4),)
+        class Other(nn.Module):
+            def forward(self, x):
+                return x - 1
+    """)
+    path = _write(tmp_path, src)
+    mod, res = _resolve(path, "A", text=src)
+    assert mod.RUNS == [1] and _shapes(res.args) == [(2, 2)]
+    # Another module edited: Top's fingerprint is the same, its recording is reused.
+    other = src.replace("x - 1", "x - 2")
+    mod, res = _resolve(path, "A", text=other)
+    assert mod.RUNS == [] and _shapes(res.args) == [(2, 2)]
+    # The parent edited: recorded again, with the new shapes.
+    parent = other.replace("x[:, :2]", "x[:, :1]")
+    mod, res = _resolve(path, "A", text=parent)
+    assert mod.RUNS == [1] and _shapes(res.args) == [(2, 1)]
+
+
 # --- 6. inferred -----------------------------------------------------------------------------
 
 
