@@ -268,8 +268,15 @@ class LensClient:
         """Wait until the server's status is no longer busy (a follow-up job after an answer,
         a check); return the seconds waited. Keeps background work out of the next timing."""
         t0 = time.perf_counter()
-        await self.wait_for(lambda: self.state() not in ("lowering", "starting"), timeout)
-        return time.perf_counter() - t0
+        while True:
+            await self.wait_for(lambda: self.state() not in ("lowering", "starting"), timeout)
+            # A follow-up job starts ~0.1 s after the answer's "ready": idle means quiet too.
+            seen = len(self.log.events)
+            await asyncio.sleep(0.4)
+            if len(self.log.events) == seen and self.state() not in ("lowering", "starting"):
+                return time.perf_counter() - t0 - 0.4
+            if time.perf_counter() - t0 > timeout:
+                raise TimeoutError(f"server not idle within {timeout} s")
 
     def diagnostics_since(self, uri: str, since: float) -> list[Event]:
         """publishDiagnostics events for `uri` that arrived at or after `since`."""
