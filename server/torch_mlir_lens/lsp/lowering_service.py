@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
+from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class LoweringService:
         self._flights: dict[tuple[str, str], list[_Flight]] = {}
         self._status = _Status()
         self.early_pid: int | None = None  # the adopted early worker's pid (serverInfo)
+        self._output_budget = OutputBudget(lambda line: log.info("%s", line))
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -129,9 +131,8 @@ class LoweringService:
             self.set_status("ready")
 
     def _worker_output(self, stream: str, text: str) -> None:
-        """What the worker (user code) printed goes to the log, never to our stdout."""
-        for line in text.rstrip().splitlines():
-            log.info("[worker %s] %s", stream, line)
+        """What the worker (user code) printed goes to the log, never to our stdout; bounded."""
+        self._output_budget.feed(stream, text)
 
     async def stop(self) -> None:
         """Stop the worker (shutdown, or trust withdrawn)."""
