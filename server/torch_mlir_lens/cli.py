@@ -437,8 +437,7 @@ def _serve(args: argparse.Namespace) -> int:
     early = spawn_early(sys.executable)
     from torch_mlir_lens.lsp.server import run_server
 
-    run_server(tcp=args.tcp, host=args.host, port=args.port, early_worker=early)
-    return EXIT_OK
+    return run_server(tcp=args.tcp, host=args.host, port=args.port, early_worker=early)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

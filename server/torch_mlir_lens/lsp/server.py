@@ -141,9 +141,11 @@ def create_server() -> LensServer:
 
 
 def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
-               early_worker: EarlyWorker | None = None) -> None:
-    """Serve LSP over stdio (default) or TCP until the client says exit.
+               early_worker: EarlyWorker | None = None) -> int:
+    """Serve LSP over stdio (default) or TCP until the client says exit; the exit code.
 
+    The code is 0 after a `shutdown` request and 1 otherwise (`exit` without `shutdown`, or a
+    client that vanished), as the LSP specification asks.
     `early_worker`: a worker already warming up, adopted by the lowering service.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -162,3 +164,5 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
         if pid:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
+    # pygls ends its loop on `exit` by a SystemExit it swallows: read the state ourselves.
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1
