@@ -241,3 +241,28 @@ async def test_stop_leaves_no_process(engine: Engine) -> None:
     await engine.stop()
     assert family_pids(pid) == []
     assert not alive(pid)
+
+
+async def test_newer_text_does_not_kill_a_lowering_of_an_exported_program(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A follow-up lowering (other backends of an already exported program) is not worth a
+    worker restart when the text changes: it finishes, and the worker stays."""
+    source = Path(__file__).parents[1] / "examples" / "transformer.py"
+    path = tmp_path / "transformer.py"
+    text = source.read_text()
+    path.write_text(text)
+    first = ModuleJob(path=str(path), module="TinyTransformer", text=text)
+    (res,) = await engine.lower(first, targets=["linalg"])  # exports the program
+    assert res.ok, res.diagnostics
+    restarts = engine.restarts
+    follow_up = asyncio.ensure_future(
+        engine.lower(first, targets=["tosa", "stablehlo", "torch", "raw"]))
+    await wait_for(lambda: engine._running is not None, 30)
+    newer = ModuleJob(path=str(path), module="TinyTransformer", text=text + "\nSCALE = 2\n")
+    newer_task = asyncio.ensure_future(engine.lower(newer, targets=["linalg"]))
+    results = await follow_up  # not cancelled
+    assert [r.target for r in results] == ["tosa", "stablehlo", "torch", "raw"]
+    (newer_res,) = await newer_task
+    assert newer_res.ok
+    assert engine.restarts == restarts

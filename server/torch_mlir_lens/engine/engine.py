@@ -74,6 +74,12 @@ class ModuleJob:
         }
 
 
+# Fields of a lower job that choose what to print, not what to export.
+_TARGET_FIELDS = frozenset({"targets", "pipeline", "keep_weights", "debug_info",
+                            "print_after_all", "list_unsupported", "id"})
+_WORKER_PROGRAMS = 4  # exported programs the worker keeps (worker/jobs.py)
+
+
 @dataclass
 class _Pending:
     """A job waiting for (or holding) the worker."""
@@ -83,6 +89,7 @@ class _Pending:
     module_id: tuple[str, str] | None  # (path, module) for superseding; None: never superseded
     text_sha: str | None
     future: asyncio.Future[dict[str, Any]]
+    program: str | None = None  # which exported program the job needs (see _program_key)
 
 
 class Engine:
@@ -102,6 +109,8 @@ class Engine:
         self._pump_task: asyncio.Task[None] | None = None
         self._restart_client = False
         self._started = False
+        # Programs the worker has exported (it caches a few): a job on one of them only lowers.
+        self._exported: list[str] = []
 
     def _new_client(self) -> WorkerClient:
         return WorkerClient(
@@ -315,6 +324,7 @@ class Engine:
                 module_id=(path, module) if path and module else None,
                 text_sha=text_hash(text) if isinstance(text, str) else None,
                 future=loop.create_future(),
+                program=self._program_key(request),
             )
             await self._supersede(shared)
             self._inflight[key] = shared
@@ -346,7 +356,11 @@ class Engine:
             self._fail(pending, LensError(ErrorKind.CANCELLED,
                                           "superseded by a newer version of the file"))
         running = self._running
-        if running is not None and stale(running) and self.config.cancel_stale:
+        if (running is not None and stale(running) and self.config.cancel_stale
+                and running.program not in self._exported):
+            # Killing costs a worker restart (seconds of imports): worth it only to stop a
+            # stale export, not a lowering of an already exported program (e.g. the
+            # follow-up backends of a check), which ends sooner than a restart would.
             await self._client.cancel()
 
     def _fail(self, pending: _Pending, err: LensError) -> None:
@@ -380,10 +394,26 @@ class Engine:
                                               f"{type(exc).__name__}: {exc}"))
             else:
                 self._inflight.pop(pending.key, None)
+                self._remember_export(pending.program)
                 if not pending.future.done():
                     pending.future.set_result(result)
             finally:
                 self._running = None
+
+    def _remember_export(self, program: str | None) -> None:
+        if program is None:
+            return
+        if program in self._exported:
+            self._exported.remove(program)
+        self._exported.append(program)
+        del self._exported[:-_WORKER_PROGRAMS]
+
+    def _program_key(self, request: dict[str, Any]) -> str | None:
+        """The exported program a lowering job needs: the job minus what only picks targets."""
+        if request.get("op") != "lower":
+            return None
+        parts = {k: v for k, v in request.items() if k not in _TARGET_FIELDS}
+        return self._key(parts)
 
 
 def _write_temps(output: str) -> set[str]:
