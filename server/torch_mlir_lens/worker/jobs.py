@@ -27,6 +27,7 @@ from typing import Any
 from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
+from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
 
 MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
 
@@ -115,32 +116,6 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def _job_text(job: dict[str, Any]) -> str:
-    """The file's text: the job's (unsaved buffer) or the file on disk."""
-    text = job.get("text")
-    if isinstance(text, str):
-        return text
-    path = _job_path(job)
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
-
-
-def _job_path(job: dict[str, Any]) -> str:
-    path = job.get("path")
-    if not isinstance(path, str) or not path:
-        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'path'")
-    return os.path.abspath(path)
-
-
-def _job_module(job: dict[str, Any]) -> str:
-    module = job.get("module")
-    if not isinstance(module, str) or not module:
-        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'module'")
-    return module
-
-
 def _file_digest(path: str | None) -> str | None:
     """Content hash of an inputs file, so replacing it re-exports."""
     if not path:
@@ -169,7 +144,7 @@ def _folder_stamp(path: str) -> list[tuple[str, int, int]]:
 def program_key(job: dict[str, Any], text: str) -> str:
     """Everything that decides the exported program, hashed."""
     parts = {
-        "path": _job_path(job),
+        "path": job_path(job),
         # The module's fingerprint, not the whole text: an edit to another module of the
         # file reuses this module's exported program.
         "text": job_fingerprint(job, text),
@@ -182,7 +157,7 @@ def program_key(job: dict[str, Any], text: str) -> str:
         "workspace": job.get("workspace"),
         "strict": bool(job.get("strict", False)),
         # Sibling files the module may import: an edit to one must re-export.
-        "siblings": _folder_stamp(_job_path(job)),
+        "siblings": _folder_stamp(job_path(job)),
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()
@@ -216,9 +191,9 @@ def _program(job: dict[str, Any]) -> _Program:
     from torch_mlir_lens.worker import inputs as inputs_mod
     from torch_mlir_lens.worker import loader, lowering
 
-    path = _job_path(job)
-    text = _job_text(job)
-    name = _job_module(job)
+    path = job_path(job)
+    text = job_text(job)
+    name = job_module(job)
     key = program_key(job, text)
     cached = _programs.get(key)
     if cached is not None:
@@ -295,7 +270,7 @@ def _failed_results(job: dict[str, Any], err: LensError) -> dict[str, Any]:
     """One failed LowerResult per target, carrying the export error at its line."""
     results = []
     for target, _ in _job_targets(job):
-        res = LowerResult(module=_job_module(job), target=target, ok=False,
+        res = LowerResult(module=job_module(job), target=target, ok=False,
                           diagnostics=[err.to_diagnostic(target)])
         results.append(res.to_json())
     return {"results": results}
@@ -357,7 +332,7 @@ def _verify(job: dict[str, Any]) -> dict[str, Any]:
     from torch_mlir_lens.worker import verify
     from torch_mlir_lens.worker.lowering import LowerOptions
 
-    name = _job_module(job)
+    name = job_module(job)
     rtol, atol = job.get("rtol"), job.get("atol")
     program = _program(job)
     try:
@@ -379,8 +354,8 @@ def _verify(job: dict[str, Any]) -> dict[str, Any]:
 def _modules(job: dict[str, Any]) -> dict[str, Any]:
     from torch_mlir_lens.discovery import find_modules
 
-    path = _job_path(job)
-    return {"modules": [_jsonable(m) for m in find_modules(_job_text(job), path)]}
+    path = job_path(job)
+    return {"modules": [_jsonable(m) for m in find_modules(job_text(job), path)]}
 
 
 def _ping(job: dict[str, Any]) -> dict[str, Any]:

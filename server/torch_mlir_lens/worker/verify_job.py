@@ -15,13 +15,12 @@ a mismatch, so the editor can show where.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
 from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
@@ -46,30 +45,6 @@ def _opt_level(job: dict[str, Any]) -> int:
 def parse_verify_options(job: dict[str, Any]) -> tuple[float | None, float | None, int]:
     """(rtol, atol, opt_level) of a verify job, checked; LensError("bad-request") if wrong."""
     return _number(job, "rtol"), _number(job, "atol"), _opt_level(job)
-
-
-def _job_path(job: dict[str, Any]) -> str:
-    path = job.get("path")
-    if not isinstance(path, str) or not path:
-        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'path'")
-    return os.path.abspath(path)
-
-
-def _job_text(job: dict[str, Any], path: str) -> str:
-    text = job.get("text")
-    if isinstance(text, str):
-        return text
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
-
-
-def _job_module(job: dict[str, Any]) -> str:
-    module = job.get("module")
-    if not isinstance(module, str) or not module:
-        raise LensError(ErrorKind.BAD_REQUEST, "the job has no 'module'")
-    return module
 
 
 def _failed(module_name: str, diagnostics: list[Any], message: str, kind: str,
@@ -198,9 +173,9 @@ def run_verify_job(job: dict[str, Any]) -> dict[str, Any]:
     from torch_mlir_lens.worker import jobs, loader
 
     rtol, atol, opt_level = parse_verify_options(job)
-    path = _job_path(job)
-    text = _job_text(job, path)
-    name = _job_module(job)
+    path = job_path(job)
+    text = job_text(job)
+    name = job_module(job)
 
     start = time.perf_counter()
     mod = loader.load_definitions(path, text)
