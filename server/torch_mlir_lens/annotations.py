@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 KEYS = ("inputs", "init", "dynamic")
@@ -54,8 +55,8 @@ class InputAnnotation:
     errors: list[str] = field(default_factory=list)
 
 
-def _bracket_depth(text: str) -> int:
-    """Bracket depth at the end of `text`, ignoring brackets inside string literals."""
+def _outside_strings(text: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth after it) of each character outside string literals."""
     depth = 0
     quote: str | None = None
     i = 0
@@ -70,42 +71,33 @@ def _bracket_depth(text: str) -> int:
         elif ch in "'\"":
             quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else ch
             i += len(quote) - 1
-        elif ch == "#":
-            break  # a trailing comment inside the comment: ignore the rest
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
+        else:
+            if ch in _OPEN:
+                depth += 1
+            elif ch in _CLOSE:
+                depth -= 1
+            yield i, ch, depth
         i += 1
+
+
+def _bracket_depth(text: str) -> int:
+    """Bracket depth at the end of `text`, ignoring brackets inside string literals."""
+    depth = 0
+    for _, ch, depth_after in _outside_strings(text):
+        if ch == "#":
+            break  # a trailing comment inside the comment: ignore the rest
+        depth = depth_after
     return depth
 
 
 def split_top_level(text: str, sep: str = ";") -> list[str]:
     """Split `text` at `sep` characters outside brackets and string literals."""
     parts: list[str] = []
-    depth = 0
-    quote: str | None = None
     start = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif text.startswith(quote, i):
-                i += len(quote) - 1
-                quote = None
-        elif ch in "'\"":
-            quote = text[i : i + 3] if text[i : i + 3] in ("'''", '"""') else ch
-            i += len(quote) - 1
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-        elif ch == sep and depth <= 0:
+    for i, ch, depth in _outside_strings(text):
+        if ch == sep and depth <= 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return [p for p in (s.strip() for s in parts) if p]
 
