@@ -200,3 +200,19 @@ def test_missing_file():
     with pytest.raises(LensError) as info:
         load_definitions("/nonexistent/dir/model.py")
     assert info.value.kind == "load-error"
+
+
+def test_modules_loaded_before_any_user_file_are_skipped_by_the_scans(tmp_path, monkeypatch):
+    # The worker marks everything imported before the first job (torch: thousands of modules)
+    # as never the user's; a sibling the user's file imports afterwards is still found.
+    monkeypatch.setattr(loader, "_preloaded", loader._preloaded)
+    loader.mark_preloaded()
+    assert "torch" not in dict(loader.modules_loaded_since_start())
+    _write(tmp_path / "proj" / "late_sibling.py", "FACTOR = 3\n")
+    main = _write(tmp_path / "proj" / "main.py", "from late_sibling import FACTOR\n")
+    assert load_definitions(str(main)).FACTOR == 3
+    loaded = dict(loader.modules_loaded_since_start())
+    assert loaded["late_sibling"].__file__ == str(tmp_path / "proj" / "late_sibling.py")
+    from torch_mlir_lens.worker.jobs import user_files_for
+
+    assert str(tmp_path / "proj" / "late_sibling.py") in user_files_for(str(main))

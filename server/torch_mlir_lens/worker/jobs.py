@@ -169,10 +169,12 @@ def user_files_for(path: str) -> list[str]:
     Frames in a submodule defined in a sibling file then map too. Installed packages that
     happen to live under the folder (a `.venv` inside the workspace) are not the user's.
     """
+    from torch_mlir_lens.worker.loader import modules_loaded_since_start
+
     folder = os.path.dirname(path)
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
     files = {path}
-    for module in list(sys.modules.values()):
+    for _name, module in modules_loaded_since_start():
         file = getattr(module, "__file__", None)
         if not isinstance(file, str) or not file.endswith(".py"):
             continue
