@@ -124,3 +124,16 @@ def test_never_raises(text: str, module: str) -> None:
 @pytest.mark.parametrize("cut", [40, 200, 400])
 def test_truncated_files_never_raise(cut: int) -> None:
     assert len(fingerprint(SRC[:cut], "Top", PATH)) == 64
+
+
+def test_worker_keys_programs_by_the_fingerprint_the_engine_sent(tmp_path):
+    from torch_mlir_lens.fingerprint import job_fingerprint
+    from torch_mlir_lens.worker.jobs import program_key
+
+    path = tmp_path / "m.py"
+    path.write_text(SRC)
+    job = {"path": str(path), "module": "A", "text": SRC}
+    computed = job_fingerprint(job, SRC)
+    # Sent or computed, the same fingerprint is the same program; a different one is not.
+    assert program_key({**job, "fingerprint": computed}, SRC) == program_key(job, SRC)
+    assert program_key({**job, "fingerprint": "other"}, SRC) != program_key(job, SRC)

@@ -289,6 +289,9 @@ class Engine:
             except (OSError, UnicodeDecodeError) as exc:
                 raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {fields['path']}: {exc}",
                                 file=fields["path"]) from exc
+        # Computed here anyway (cache keys, usually already cached from the document): sent
+        # along so the worker does not parse the file again to key its exported programs.
+        fields["fingerprint"] = job_fingerprint(fields, fields["text"])
         return fields
 
     @staticmethod

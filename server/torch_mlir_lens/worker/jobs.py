@@ -143,11 +143,12 @@ def _folder_stamp(path: str) -> list[tuple[str, int, int]]:
 
 def program_key(job: dict[str, Any], text: str) -> str:
     """Everything that decides the exported program, hashed."""
+    sent = job.get("fingerprint")
     parts = {
         "path": job_path(job),
         # The module's fingerprint, not the whole text: an edit to another module of the
-        # file reuses this module's exported program.
-        "text": job_fingerprint(job, text),
+        # file reuses this module's exported program. The engine sends the one it computed.
+        "text": sent if isinstance(sent, str) and sent else job_fingerprint(job, text),
         "module": job.get("module"),
         "inputs": job.get("inputs"),
         "inputs_file": job.get("inputs_file"),
