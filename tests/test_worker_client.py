@@ -57,6 +57,20 @@ async def test_start_returns_at_once_and_warms_in_background() -> None:
         await c.stop()
 
 
+async def test_an_idle_worker_warms_up_after_ready_and_still_takes_jobs() -> None:
+    # Nothing waits at "ready": the worker uses the idle time for a warm-up lowering (torch's
+    # lazy first-export work), announced on its stderr; a job sent then is served after it.
+    seen: list[str] = []
+    c = WorkerClient(sys.executable, on_output=lambda stream, text: seen.append(text))
+    try:
+        await c.wait_ready()
+        await wait_for(lambda: any("warmed up in" in text for text in seen), 120)
+        assert (await c.request({"op": "ping"}))["pid"] == c.pid
+        assert not any("warm-up lowering failed" in text for text in seen)
+    finally:
+        await c.stop()
+
+
 async def test_bad_job_is_an_error_not_a_dead_worker(client: WorkerClient) -> None:
     with pytest.raises(LensError) as info:
         await client.request({"op": "no-such-op"})

@@ -93,10 +93,45 @@ def _owners() -> list[Any]:
     return owners
 
 
+_subreaper = False  # set by become_subreaper()
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (double forks, setsid children) so they stay findable.
+
+    The parent kills the worker's whole family (group + descendants); without this, a child of
+    a child whose parent exited would be re-parented to init and escape. True on success.
+    """
+    global _subreaper
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    return _subreaper
+
+
+def _may_have_descendants() -> bool:
+    """False only when this process provably has no descendant: it has no child at all
+    (living or unreaped) and, as a child subreaper, every orphaned descendant would be one."""
+    if not _subreaper:
+        return True
+    try:
+        # WNOWAIT: only look, leave any exited child to reap_children.
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def kill_descendants() -> int:
     """SIGKILL every process the worker started (directly or not); return how many."""
     from torch_mlir_lens.engine.procs import family_pids
 
+    if not _may_have_descendants():
+        return 0  # the usual case, without reading /proc for every process on the machine
     me = os.getpid()
     doomed = [pid for pid in family_pids(me) if pid != me]
     count = len(doomed)

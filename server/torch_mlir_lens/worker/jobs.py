@@ -48,6 +48,14 @@ class _Program:
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
+# Programs pushed out of the cache, freed by `release_evicted` once the reply is written:
+# freeing one (an MLIR context, a module's weights) takes milliseconds nobody should wait for.
+_evicted: list[_Program] = []
+
+
+def release_evicted() -> None:
+    """Free the programs the cache let go of (the worker calls this after each reply)."""
+    _evicted.clear()
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +70,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             raise LensError(ErrorKind.BAD_REQUEST, f"unknown job op {op!r}")
         if op not in ("ping", "stats"):
             _stats["jobs_run"] += 1
+        release_evicted()  # when run in-process, nobody called it after the last job
         with _restored_process_state():
             result = handler(job)
         return {"id": job_id, "ok": True, "result": result}
@@ -233,7 +242,7 @@ def _program(job: dict[str, Any]) -> _Program:
                      user_files=user_files)
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
-        _programs.popitem(last=False)
+        _evicted.append(_programs.popitem(last=False)[1])
     return entry
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import gc
 import json
 import os
+import select
 import signal
 import struct
 import sys
@@ -23,6 +25,7 @@ from typing import Any
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 1 << 31  # a sanity bound; a bigger length means a corrupted channel
+READY_GRACE_S = 0.05  # how long after "ready" a job counts as already waiting
 
 IN_FD_ENV = "TORCH_MLIR_LENS_IN_FD"
 OUT_FD_ENV = "TORCH_MLIR_LENS_OUT_FD"
@@ -109,34 +112,98 @@ def _quiet_std_streams() -> None:
         sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
 
 
-def _warm_up() -> None:
-    """Import torch and torch-mlir and lower a tiny module, so the first real job is fast.
+def _prepare() -> None:
+    """Import what every lowering needs, then freeze the imported objects out of the GC.
 
-    This also lets torch install what it installs lazily (torch._dynamo wraps
-    torch.manual_seed, ...) before the hygiene baseline is taken.
+    Beyond torch and torch-mlir, the modules the first export imports lazily (torch._dynamo,
+    torch.export._trace) are imported here: a cold script pays them too, and they change torch
+    as they load (torch._dynamo wraps torch.manual_seed), which must happen before the hygiene
+    baseline is taken, or the first job's clean-up would undo it. The collector is off while
+    importing (hundreds of thousands of objects: each full collection would scan them all)
+    and the result is frozen, so no later collection scans torch's own objects either
+    (without this a full collection in the middle of an export cost about 0.2 s).
     """
-    import torch
-    import torch_mlir.fx  # noqa: F401
+    gc.disable()
+    try:
+        import tempfile
 
+        import torch
+        import torch._dynamo
+        import torch.export._trace  # noqa: F401
+        import torch_mlir.fx  # noqa: F401
+
+        from torch_mlir_lens.worker import jobs, lowering  # noqa: F401
+
+        tempfile.gettempdir()  # sets tempfile.tempdir once, as the first export would
+    finally:
+        gc.freeze()
+        gc.enable()
+    _mark_preloaded()
+
+
+def _mark_preloaded() -> None:
+    from torch_mlir_lens.worker.loader import mark_preloaded
+
+    mark_preloaded()  # no user code has run yet: nothing loaded so far is the user's
+
+
+def _reclaim_import_garbage() -> None:
+    """Collect what the imports left unreachable, then freeze again (no user object exists
+    yet, so nothing of the user's is frozen)."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+def _warm_up() -> None:
+    """Lower a tiny module, so torch's lazy first-export work is done before a job needs it.
+
+    It changes nothing the hygiene baseline tracks (the imports in `_prepare` did that).
+    """
+    import time
+
+    import torch
+
+    start = time.perf_counter()
     try:
         from torch_mlir_lens.worker.lowering import lower_module
 
         tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
         lower_module(tiny, (torch.randn(2, 4),), module_name="warm-up", user_files=[],
                      targets=["linalg"])
+        print(f"torch-mlir-lens worker: warmed up in {time.perf_counter() - start:.2f} s",
+              file=sys.stderr)
     except Exception as exc:  # only a warm-up: the first job will report real problems
         print(f"torch-mlir-lens worker: warm-up lowering failed: {exc}", file=sys.stderr)
+    gc.collect()
+    gc.freeze()  # torch's lazily built state joins the frozen objects
+    _mark_preloaded()  # and the modules the first export imported
+
+
+def _job_waiting(fd: int, within: float = 0.0) -> bool:
+    """True when a frame (or EOF) can be read from fd within `within` seconds."""
+    return bool(select.select([fd], [], [], within)[0])
 
 
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
     from torch_mlir_lens.worker import hygiene
-    from torch_mlir_lens.worker.jobs import run_job
+    from torch_mlir_lens.worker.jobs import release_evicted, run_job
 
     baseline = hygiene.Baseline.take()
     # Tell the parent the imports are done: job time-outs start counting from here.
     write_frame(out_fd, {"id": 0, "ok": True, "result": {"ready": True, "pid": os.getpid()}})
+    # Work for idle time before the first job, each step only while no job waits: a job that
+    # is already there (a file opened while the worker started) goes first and does the
+    # warming itself. After a user's job they would freeze the user's objects: dropped.
+    # The parent sends a job it was holding a few milliseconds after "ready": wait that long.
+    idle_steps = [_reclaim_import_garbage, _warm_up]
+    grace = READY_GRACE_S
     while True:
+        while idle_steps and not _job_waiting(in_fd, grace):
+            idle_steps.pop(0)()
+            grace = 0.0
+        idle_steps.clear()
         try:
             job = read_frame(in_fd)
         except (EOFError, ValueError, UnicodeDecodeError) as exc:
@@ -159,6 +226,7 @@ def serve(in_fd: int, out_fd: int) -> int:
             })
         except BrokenPipeError:
             return 0
+        release_evicted()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     # stderr, so a crash or a hang can be reported at the user's line.
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=False)
-    _warm_up()
-    _become_subreaper()
+    _prepare()
+    from torch_mlir_lens.worker.hygiene import become_subreaper
+
+    become_subreaper()
     code = serve(in_fd, out_fd)
     if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
         # The parent went away without stopping us: end whatever the user's code spawned.
@@ -194,19 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os.killpg(os.getpid(), signal.SIGKILL)
     return code
-
-
-def _become_subreaper() -> None:
-    """Adopt orphaned descendants (double forks, setsid children) so they stay findable.
-
-    The parent kills the worker's whole family (group + descendants); without this, a child of
-    a child whose parent exited would be re-parented to init and escape.
-    """
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 if __name__ == "__main__":
