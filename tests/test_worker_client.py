@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from torch_mlir_lens.engine.procs import family_pids
+from torch_mlir_lens.engine.procs import family_pids, is_running
 from torch_mlir_lens.engine.worker_client import WorkerClient
 from torch_mlir_lens.results import LensError
 
@@ -69,6 +69,22 @@ async def test_an_idle_worker_warms_up_after_ready_and_still_takes_jobs() -> Non
         assert not any("warm-up lowering failed" in text for text in seen)
     finally:
         await c.stop()
+
+
+async def test_a_worker_killed_from_outside_an_instant_ago_does_not_fail_the_next_job(
+        client: WorkerClient) -> None:
+    # SIGKILL from outside (the OOM killer), then a request before the event loop has run
+    # once, so before it could notice the death: the request must get a fresh worker.
+    await client.wait_ready()
+    pid = client.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while is_running(pid):  # no await: the event loop must not see the exit first
+        assert time.monotonic() < deadline, "the killed worker did not die"
+        time.sleep(0.001)
+    assert (await client.request({"op": "ping"}))["pid"] != pid
+    assert client.restarts == 1
 
 
 async def test_bad_job_is_an_error_not_a_dead_worker(client: WorkerClient) -> None:

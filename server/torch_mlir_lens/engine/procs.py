@@ -36,6 +36,12 @@ def _read_stat(pid: str) -> ProcInfo | None:
     return ProcInfo(int(pid), int(fields[1]), int(fields[2]), fields[0], int(fields[21]) * _PAGE)
 
 
+def is_running(pid: int) -> bool:
+    """False once pid has died (a zombie, or reaped and gone)."""
+    info = _read_stat(str(pid))
+    return info is not None and info.state not in ("Z", "X")
+
+
 def all_processes() -> list[ProcInfo]:
     """Every process visible in /proc (zombies included)."""
     try:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch_mlir_lens.engine.procs import family_pids, family_rss_bytes
+from torch_mlir_lens.engine.procs import family_pids, family_rss_bytes, is_running
 from torch_mlir_lens.results import ErrorKind, LensError
 
 log = logging.getLogger(__name__)
@@ -482,7 +482,10 @@ class WorkerClient:
     async def _ensure_worker(self) -> _Worker:
         async with self._spawn_lock:
             worker = self._worker
-            if worker is None or worker.proc.returncode is not None:
+            # returncode is only set once the event loop has reaped the process: a worker
+            # killed from outside an instant ago would still take the job, and fail it.
+            if worker is None or worker.proc.returncode is not None or not is_running(
+                    worker.pid):
                 if worker is not None:
                     await self._kill(worker)
                 early, self._early = self._early, None
