@@ -105,3 +105,53 @@ def test_untouched_lines_map_to_their_new_place(old: list[str], data: st.DataObj
                 assert got == line  # above the edit: in place
         if line >= end:
             assert ranged(line) == line + delta  # below the edit: moved by its size
+
+
+TWO_MODULES = (
+    "import torch\n"
+    "from torch import nn\n"
+    "\n"
+    "class A(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x + 1\n"
+    "\n"
+    "class B(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        return x * 2\n"
+)
+
+
+def test_a_burst_of_edits_keeps_the_untouched_modules_results_and_compares_once(
+        monkeypatch) -> None:
+    from torch_mlir_lens import fingerprint
+    from torch_mlir_lens.results import LowerResult
+
+    calls: list[str] = []
+    real = fingerprint.fingerprint
+
+    def counting(text: str, module: str, *args: object, **kwargs: object) -> str:
+        calls.append(module)
+        return real(text, module, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fingerprint, "fingerprint", counting)
+    doc = DocumentState(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
+    for name in ("A", "B"):
+        doc.results[(name, "linalg")] = LowerResult(module=name, target="linalg", ok=True)
+        doc.verdicts[name] = {}
+    for k in range(20):  # typing in B: twenty keystrokes, no fingerprint computed yet
+        doc.update(TWO_MODULES.replace("x * 2", f"x * {k + 3}"), 2 + k)
+    assert calls == []
+    assert set(doc.results) == {("A", "linalg")}  # read: compared once, B's result dropped
+    assert set(doc.verdicts) == {"A"}
+    assert sorted(calls) == ["A", "A", "B", "B"]
+    assert set(doc.results) == {("A", "linalg")} and len(calls) == 4  # settled: no more work
+
+
+def test_a_module_that_had_an_error_loses_its_results_after_an_edit() -> None:
+    from torch_mlir_lens.results import LensError, LowerResult
+
+    doc = DocumentState(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
+    doc.results[("A", "linalg")] = LowerResult(module="A", target="linalg", ok=True)
+    doc.errors["A"] = LensError("load-error", "boom")
+    doc.update(TWO_MODULES + "# comment\n", 2)
+    assert doc.errors == {} and doc.results == {}

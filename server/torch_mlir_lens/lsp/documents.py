@@ -1,8 +1,8 @@
 """Per-document state: text version, modules found statically, results and diagnostics.
 
 Results belong to one version of a module's fingerprint (`fingerprint.py`): a change drops the
-results of the modules it can affect and keeps the others' (the engine's cache still answers
-if the text comes back). Published diagnostics are kept
+results of the modules it can affect and keeps the others' (decided when results are next
+read, so typing costs nothing here; the engine's cache still answers if the text comes back). Published diagnostics are kept
 across changes but moved with their lines, and dropped when their lines are edited, until
 the next check replaces them.
 """
@@ -55,18 +55,41 @@ class DocumentState:
     version: int | None
     path: str | None = None
     _modules: list[discovery.ModuleInfo] | None = None
-    results: dict[tuple[str, str], LowerResult] = field(default_factory=dict)
+    _results: dict[tuple[str, str], LowerResult] = field(default_factory=dict)
     errors: dict[str, LensError] = field(default_factory=dict)
-    verdicts: dict[str, dict[str, Verdict]] = field(default_factory=dict)
+    _verdicts: dict[str, dict[str, Verdict]] = field(default_factory=dict)
     diagnostics: dict[str, list[DiagRecord]] = field(default_factory=dict)
-    verify: dict[str, dict[str, Any]] = field(default_factory=dict)  # module → VerifyResult
+    _verify: dict[str, dict[str, Any]] = field(default_factory=dict)  # module → VerifyResult
     generation: int = 0  # bumps on every text change (versions may be None)
     # The discovery settings last used: fingerprints depend on them (inputs status).
     _settings: tuple[dict[str, str], str | None] = ({}, None)
+    # Set by edits: the text the results were made for, and the modules that had errors
+    # then. Which results survive is decided when they are next read (`_settle`), so a burst
+    # of keystrokes costs one fingerprint comparison, not one per keystroke.
+    _results_text: str | None = None
+    _errored: set[str] = field(default_factory=set)
 
     @property
     def lines(self) -> list[str]:
         return self.text.splitlines()
+
+    @property
+    def results(self) -> dict[tuple[str, str], LowerResult]:
+        """(module, target) → the result for the current text."""
+        self._settle()
+        return self._results
+
+    @property
+    def verdicts(self) -> dict[str, dict[str, Verdict]]:
+        """module → target → how it fared in the last check of the current text."""
+        self._settle()
+        return self._verdicts
+
+    @property
+    def verify(self) -> dict[str, dict[str, Any]]:
+        """module → the last verify result for the current text."""
+        self._settle()
+        return self._verify
 
     def modules(self, settings_inputs: dict[str, str], workspace: str | None) -> list[
         discovery.ModuleInfo
@@ -85,10 +108,12 @@ class DocumentState:
 
     def forget_results(self) -> None:
         """Drop every lowering result (the text or a result-changing setting changed)."""
-        self.results.clear()
+        self._results_text = None
+        self._errored = set()
+        self._results.clear()
         self.errors.clear()
-        self.verdicts.clear()
-        self.verify.clear()
+        self._verdicts.clear()
+        self._verify.clear()
 
     def update(
         self, text: str, version: int | None, changes: Sequence[Any] | None = None
@@ -105,33 +130,36 @@ class DocumentState:
                 for key, records in kept.items()
             }
         self.diagnostics = kept
-        unchanged = self._unchanged_modules(text)
+        if self._results_text is None and (self._results or self._verdicts or self._verify):
+            self._results_text = self.text
+        # Errors always go (they may come from code outside a module's fingerprint, e.g. a
+        # syntax error elsewhere), and so do the results of the modules that had them.
+        self._errored |= set(self.errors)
+        self.errors.clear()
         self.text = text
         self.version = version
         self.generation += 1
         self._modules = None
-        self._keep_results(unchanged)
 
-    def _unchanged_modules(self, new_text: str) -> set[str]:
-        """Modules with results whose fingerprint is the same in `new_text`."""
-        names = {m for m, _ in self.results} | set(self.verdicts) | set(self.verify)
+    def _settle(self) -> None:
+        """Keep the results of the modules whose fingerprint the edits since did not change."""
+        old_text, self._results_text = self._results_text, None
+        errored, self._errored = self._errored, set()
+        if old_text is None:
+            return
+        names = {m for m, _ in self._results} | set(self._verdicts) | set(self._verify)
         settings, workspace = self._settings
 
         def same(name: str) -> bool:
             return fingerprint.fingerprint(
-                self.text, name, self.path, settings_inputs=settings, workspace=workspace,
+                old_text, name, self.path, settings_inputs=settings, workspace=workspace,
             ) == fingerprint.fingerprint(
-                new_text, name, self.path, settings_inputs=settings, workspace=workspace)
+                self.text, name, self.path, settings_inputs=settings, workspace=workspace)
 
-        return {name for name in names if name not in self.errors and same(name)}
-
-    def _keep_results(self, modules: set[str]) -> None:
-        """Drop every result but those of `modules`; errors always go (they may come from
-        code outside a module's fingerprint, e.g. a syntax error elsewhere)."""
-        self.results = {k: v for k, v in self.results.items() if k[0] in modules}
-        self.verdicts = {k: v for k, v in self.verdicts.items() if k in modules}
-        self.verify = {k: v for k, v in self.verify.items() if k in modules}
-        self.errors.clear()
+        kept = {name for name in names if name not in errored and same(name)}
+        self._results = {k: v for k, v in self._results.items() if k[0] in kept}
+        self._verdicts = {k: v for k, v in self._verdicts.items() if k in kept}
+        self._verify = {k: v for k, v in self._verify.items() if k in kept}
 
     def all_diagnostics(self) -> list[DiagRecord]:
         return [r for records in self.diagnostics.values() for r in records]
