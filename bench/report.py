@@ -227,7 +227,7 @@ def write_results(
         f"total {meta.get('total_seconds')} s",
         "",
         "Ratios compare runs interleaved in the same run; absolute times vary with the machine's "
-        "load, ratios much less. Why the failing figures fail, and proposed fixes: "
+        "load, ratios much less. Why figures fell short, and what fixed them: "
         "[DIAGNOSES.md](DIAGNOSES.md).",
         "",
         markdown_table(figures),
