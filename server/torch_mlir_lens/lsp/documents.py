@@ -2,9 +2,9 @@
 
 Results belong to one version of a module's fingerprint (`fingerprint.py`): a change drops the
 results of the modules it can affect and keeps the others' (decided when results are next
-read, so typing costs nothing here; the engine's cache still answers if the text comes back). Published diagnostics are kept
-across changes but moved with their lines, and dropped when their lines are edited, until
-the next check replaces them.
+read, so typing costs nothing here; the engine's cache still answers if the text comes back).
+Published diagnostics are kept across changes but moved with their lines, and dropped when
+their lines are edited, until the next check replaces them.
 """
 
 from __future__ import annotations
