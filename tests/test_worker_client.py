@@ -67,6 +67,9 @@ async def test_an_idle_worker_warms_up_after_ready_and_still_takes_jobs() -> Non
         await wait_for(lambda: any("warmed up in" in text for text in seen), 120)
         assert (await c.request({"op": "ping"}))["pid"] == c.pid
         assert not any("warm-up lowering failed" in text for text in seen)
+        # The warm-up ran after the hygiene baseline: it must have changed nothing the
+        # clean-up after the ping would then put back.
+        assert not any("restored" in text for text in seen), seen
     finally:
         await c.stop()
 

@@ -37,9 +37,11 @@ def _read_stat(pid: str) -> ProcInfo | None:
 
 
 def is_running(pid: int) -> bool:
-    """False once pid has died (a zombie, or reaped and gone)."""
+    """False once pid has died (a zombie, or reaped and gone); True when /proc cannot tell."""
     info = _read_stat(str(pid))
-    return info is not None and info.state not in ("Z", "X")
+    if info is None:
+        return not os.path.isdir("/proc/self")  # no /proc at all: assume it runs
+    return info.state not in ("Z", "X")
 
 
 def all_processes() -> list[ProcInfo]:

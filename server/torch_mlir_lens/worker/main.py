@@ -128,11 +128,14 @@ def _prepare() -> None:
         import tempfile
 
         import torch
-        import torch._dynamo
-        import torch.export._trace  # noqa: F401
         import torch_mlir.fx  # noqa: F401
 
         from torch_mlir_lens.worker import jobs, lowering  # noqa: F401
+
+        # Internal modules: if a torch release moves them, the first export imports its own.
+        with contextlib.suppress(ImportError):
+            import torch._dynamo
+            import torch.export._trace  # noqa: F401
 
         tempfile.gettempdir()  # sets tempfile.tempdir once, as the first export would
     finally:
