@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -435,8 +436,14 @@ def _serve(args: argparse.Namespace) -> int:
     from torch_mlir_lens.engine.worker_client import spawn_early
 
     early = spawn_early(sys.executable)
-    from torch_mlir_lens.lsp.server import run_server
-
+    # lsprotocol builds hundreds of classes as it is imported: collecting garbage meanwhile
+    # only costs start-up time (~15 %), and what it builds lives as long as the server.
+    gc.disable()
+    try:
+        from torch_mlir_lens.lsp.server import run_server
+    finally:
+        gc.freeze()
+        gc.enable()
     return run_server(tcp=args.tcp, host=args.host, port=args.port, early_worker=early)
 
 
