@@ -34,7 +34,7 @@ class Config:
     hovers: int = 200
     lens_repeats: int = 60
     fig4_repeats: int = 5
-    fig5_repeats: int = 5
+    fig5_repeats: int = 9
     fig6_runs: int = 1
     fig7_repeats: int = 5
     models: tuple[str, ...] = ()  # figure 1's models by name; () = all
