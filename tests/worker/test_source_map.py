@@ -297,3 +297,17 @@ def test_render_maps_generated_ir(trees: list[Any]) -> None:
     for line_no, frames in expect.items():
         assert [ln for _, ln in sorted(got.get(line_no, []))] == frames, (line_no, out)
     assert set(got) <= set(expect)
+
+
+@pytest.mark.parametrize("target", ["torch", "linalg", "tosa"])
+def test_fast_location_spans_agree_with_the_full_scan(ns: dict[str, Any], target: str) -> None:
+    # Most printed lines end in ` loc(#locN)` and take a shortcut; on real IR it must find
+    # exactly what the string- and parenthesis-aware scan finds.
+    [res] = lower_module(ns["AttentionBlock"](), INPUTS["AttentionBlock"], {},
+                         module_name="AttentionBlock", user_files={MODELS}, targets=[target],
+                         options=LowerOptions(debug_info=True))
+    lines = res.ir.splitlines()
+    with_alias = [ln for ln in lines if ln.rstrip().endswith(")") and "loc(#loc" in ln]
+    assert len(with_alias) > 10
+    for line in lines:
+        assert ir_text._loc_spans(line) == ir_text._scan_loc_spans(line), line

@@ -33,6 +33,7 @@ ELIDE_ELEMENTS_OVER = 16
 _ALIAS_LINE = re.compile(r"^(#loc[\w$.-]*) = (loc\(.*\))\s*$")
 _LOC_START = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.$#])loc\(')
 _PAREN_OR_STR = re.compile(r'"(?:[^"\\]|\\.)*"|[()]')
+_TRAILING_ALIAS = re.compile(r"(?<![\w.$#])loc\(#loc[\w$.-]*\)\s*$")
 _OP_NAME = re.compile(
     r'^\s*(?:(?:%[\w.$-]+(?::\d+)?\s*,\s*)*%[\w.$-]+(?::\d+)?\s*=\s*)?"?([A-Za-z_][\w$.]*)"?'
 )
@@ -73,6 +74,16 @@ def _loc_spans(line: str) -> list[tuple[int, int]]:
     """[(start, end)] of every `loc(...)` in the line, outside string literals."""
     if "loc(" not in line:
         return []
+    if '"' not in line and line.count("loc(") == 1:
+        # Most lines: one op ending in an alias, ` loc(#loc12)`; no string can hide a paren.
+        m = _TRAILING_ALIAS.search(line)
+        if m is not None:
+            return [(m.start(), m.start() + len(m.group(0).rstrip()))]
+    return _scan_loc_spans(line)
+
+
+def _scan_loc_spans(line: str) -> list[tuple[int, int]]:
+    """`_loc_spans` for any line: skip string literals, match parentheses."""
     spans: list[tuple[int, int]] = []
     pos = 0
     while True:

@@ -175,6 +175,7 @@ class LocationResolver:
         self._alias_text = dict(aliases or {})
         self._alias_chains: dict[str, tuple[Chain, ...]] = {}
         self._text_cache: dict[str, tuple[Chain, ...]] = {}
+        self._user_cache: dict[str, list[Chain]] = {}  # ops share locations: filter once
 
     def all_chains(self, loc_text: str) -> tuple[Chain, ...]:
         """Every call stack in the location (all frames, innermost first), fused ones apart."""
@@ -189,12 +190,15 @@ class LocationResolver:
 
     def user_chains(self, loc_text: str) -> list[Chain]:
         """The user frames of each call stack in the location; empty stacks dropped, deduped."""
-        out: list[Chain] = []
-        for chain in self.all_chains(loc_text):
-            user = tuple(f for f in chain if f[0] in self.user_files)
-            if user and user not in out:
-                out.append(user)
-        return out
+        hit = self._user_cache.get(loc_text)
+        if hit is None:
+            hit = []
+            for chain in self.all_chains(loc_text):
+                user = tuple(f for f in chain if f[0] in self.user_files)
+                if user and user not in hit:
+                    hit.append(user)
+            self._user_cache[loc_text] = hit
+        return list(hit)
 
     def user_frames(self, loc_text: str) -> list[Frame]:
         """The user frames of the first call stack that has any, innermost first."""
