@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 from torch_mlir_lens import __version__
 from torch_mlir_lens.lsp.documents import DocumentStore
 from torch_mlir_lens.lsp.lowering_service import LoweringService
-from torch_mlir_lens.lsp.protocol import LensProtocol
+from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class LensServer(LanguageServer):
         super().__init__(
             "torch-mlir-lens", __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=LensProtocol,
+            protocol_cls=LensProtocol, converter_factory=lens_converter,
         )
         self.settings = Settings()
         self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
