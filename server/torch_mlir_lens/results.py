@@ -90,6 +90,21 @@ class IrLineMapping:
         )
 
 
+def _compact_map(mapping: list[IrLineMapping]) -> dict[str, Any]:
+    files: dict[str, int] = {}
+    rows = [[m.ir_line, files.setdefault(m.file, len(files)), m.line, m.depth] for m in mapping]
+    return {"files": list(files), "rows": rows}
+
+
+def _read_map(data: list[dict[str, Any]] | dict[str, Any]) -> list[IrLineMapping]:
+    """A source map in either shape `LowerResult.to_json` writes."""
+    if isinstance(data, dict):
+        files = data["files"]
+        return [IrLineMapping(ir_line, files[f], line, depth)
+                for ir_line, f, line, depth in data["rows"]]
+    return [IrLineMapping.from_json(m) for m in data]
+
+
 @dataclass
 class PassIr:
     """The IR after one pass (print-after-all)."""
@@ -119,13 +134,16 @@ class LowerResult:
     passes: list[PassIr] | None = None
     inputs_source: str | None = None  # how the inputs were found: "comment", "inferred", ...
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
+        """The result as JSON; `compact_map` (the worker's replies) sends the source map as
+        `{"files": [...], "rows": [[ir_line, file index, line, depth], ...]}`: a big model's
+        map is ~12,000 entries that would otherwise repeat the file path and the keys."""
         return {
             "module": self.module,
             "target": self.target,
             "ok": self.ok,
             "ir": self.ir,
-            "map": [m.to_json() for m in self.map],
+            "map": _compact_map(self.map) if compact_map else [m.to_json() for m in self.map],
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "stats": self.stats,
             "timings": self.timings,
@@ -141,7 +159,7 @@ class LowerResult:
             target=data["target"],
             ok=data["ok"],
             ir=data.get("ir", ""),
-            map=[IrLineMapping.from_json(m) for m in data.get("map", [])],
+            map=_read_map(data.get("map") or []),
             diagnostics=[LensDiagnostic.from_json(d) for d in data.get("diagnostics", [])],
             stats=data.get("stats", {}),
             timings=data.get("timings", {}),

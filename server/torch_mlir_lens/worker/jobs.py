@@ -308,7 +308,7 @@ def _lower(job: dict[str, Any]) -> dict[str, Any]:
         for name, seconds in first_timings.items():
             res.timings.setdefault(name, seconds)
         first_timings = {}  # only the first result carries the shared steps
-        results.append(res.to_json())
+        results.append(res.to_json(compact_map=True))
     return {"results": results}
 
 
