@@ -30,7 +30,7 @@ class Config:
     work: Path = WORK
     python: str = sys.executable
     fig1_repeats: int = 5  # the 20-layer LM
-    fig1_small_repeats: int = 15  # the small models: cheap, and their ratios are the noisiest
+    fig1_small_repeats: int = 25  # the small models: cheap, and their ratios are the noisiest
     hovers: int = 200
     lens_repeats: int = 60
     fig4_repeats: int = 5

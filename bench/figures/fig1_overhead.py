@@ -6,7 +6,7 @@ also lowers the diagnosed backends from the same export) and, for the small mode
 diagnostics off (linalg only, for the diagnosis). Before each timed run the document text
 changes by a comment, so the result cache and the exported-program cache both miss. The
 baseline: `export_and_import(..., output_type="linalg-on-tensors")` in a warm separate process,
-same module and inputs. Runs interleaved (order rotating; 5 per side for the LM, 15 for the
+same module and inputs. Runs interleaved (order rotating; 5 per side for the LM, 25 for the
 small models, whose ratios are the noisiest), one untimed warm-up each per model
 (with the opened text, so it joins the check that opening the file started).
 Target: median(product, default settings) / median(torch-mlir) ≤ 1.10 for every model.
