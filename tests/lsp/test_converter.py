@@ -44,3 +44,39 @@ def test_a_plain_dict_result_is_not_copied() -> None:
     unstructured = lens_converter().unstructure(
         JsonRPCResponseMessage(id=1, jsonrpc="2.0", result=result))
     assert unstructured["result"] is result
+
+
+INITIALIZE = {
+    "processId": 1, "rootUri": "file:///w", "trace": "off",
+    "workspaceFolders": [{"uri": "file:///w", "name": "w"}],
+    "initializationOptions": {"trusted": True, "settings": {"diagnostics": {"mode": "onSave"}}},
+    "capabilities": {
+        "workspace": {"configuration": True, "workspaceFolders": True,
+                      "codeLens": {"refreshSupport": True},
+                      "executeCommand": {"dynamicRegistration": False}},
+        "window": {"workDoneProgress": True, "showMessage": {}},
+        "textDocument": {
+            "hover": {"contentFormat": ["markdown", "plaintext"]},
+            "publishDiagnostics": {"versionSupport": True, "tagSupport": {"valueSet": [1, 2]}},
+            "codeAction": {"codeActionLiteralSupport": {
+                "codeActionKind": {"valueSet": ["quickfix", "refactor"]}}},
+            "synchronization": {"didSave": True, "willSave": False},
+        },
+        "notebookDocument": {"synchronization": {"dynamicRegistration": False}},
+    },
+}
+
+
+def test_lazily_resolved_types_read_messages_as_pygls_does() -> None:
+    from lsprotocol import _hooks
+
+    flag = _hooks._resolved_forward_references
+    lens = lens_converter()
+    assert _hooks._resolved_forward_references == flag  # no effect on other converters
+    plain = default_converter()
+    ours = lens.structure(INITIALIZE, types.InitializeParams)
+    theirs = plain.structure(INITIALIZE, types.InitializeParams)
+    assert ours == theirs
+    assert tuple(ours.capabilities.text_document.hover.content_format) == (
+        types.MarkupKind.Markdown, types.MarkupKind.PlainText)
+    assert _wire(lens, ours) == _wire(plain, theirs)
