@@ -12,13 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from torch_mlir_lens.worker import main
+
 MLP = str(Path(__file__).resolve().parents[2] / "examples" / "mlp.py")
 
 FIRST_JOB_WITHOUT_WARM_UP = """
 import gc, json, sys
 from torch_mlir_lens.worker import hygiene, main
 main._prepare()
-facts = {"frozen": gc.get_freeze_count(), "gc_enabled": gc.isenabled()}
+facts = {"frozen": gc.get_freeze_count(), "gc_enabled": gc.isenabled(),
+         "young_threshold": gc.get_threshold()[0]}
 baseline = hygiene.Baseline.take()
 from torch_mlir_lens.worker.jobs import run_job
 reply = run_job({"id": 1, "op": "lower", "path": sys.argv[1], "module": "MLP",
@@ -60,6 +63,7 @@ def test_first_job_without_warm_up_leaves_nothing_to_restore() -> None:
     # torch's objects are frozen out of the collector, which is on again.
     assert facts["frozen"] > 100_000
     assert facts["gc_enabled"]
+    assert facts["young_threshold"] == main.GC_YOUNG_THRESHOLD  # collections stay rare
 
 
 def test_descendant_scan_is_skipped_only_when_there_can_be_none() -> None:
