@@ -80,3 +80,18 @@ def test_lazily_resolved_types_read_messages_as_pygls_does() -> None:
     assert tuple(ours.capabilities.text_document.hover.content_format) == (
         types.MarkupKind.Markdown, types.MarkupKind.PlainText)
     assert _wire(lens, ours) == _wire(plain, theirs)
+
+
+def test_a_class_whose_annotations_cannot_be_resolved_fails_as_with_pygls() -> None:
+    # Lazy resolution must not change how such a class ends: as with pygls's converter.
+    import attrs as attrs_lib
+    import pytest
+
+    @attrs_lib.define
+    class Odd:
+        name: str
+        later: NoSuchType | None = None  # type: ignore[name-defined]  # noqa: F821
+
+    for converter in (default_converter(), lens_converter()):
+        with pytest.raises(NameError):
+            converter.unstructure(Odd("x"))

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -60,16 +61,26 @@ def lens_converter() -> Any:
     return converter
 
 
+_resolve_tried: set[type] = set()
+
+
 def _unresolved(cls: Any) -> bool:
-    return attrs.has(cls) and getattr(cls, "__attrs_types_resolved__", None) is not cls
+    return (attrs.has(cls) and cls not in _resolve_tried
+            and getattr(cls, "__attrs_types_resolved__", None) is not cls)
 
 
 def _resolved(cls: Any) -> Any:
-    """`cls` with its annotations resolved (lsprotocol's against lsprotocol's types)."""
-    if cls.__module__ == types.__name__:
-        attrs.resolve_types(cls, types.ALL_TYPES_MAP, {})
-    else:
-        attrs.resolve_types(cls)
+    """`cls` with its annotations resolved (lsprotocol's against lsprotocol's types).
+
+    Tried once per class: one that cannot be resolved stays as declared, as it would with
+    pygls's converter, instead of sending the hook lookup round again.
+    """
+    _resolve_tried.add(cls)
+    with contextlib.suppress(Exception):
+        if cls.__module__ == types.__name__:
+            attrs.resolve_types(cls, types.ALL_TYPES_MAP, {})
+        else:
+            attrs.resolve_types(cls)
     return cls
 
 
