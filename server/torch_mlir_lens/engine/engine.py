@@ -298,8 +298,11 @@ class Engine:
     def _key(request: dict[str, Any]) -> str:
         parts = dict(request)
         if isinstance(parts.get("text"), str):
-            # The module's own fingerprint: an edit elsewhere in the file keeps its result.
-            parts["text"] = job_fingerprint(parts, parts["text"])
+            # The module's own fingerprint stands for the text (an edit elsewhere in the file
+            # keeps its result); `_job_fields` already computed it for the worker.
+            sent = parts.pop("fingerprint", None)
+            parts["text"] = sent if isinstance(sent, str) else job_fingerprint(
+                parts, parts["text"])
         if isinstance(parts.get("inputs_file"), str):
             # A re-saved inputs file must not be answered from the cache.
             try:
