@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
-from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
+from torch_mlir_lens.engine.worker_client import EarlyWorker, OutputCallback, WorkerClient
 from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
@@ -97,11 +97,11 @@ class Engine:
 
     def __init__(self, config: EngineConfig | None = None, *,
                  on_output: OutputCallback | None = None,
-                 client: WorkerClient | None = None) -> None:
-        """`client`: a worker client to use (e.g. one adopting a worker spawned early)."""
+                 early: EarlyWorker | None = None) -> None:
+        """`early`: a worker spawned before the event loop, adopted as the first worker."""
         self.config = config or EngineConfig()
         self._on_output = on_output
-        self._client = client if client is not None else self._new_client()
+        self._client = self._new_client(early)
         self._cache = ResultCache(self.config.cache_entries)
         self._queue: list[_Pending] = []
         self._inflight: dict[str, _Pending] = {}
@@ -112,11 +112,11 @@ class Engine:
         # Programs the worker has exported (it caches a few): a job on one of them only lowers.
         self._exported: list[str] = []
 
-    def _new_client(self) -> WorkerClient:
+    def _new_client(self, early: EarlyWorker | None = None) -> WorkerClient:
         return WorkerClient(
             self.config.python, timeout_s=self.config.timeout_s,
             memory_limit_mb=self.config.memory_limit_mb, env=self.config.env,
-            cwd=self.config.cwd, on_output=self._on_output,
+            cwd=self.config.cwd, on_output=self._on_output, early=early,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------

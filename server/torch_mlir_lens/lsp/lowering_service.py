@@ -25,8 +25,8 @@ from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
-    from torch_mlir_lens.engine.worker_client import WorkerClient
+    from torch_mlir_lens.engine import Engine, ModuleJob
+    from torch_mlir_lens.engine.worker_client import EarlyWorker
     from torch_mlir_lens.lsp.server import LensServer
 
 log = logging.getLogger(__name__)
@@ -89,23 +89,17 @@ class LoweringService:
             memory_limit_mb=settings.memory_limit_mb,
         )
         self.engine = Engine(config, on_output=self._worker_output,
-                             client=self._adopt_early_worker(config))
+                             early=self._take_early_worker())
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
         self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
 
-    def _adopt_early_worker(self, config: EngineConfig) -> WorkerClient | None:
-        """A worker client taking over the worker `serve` spawned first thing, if any."""
+    def _take_early_worker(self) -> EarlyWorker | None:
+        """The worker `serve` spawned first thing, if any, for the engine to adopt."""
         early, self._server.early_worker = self._server.early_worker, None
-        if early is None:
-            return None
-        from torch_mlir_lens.engine.worker_client import WorkerClient
-
-        self.early_pid = early.pid
-        return WorkerClient(
-            config.python, timeout_s=config.timeout_s, memory_limit_mb=config.memory_limit_mb,
-            env=config.env, cwd=config.cwd, on_output=self._worker_output, early=early,
-        )
+        if early is not None:
+            self.early_pid = early.pid
+        return early
 
     def discard_early_worker(self) -> None:
         """Kill the worker spawned before the client said the workspace is untrusted."""
