@@ -172,6 +172,24 @@ async def test_stray_thread_gets_the_worker_replaced(tmp_path: Path) -> None:
         await engine.stop()
 
 
+async def test_library_thread_keeps_the_worker(tmp_path: Path) -> None:
+    """tqdm's monitor thread (a library's own, running no user code) is not a leak: the worker
+    stays, while a user's thread (test above) still gets it replaced."""
+    names = tmp_path / "threads"
+    env = {**os.environ, "FAULTY_THREADS": str(names)}
+    engine = Engine(EngineConfig(python=sys.executable, timeout_s=30, env=env))
+    await engine.start()
+    try:
+        (res,) = await engine.lower(job("LibraryThread"), targets=["torch"])
+        assert res.ok, res.diagnostics
+        assert "tqdm_monitor" in names.read_text().split(), "no monitor: the test proves nothing"
+        pid = engine.worker_pid
+        await lower_healthy(engine)
+        assert engine.restarts == 0 and engine.worker_pid == pid
+    finally:
+        await engine.stop()
+
+
 async def test_patched_torch_is_restored(engine: Engine) -> None:
     (res,) = await engine.lower(job("Patcher"), targets=["torch"])
     assert not res.ok and "sabotaged" in res.diagnostics[0].message

@@ -135,6 +135,28 @@ class Threads(nn.Module):
         return self.fc(x)
 
 
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class LibraryThread(nn.Module):
+    """Keeps a tqdm progress bar, whose monitor thread lives on after the job (as the bars of
+    torch.export do); writes the names of the live threads to FAULTY_THREADS."""
+
+    def __init__(self):
+        super().__init__()
+        import io
+        import threading
+
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=1, file=io.StringIO())
+        names = [t.name for t in threading.enumerate()]
+        with open(os.environ.get("FAULTY_THREADS", os.devnull), "w") as f:
+            f.write("\n".join(names))
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 def _sabotaged(*args, **kwargs):
     raise RuntimeError("sabotaged by faulty.py")
 

@@ -6,7 +6,9 @@ A job runs arbitrary user code (constructors, forward) in a long-lived process. 
 - torch functions and classes, and the standard library the worker needs, that it
   monkeypatched (`torch.relu = ...`, `nn.Linear.forward = ...`, `os.replace = ...`,
   `torch.export.export = ...`) are put back as they were after warm-up;
-- threads it started cannot be stopped from Python: the worker asks to be replaced.
+- threads it started cannot be stopped from Python: the worker asks to be replaced. Threads
+  that libraries start and keep on their own (tqdm's monitor, which torch.export's progress bars
+  start; idle thread pools) are not the module's leak: they run no user code and are left alone.
 cwd, sys.path and the std streams are restored by jobs.py around each job.
 """
 
@@ -15,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import site
 import sys
+import sysconfig
 import threading
 import time
 from typing import Any
@@ -68,10 +72,55 @@ class Baseline:
             fixed.append("sys.recursionlimit")
         return fixed
 
-    def new_threads(self) -> list[str]:
-        """Names of live threads that were not there at the baseline."""
+    def new_user_threads(self) -> list[str]:
+        """Names of new live threads that run, or were started to run, the user's code."""
+        frames = sys._current_frames()
         return [t.name for t in threading.enumerate()
-                if t.is_alive() and (t.ident or 0) not in self.threads]
+                if t.is_alive() and (t.ident or 0) not in self.threads
+                and _runs_user_code(t, frames.get(t.ident or 0))]
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders of installed code: the standard library and every site-packages."""
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    with contextlib.suppress(AttributeError):  # some embedded interpreters lack these
+        roots.update(site.getsitepackages())
+        roots.add(site.getusersitepackages())
+    return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
+
+
+_LIBRARY_ROOTS: tuple[str, ...] | None = None
+
+
+def is_library_file(filename: str) -> bool:
+    """True for installed code (stdlib, site-packages) and interpreter pseudo-files
+    (`<frozen ...>`); False for everything else, the user's files and editable checkouts."""
+    global _LIBRARY_ROOTS
+    if filename.startswith("<"):
+        return True
+    if _LIBRARY_ROOTS is None:
+        _LIBRARY_ROOTS = _library_roots()
+    return os.path.realpath(filename).startswith(_LIBRARY_ROOTS)
+
+
+def _code_file(fn: Any) -> str | None:
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code.co_filename if code is not None else None
+
+
+def _runs_user_code(thread: threading.Thread, frame: Any) -> bool:
+    """Whether the thread's entry point (target or overridden run) or any frame it is
+    executing now is outside installed code. A library's monitor or idle pool is not; a
+    pool worker busy with a user's function is."""
+    entries = (getattr(thread, "_target", None), type(thread).run)
+    if any((f := _code_file(e)) is not None and not is_library_file(f) for e in entries):
+        return True
+    while frame is not None:
+        if not is_library_file(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _owners() -> list[Any]:
@@ -168,7 +217,7 @@ def after_job(baseline: Baseline | None) -> str | None:
     fixed = baseline.restore()
     if fixed:
         print(f"torch-mlir-lens worker: restored {', '.join(fixed[:10])}", file=sys.stderr)
-    threads = baseline.new_threads()
+    threads = baseline.new_user_threads()
     if threads:
         return f"the module left threads running: {', '.join(threads[:5])}"
     return None
