@@ -18,6 +18,11 @@ from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_fram
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 # Why each step:
+# - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
+#   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
+# - TMTensor ops (cumsum's tm_tensor.scan, scatter, sort: from convert-torch-to-tmtensor) bufferize
+#   with their own pass once one-shot-bufferize (allowed to pass over them) has bufferized the
+#   rest, and become loops with tm-tensor-to-loops;
 # - generalize named ops so that convert-linalg-to-loops sees plain linalg.generic;
 # - one-shot-bufferize over function boundaries with identity layouts: arguments and results
 #   are then plain contiguous memrefs, which is what the caller passes (C-contiguous arrays);
@@ -28,12 +33,15 @@ from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 # - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
 LLVM_PIPELINE = (
     "builtin.module("
+    "func.func(refback-generalize-tensor-concat),"
     "func.func(linalg-generalize-named-ops),"
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
+    "func.func(tm-tensor-bufferize),"
     "func.func(buffer-deallocation-pipeline),"
     "convert-bufferization-to-memref,"
     "func.func(refback-munge-memref-copy),"
+    "func.func(tm-tensor-to-loops),"
     "func.func(convert-linalg-to-loops),"
     "lower-affine,"
     "convert-scf-to-cf,"

@@ -45,6 +45,7 @@ from torch_mlir_lens.results import (
 )
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import illegal_ops, ir_text
+from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
@@ -325,7 +326,9 @@ class ProgramLowerer:
             importer = FxImporter(context=self._ctx)
             try:
                 with captured(self._ctx):
-                    importer.import_frozen_program(self.program, func_name="main")
+                    import_frozen(importer, self.program, users=self.users, func_name="main")
+            except LensError:
+                raise  # already names what is missing, at the user's line
             except Exception as exc:  # e.g. NotImplementedError for 'with_effects'
                 text = str(exc).strip()
                 file, line = self._node_line_named_in(text)
