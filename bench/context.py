@@ -153,6 +153,12 @@ def worker_pid(client: LensClient, info: dict[str, Any] | None = None) -> int | 
         return None
 
 
+async def restarts_of(client: LensClient) -> int:
+    """How many times the server's worker has been replaced so far (serverInfo's engine)."""
+    info = await client.server_info()
+    return int((info.get("engine") or {}).get("restarts", 0))
+
+
 class BenchError(RuntimeError):
     """The product did not do what the figure needs (so the figure has no number)."""
 

@@ -115,6 +115,8 @@ def _fmt(x: float | None, unit: str) -> str:
         return "yes" if x else "no"
     if unit == "count":
         return f"{x:g}"
+    if unit == "fraction":
+        return f"{x:.0%}"
     return f"{x:.3g} {unit}"
 
 

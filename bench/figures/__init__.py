@@ -1,4 +1,4 @@
-"""One module per figure of issue 5; each has NUMBER, NAME, TITLE and `async def run(ctx)`."""
+"""One module per figure; each has NUMBER, NAME, TITLE and `async def run(ctx)`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bench.figures import (
     fig5_edit_loop,
     fig6_memory,
     fig7_cold_start,
+    fig8_zoo,
 )
 
 FIGURES: list[ModuleType] = [
@@ -22,4 +23,5 @@ FIGURES: list[ModuleType] = [
     fig5_edit_loop,
     fig6_memory,
     fig7_cold_start,
+    fig8_zoo,
 ]

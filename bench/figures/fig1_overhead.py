@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bench.baseline import BaselineProcess
-from bench.context import Context, bump, check_lower
+from bench.context import Context, bump, check_lower, restarts_of
 from bench.lsp_client import LensClient
 from bench.models import BenchModel, all_models, example
 from bench.report import FigureResult, Metric, metric_from_samples
@@ -74,6 +74,8 @@ async def run(ctx: Context) -> FigureResult:
     default = await ctx.warm_server()
     # A smoke run skips the diagnostics-off variant (one worker fewer to start).
     quiet = None if ctx.config.smoke else await ctx.warm_server(quiet=True)
+    servers = [c for c in (default, quiet) if c is not None]
+    restarts_before = [await restarts_of(c) for c in servers]
     base = BaselineProcess(ctx.config.python, ctx.log_path("baseline-fig1"))
     await base.start()
     try:
@@ -126,4 +128,9 @@ async def run(ctx: Context) -> FigureResult:
             }
     finally:
         await base.stop()
+    # A worker replaced between jobs (e.g. for a thread a library keeps) would be paid for in
+    # every lowering: there must be none.
+    restarts = sum([await restarts_of(c) for c in servers]) - sum(restarts_before)
+    result.metrics.append(Metric("worker restarts during the figure", float(restarts), "count",
+                                 0.0, "<="))
     return result
