@@ -100,3 +100,20 @@ def test_missing_buffer_is_named_with_its_owner_and_the_users_line() -> None:
 def _class_line(name: str) -> int:
     return next(i for i, text in enumerate(ZOO.read_text().splitlines(), start=1)
                 if text.startswith(f"class {name}("))
+
+
+def test_exported_llama_parses_back(tmp_path: Path) -> None:
+    """The exported Linalg file (weights included, TMTensor's cumsum in it) parses again."""
+    from torch_mlir import ir
+
+    from torch_mlir_lens.worker.lowering import parsing_context
+
+    out = tmp_path / "llama.mlir"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_mlir_lens", "export", str(ZOO), "--module", "TinyLlama",
+         "--target", "linalg", "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    text = out.read_text()
+    assert "tm_tensor." in text and "dense_resource" in text
+    module = ir.Module.parse(text, parsing_context())
+    assert "linalg.matmul" in str(module) or "linalg.batch_matmul" in str(module)

@@ -206,16 +206,17 @@ def _new_context() -> ir.Context:
 
 
 def parsing_context() -> ir.Context:
-    """A context that can parse every IR we print or write, StableHLO included.
+    """A context that can parse every IR we print or write, StableHLO and TMTensor included.
 
-    The StableHLO dialect has no Python registration in this wheel: it is loaded only as a
-    dependency of a pass. Running the conversion pass once on an empty module loads it.
+    The StableHLO and TMTensor dialects (the latter in Linalg IR: cumsum, scatter, sort) have
+    no Python registration in this wheel: they are loaded only as dependencies of passes.
+    Running the conversion passes once on an empty module loads them.
     """
     ctx = _new_context()
     with ctx, captured(ctx):
         empty = ir.Module.create(ir.Location.unknown(ctx))
-        PassManager.parse("builtin.module(func.func(convert-torch-to-stablehlo))",
-                          context=ctx).run(empty.operation)
+        PassManager.parse("builtin.module(func.func(convert-torch-to-stablehlo,"
+                          "convert-torch-to-tmtensor))", context=ctx).run(empty.operation)
     return ctx
 
 
