@@ -189,6 +189,13 @@ def innermost_frame(table: FrameTable, ir_line: int) -> SourceFrame | None:
     return chains[0][0] if chains and chains[0] else None
 
 
+def in_installed_package(path: str | None) -> bool:
+    """Whether a file is part of an installed package (site-packages or dist-packages): library
+    code opened for reading, e.g. from an IR pane, which the language server does not lower."""
+    norm = (path or "").replace("\\", "/")
+    return "/site-packages/" in norm or "/dist-packages/" in norm
+
+
 def short_path(file: str) -> str:
     """A library file as people name it: the part after `site-packages/` (or the file name)."""
     norm = file.replace("\\", "/")

@@ -145,6 +145,20 @@ async def test_unsupported_op_in_library_code_is_on_the_user_line(client: Langua
     assert "reciprocal" in related[0].message
 
 
+async def test_installed_library_files_are_for_reading(client: LanguageClient) -> None:
+    # Opened from an IR pane: no lenses, no "no example inputs" notes on every class, no
+    # lowering of library classes on open or hover.
+    modeling = Path(modeling_file("gpt2"))
+    uri = open_doc(client, modeling)
+    await wait_until(client, lambda: uri in client.diagnostics)
+    assert diagnostics(client, uri) == []
+    params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    assert not await client.text_document_code_lens_async(params)
+    assert await hover(client, uri, line_with(str(modeling), "self.c_fc(hidden_states)")) is None
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
 class NonPersistentBufferImport(Exception):
     """torch-mlir's importer cannot import a module with a non-persistent buffer (yet)."""
 

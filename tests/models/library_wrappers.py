@@ -17,7 +17,7 @@ from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionEmbeddi
 class GPT2Wrapper(nn.Module):
     def __init__(self):
         super().__init__()
-        config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+        config = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
                             bos_token_id=0, eos_token_id=0)
         self.lm = GPT2Model(config)
 

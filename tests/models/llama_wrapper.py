@@ -11,7 +11,7 @@ class LlamaWrapper(nn.Module):
     def __init__(self):
         super().__init__()
         config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
-                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
                              max_position_embeddings=32, bos_token_id=0, eos_token_id=0)
         self.lm = LlamaModel(config)
 

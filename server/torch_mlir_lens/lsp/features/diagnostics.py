@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert, library_related, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
@@ -139,6 +140,11 @@ def _modules(server: LensServer, doc: DocumentState) -> list[discovery.ModuleInf
 
 async def check_document(server: LensServer, doc: DocumentState, *, lowering: bool) -> None:
     """Publish the static findings, then (if `lowering`) check each module and publish."""
+    if in_installed_package(doc.path):
+        # Library code opened for reading (e.g. from an IR pane): nothing of ours to report.
+        doc.diagnostics.clear()
+        publish(server, doc)
+        return
     doc.diagnostics[STATIC] = static_records(server, doc)
     if lowering:
         # Verify findings of an older text (its verdict is gone with the text) go at a check.

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.lsp.features import library_hover
@@ -65,7 +66,8 @@ async def hover_line(
     target = server.settings.default_target
 
     found = _from_cache(doc, order, target, line)
-    if found is None and server.trusted:
+    # Library code opened for reading (an installed package) is never lowered on demand.
+    if found is None and server.trusted and not in_installed_package(doc.path):
         generation = doc.generation
         if _no_ops_here(doc, modules, line, target):
             return None
