@@ -72,6 +72,11 @@ class FrameTable:
             self.rows.append(row)
             self._by_line = None
 
+    def sort(self) -> None:
+        """Order the rows by IR line (the worker adds them in op order)."""
+        self.rows.sort()
+        self._by_line = None
+
     def chain(self, index: int) -> list[SourceFrame]:
         """Chain `index` as frames, innermost first."""
         return [SourceFrame(self.files[f], line, self.library[f]) for f, line in self.chains[index]]

@@ -76,6 +76,8 @@ def test_chains_reach_the_library_lines(results: dict[str, LowerResult], target:
     counts = [len(r.ir_lines) for r in rows]
     assert counts == sorted(counts, reverse=True) and counts[0] > 0
     assert res.frames.ir_lines() == sorted({m.ir_line for m in res.map})
+    if target == "linalg":
+        assert 0 < res.stats["library_ops"] <= res.stats["ops"]
 
 
 def test_the_table_survives_the_trip_to_the_engine(results: dict[str, LowerResult]) -> None:

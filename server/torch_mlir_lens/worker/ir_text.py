@@ -233,7 +233,7 @@ def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> Rende
                         mapping.append(IrLineMapping(ir_index + 1, file, line, depth))
     mapping.sort(key=lambda m: (m.ir_line, m.depth, m.file, m.line))
     text = "\n".join(out).rstrip("\n") + "\n"
-    frames.rows.sort()
+    frames.sort()
     unmapped = [op.name for op in counted if not op.chains]
     stats: dict[str, Any] = {
         "ops": len(counted),
@@ -241,7 +241,7 @@ def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> Rende
         "unmapped_ops": len(unmapped),
         "unmapped_op_names": sorted(set(unmapped)),
         "inherited_ops": sum(op.inherited for op in counted),
+        "library_ops": sum(bool(op.full) for op in counted),  # made inside library code
         "ir_bytes": len(text.encode()),
     }
-    stats["library_ops"] = sum(bool(op.full) for op in counted)
     return RenderedIr(text, mapping, stats, frames)
