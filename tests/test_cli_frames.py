@@ -41,6 +41,12 @@ def test_bad_frames_value_is_a_usage_error() -> None:
     assert proc.returncode == 2 and "--frames" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_frames_without_annotate_is_a_usage_error() -> None:
+    proc = run_cli("lower", str(WRAPPERS), "--module", "PatchEmbed", "--frames", "all")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "--annotate" in proc.stderr
+
+
 def test_json_map_gives_the_chain() -> None:
     proc = run_cli("lower", str(WRAPPERS), "--module", "PatchEmbed", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]

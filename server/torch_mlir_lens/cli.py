@@ -262,6 +262,8 @@ async def _lower(args: argparse.Namespace) -> int:
     target = args.target or "linalg"
     if not args.pipeline and target not in TARGETS:
         raise CliError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    if args.frames != "user" and not args.annotate:
+        raise CliError("--frames applies to --annotate output (--json's map always has chains)")
     src = _load_source(args.file)
     module = _pick_module(src, args.module, args.line)
     job = _module_job(src, module, args)
