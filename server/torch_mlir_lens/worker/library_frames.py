@@ -16,12 +16,18 @@ import importlib.util
 import os
 import sysconfig
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from torch_mlir_lens.frames import SourceFrame, short_path
 from torch_mlir_lens.results import LensDiagnostic, RelatedLocation
 
+if TYPE_CHECKING:  # locations.py imports this module
+    from torch_mlir_lens.worker.locations import LocationResolver
+
 _TORCH_PACKAGES = ("torch", "torch_mlir", "functorch", "torchgen", "torch_mlir_lens")
-MAX_RELATED = 6  # library frames named per diagnostic
+MAX_RELATED = 6  # library frames listed per chain
+MAX_NAMED = 3  # library lines named in a message
+ORIGIN = " comes from here"  # the related message of the frame that made the op
 
 
 def _package_dirs(names: Sequence[str]) -> list[str]:
@@ -90,30 +96,26 @@ def related_frames(chain: Sequence[SourceFrame], op: str) -> list[RelatedLocatio
         part.append(frame)
     out = []
     for i, frame in enumerate(part[:MAX_RELATED]):
-        message = f"{op} comes from here" if i == 0 else "called from here"
+        message = f"{op}{ORIGIN}" if i == 0 else "called from here"
         out.append(RelatedLocation(frame.file, frame.line, message))
     return out
 
 
 def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[str, str]],
-                       resolver: object) -> None:
+                       resolver: LocationResolver) -> None:
     """Name the library lines behind unsupported-op diagnostics found inside library code.
 
     `locations` are the (op name, location text) of the ops found, in any number; each
     diagnostic of the same op at the same user line gets the library frames of every such
     op in `related` (several library lines may reach the backend through one user line), and
-    its message names the first one.
+    its message names where the ops were made.
     """
-    full_chains = getattr(resolver, "full_chains", None)
-    user_frames = getattr(resolver, "user_frames", None)
-    if full_chains is None or user_frames is None:
-        return
     by_key: dict[tuple[str, str | None, int | None], list[RelatedLocation]] = {}
     for name, loc in locations:
-        frames = user_frames(loc)
+        frames = resolver.user_frames(loc)
         key = (name, frames[0][0] if frames else None, frames[0][1] if frames else None)
         found = by_key.setdefault(key, [])
-        for chain in full_chains(loc):
+        for chain in resolver.full_chains(loc):
             for rel in related_frames(chain, name):
                 if rel not in found:
                     found.append(rel)
@@ -122,6 +124,7 @@ def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[st
         if not related:
             continue
         d.related = list(related)
-        first = related[0]
-        d.message = f"{d.message} (in {short_path(first.file)}:{first.line})"
+        origins = [f"{short_path(r.file)}:{r.line}" for r in related
+                   if r.message.endswith(ORIGIN)][:MAX_NAMED]
+        d.message = f"{d.message} (in {', '.join(origins)})"
 
