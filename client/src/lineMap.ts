@@ -97,6 +97,16 @@ export class LineMap {
     return this.sourcesFor(irLine).map((s) => ({ uri: s.uri, line: s.line, library: false }));
   }
 
+  /**
+   * Where Ctrl/Cmd-click on an IR line goes: an op made in library code opens the library
+   * line that made it (one target, so the editor jumps there instead of listing the chain,
+   * which it would sort by file name); other ops list their user frames, innermost first.
+   */
+  definitionTargets(irLine: number): ChainFrame[] {
+    const chain = this.chainFor(irLine);
+    return chain[0]?.library ? [chain[0]] : chain;
+  }
+
   get isEmpty(): boolean {
     return this.byIr.size === 0;
   }

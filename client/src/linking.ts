@@ -3,7 +3,7 @@
 // op; optional colour bands; Ctrl/Cmd-click on an op goes to its source (DefinitionProvider).
 // Library files count as sources too while a pane whose ops come from them is open: the
 // cursor in `modeling_llama.py` lights up that line's ops, and Ctrl/Cmd-click on an op made
-// there opens that file at that line (innermost frame first).
+// there opens that file at that line.
 
 import * as vscode from 'vscode';
 import type { IrPanes, Pane } from './irPanes';
@@ -162,16 +162,15 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
   }
 
   /**
-   * Ctrl/Cmd-click (or F12) on an op line of a pane: the source lines that produced it, the
-   * innermost frame first (a library line such as `modeling_llama.py:254`, then the calls out
-   * to the user's line).
+   * Ctrl/Cmd-click (or F12) on an op line of a pane: the source lines that produced it (the
+   * library line, such as `modeling_llama.py:254`, for an op made in library code).
    */
   provideDefinition(doc: vscode.TextDocument, position: vscode.Position): vscode.LocationLink[] {
     const pane = this.panes.get(doc.uri);
     if (!pane) return [];
     const line = doc.lineAt(position.line);
     const origin = new vscode.Range(position.line, line.firstNonWhitespaceCharacterIndex, position.line, line.text.length);
-    return pane.map.chainFor(position.line).map((s) => ({
+    return pane.map.definitionTargets(position.line).map((s) => ({
       originSelectionRange: origin,
       targetUri: vscode.Uri.parse(s.uri),
       targetRange: new vscode.Range(s.line, 0, s.line, 0),

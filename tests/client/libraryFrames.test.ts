@@ -40,6 +40,12 @@ describe('LineMap with library frames', () => {
     assert.deepEqual(map.chainFor(4).map((f) => f.uri), [UTILS, MODELING, MODELING, USER]);
   });
 
+  it('sends Ctrl/Cmd-click on a library-made op to that one library line', () => {
+    assert.deepEqual(map.definitionTargets(2), [{ uri: MODELING, line: 253, library: true }]);
+    assert.deepEqual(map.definitionTargets(4), [{ uri: UTILS, line: 118, library: true }]);
+    assert.deepEqual(map.definitionTargets(5), [{ uri: USER, line: 12, library: false }]);
+  });
+
   it('falls back to the user frames for ops made in user code', () => {
     assert.deepEqual(map.chainFor(5), [{ uri: USER, line: 12, library: false }]);
     assert.deepEqual(map.chainFor(40), []);
