@@ -60,6 +60,11 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     return this.all().filter((p) => p.spec.source === source);
   }
 
+  /** Panes whose IR links to a file: their source, or a library file their ops come from. */
+  covering(uri: string): Pane[] {
+    return this.all().filter((p) => p.spec.source === uri || p.map.hasLibraryFile(uri));
+  }
+
   provideTextDocumentContent(uri: vscode.Uri): string {
     let pane = this.panes.get(uri.toString());
     if (!pane) {
@@ -174,7 +179,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     }
     const { text, irOffset } = paneText(pane.spec, res);
     pane.text = text;
-    pane.map = new LineMap(res.map ?? [], irOffset);
+    pane.map = new LineMap(res.map ?? [], irOffset, res.frames);
   }
 
   dispose(): void {

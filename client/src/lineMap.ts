@@ -1,12 +1,19 @@
 // Pure source ↔ IR line logic (no `vscode` import, unit-tested in Node).
 // All lines here are 0-based, as editors count them; the server's 1-based map is converted once.
 
-import type { IrLineMapping } from './protocol';
+import type { FrameTable, IrLineMapping } from './protocol';
 
 export interface SourceLine {
   uri: string;
   line: number; // 0-based
   depth: number;
+}
+
+/** One frame of an op's call chain (library frames included), 0-based line. */
+export interface ChainFrame {
+  uri: string;
+  line: number;
+  library: boolean;
 }
 
 /** A run of consecutive lines, both ends included. */
@@ -18,9 +25,15 @@ export interface LineRange {
 export class LineMap {
   private readonly bySource = new Map<string, Map<number, number[]>>();
   private readonly byIr = new Map<number, SourceLine[]>();
+  /** IR line → the frames of its op's first chain through library code, innermost first. */
+  private readonly chainByIr = new Map<number, ChainFrame[]>();
+  private readonly libraryUris = new Set<string>();
 
-  /** `irOffset`: lines shown above the IR in the pane (e.g. failure notes). */
-  constructor(map: readonly IrLineMapping[], irOffset = 0) {
+  /**
+   * `irOffset`: lines shown above the IR in the pane (e.g. failure notes). `frames`: the
+   * chains of ops made inside library code; their library lines link to the IR too.
+   */
+  constructor(map: readonly IrLineMapping[], irOffset = 0, frames?: FrameTable) {
     for (const m of map) {
       const irLine = m.irLine - 1 + irOffset;
       const line = m.line - 1;
@@ -36,8 +49,62 @@ export class LineMap {
       }
       this.byIr.set(irLine, srcs);
     }
+    if (frames) this.addFrames(frames, irOffset);
     for (const lines of this.bySource.values()) for (const irs of lines.values()) irs.sort((a, b) => a - b);
     for (const srcs of this.byIr.values()) srcs.sort((a, b) => a.depth - b.depth || a.line - b.line);
+  }
+
+  private addFrames(frames: FrameTable, irOffset: number): void {
+    const library = new Set(frames.library);
+    const chains: ChainFrame[][] = frames.chains.map((flat) => {
+      const out: ChainFrame[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const uri = frames.files[flat[i]];
+        if (uri === undefined || flat[i + 1] < 1) continue;
+        out.push({ uri, line: flat[i + 1] - 1, library: library.has(flat[i]) });
+      }
+      return out;
+    });
+    for (const [row, cid] of frames.rows) {
+      const irLine = row - 1 + irOffset;
+      const chain = chains[cid];
+      if (irLine < 0 || !chain) continue;
+      if (!this.chainByIr.has(irLine)) this.chainByIr.set(irLine, chain);
+      for (const f of chain) {
+        if (!f.library) continue; // user frames come from `map`
+        this.libraryUris.add(f.uri);
+        let lines = this.bySource.get(f.uri);
+        if (!lines) this.bySource.set(f.uri, (lines = new Map()));
+        const irs = lines.get(f.line) ?? [];
+        if (!irs.includes(irLine)) irs.push(irLine);
+        lines.set(f.line, irs);
+      }
+    }
+  }
+
+  /** Whether `uri` is a library file some op of this map comes from. */
+  hasLibraryFile(uri: string): boolean {
+    return this.libraryUris.has(uri);
+  }
+
+  /**
+   * Every frame of an IR line's op, innermost first: through library code when it came from
+   * there (`modeling_llama.py` first, the user's line last), else its user frames.
+   */
+  chainFor(irLine: number): ChainFrame[] {
+    const chain = this.chainByIr.get(irLine);
+    if (chain) return chain;
+    return this.sourcesFor(irLine).map((s) => ({ uri: s.uri, line: s.line, library: false }));
+  }
+
+  /**
+   * Where Ctrl/Cmd-click on an IR line goes: an op made in library code opens the library
+   * line that made it (one target, so the editor jumps there instead of listing the chain,
+   * which it would sort by file name); other ops list their user frames, innermost first.
+   */
+  definitionTargets(irLine: number): ChainFrame[] {
+    const chain = this.chainFor(irLine);
+    return chain[0]?.library ? [chain[0]] : chain;
   }
 
   get isEmpty(): boolean {

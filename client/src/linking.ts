@@ -1,6 +1,9 @@
 // Source ↔ IR linking: the cursor's source line lights up its IR lines in every open pane (and
 // scrolls them into view); the cursor in a pane lights up the source line(s) that produced the
 // op; optional colour bands; Ctrl/Cmd-click on an op goes to its source (DefinitionProvider).
+// Library files count as sources too while a pane whose ops come from them is open: the
+// cursor in `modeling_llama.py` lights up that line's ops, and Ctrl/Cmd-click on an op made
+// there opens that file at that line.
 
 import * as vscode from 'vscode';
 import type { IrPanes, Pane } from './irPanes';
@@ -73,22 +76,23 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
       return;
     }
     const source = doc.uri.toString();
-    if (!this.panes.forSource(source).length) return;
+    const panes = this.panes.covering(source);
+    if (!panes.length) return;
     const lines = editor.selections.map((s) => s.active.line);
     this.cursor.set(source, lines);
     editor.setDecorations(this.sourceHighlight, []); // that came from a pane's cursor: stale now
-    for (const pane of this.panes.forSource(source)) this.highlightPane(pane, lines, true);
+    for (const pane of panes) this.highlightPane(pane, lines, true, source);
   }
 
   /** Cursor in a pane: light up the source lines of that op (innermost frame first). */
   private fromPane(pane: Pane, editor: vscode.TextEditor): void {
     const irLine = editor.selection.active.line;
     const byUri = new Map<string, number[]>();
-    for (const s of pane.map.sourcesFor(irLine)) byUri.set(s.uri, [...(byUri.get(s.uri) ?? []), s.line]);
+    for (const s of pane.map.chainFor(irLine)) byUri.set(s.uri, [...(byUri.get(s.uri) ?? []), s.line]);
     for (const ed of vscode.window.visibleTextEditors) {
       if (ed.document.uri.scheme === SCHEME) continue;
       const lines = byUri.get(ed.document.uri.toString());
-      if (!lines && !this.panes.forSource(ed.document.uri.toString()).length) continue;
+      if (!lines && !this.panes.covering(ed.document.uri.toString()).length) continue;
       ed.setDecorations(this.sourceHighlight, toVsRanges(toRanges(lines ?? [])));
       const first = lines?.[0];
       if (first !== undefined) {
@@ -97,8 +101,8 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     }
   }
 
-  private highlightPane(pane: Pane, sourceLines: number[], reveal: boolean): void {
-    const irLines = sourceLines.flatMap((l) => pane.map.irLinesFor(pane.spec.source, l));
+  private highlightPane(pane: Pane, sourceLines: number[], reveal: boolean, uri = pane.spec.source): void {
+    const irLines = sourceLines.flatMap((l) => pane.map.irLinesFor(uri, l));
     for (const ed of this.editorsOf(pane.uri)) {
       ed.setDecorations(this.irHighlight, toVsRanges(toRanges(irLines)));
       const first = revealTarget(irLines);
@@ -157,13 +161,16 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     return vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === key);
   }
 
-  /** Ctrl/Cmd-click (or F12) on an op line of a pane: the source line that produced it. */
+  /**
+   * Ctrl/Cmd-click (or F12) on an op line of a pane: the source lines that produced it (the
+   * library line, such as `modeling_llama.py:254`, for an op made in library code).
+   */
   provideDefinition(doc: vscode.TextDocument, position: vscode.Position): vscode.LocationLink[] {
     const pane = this.panes.get(doc.uri);
     if (!pane) return [];
     const line = doc.lineAt(position.line);
     const origin = new vscode.Range(position.line, line.firstNonWhitespaceCharacterIndex, position.line, line.text.length);
-    return pane.map.sourcesFor(position.line).map((s) => ({
+    return pane.map.definitionTargets(position.line).map((s) => ({
       originSelectionRange: origin,
       targetUri: vscode.Uri.parse(s.uri),
       targetRange: new vscode.Range(s.line, 0, s.line, 0),

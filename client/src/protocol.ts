@@ -34,6 +34,25 @@ export interface IrLineMapping {
   depth: number; // 0 innermost user frame; callers have higher depths
 }
 
+/**
+ * Whole call chains of the IR lines made inside library code (e.g. a wrapped `transformers`
+ * model), deduplicated: `chains[i]` is [file, line, file, line, ...] innermost frame first
+ * (file = index into `files`, a URI; lines 1-based); `library` lists the file indices that
+ * are library code (the others are the user's); `rows` are [irLine, chain index].
+ */
+export interface FrameTable {
+  files: string[];
+  library: number[];
+  chains: number[][];
+  rows: number[][];
+}
+
+export interface RelatedLocation {
+  uri: string;
+  line: number; // 1-based
+  message: string;
+}
+
 export interface LensDiagnostic {
   severity: string;
   message: string;
@@ -42,6 +61,7 @@ export interface LensDiagnostic {
   line: number | null;
   op: string | null;
   target: string | null;
+  related?: RelatedLocation[]; // library lines behind a finding inside library code
 }
 
 export interface LowerParams {
@@ -59,6 +79,7 @@ export interface LowerResponse {
   ok: boolean;
   ir: string;
   map: IrLineMapping[];
+  frames?: FrameTable; // absent when no op comes from library code
   diagnostics: LensDiagnostic[];
   stats?: Record<string, unknown>;
   timings?: Record<string, number>;

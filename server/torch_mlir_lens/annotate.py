@@ -5,6 +5,10 @@ printed as a header (`   23 │ x = F.relu(self.fc1(x))`), then the IR lines it 
 under it. IR lines without a user frame (function headers, region bodies, `return`) stay where
 they are, under the last header (region bodies belong to the op above them). The innermost user
 frame (depth 0) decides the line, so ops inside a submodule show under the submodule's line.
+
+With `frames="all"`, ops made inside library code (a wrapped `transformers` model) show under
+the library line that made them (`modeling_gpt2.py:211 │ attn_output, ... = ...`), followed
+by the way back to the user's line (`← modeling_gpt2.py:274 ← line 13`).
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from torch_mlir_lens.frames import SourceFrame
 from torch_mlir_lens.results import IrLineMapping, LowerResult
 
 GUTTER = 7  # minimum width of the line-number column; IR lines start under the source text
+FRAMES = ("user", "all")  # which frames decide an IR line's source line
+MAX_HOPS = 4  # library calls shown on the way back to the user's line
 
 
 def _read(path: str) -> list[str] | None:
@@ -47,11 +54,12 @@ def annotate(
     *,
     path: str | None = None,
     read_file: Callable[[str], list[str] | None] = _read,
+    frames: str = "user",
 ) -> str:
     """The IR of `result` interleaved with the lines of `source` (the file at `path`).
 
     Frames in other files (a submodule defined in a sibling file) are shown as `name.py:N`
-    with that file's text, read with `read_file`.
+    with that file's text, read with `read_file`. `frames="all"` shows library lines too.
     """
     main = os.path.abspath(path) if path else None
     files: dict[str, list[str] | None] = {}
@@ -59,6 +67,13 @@ def annotate(
         files[main] = source.splitlines()
     main_lines = source.splitlines()
     sources = line_sources(result.map, path)
+    trails: dict[int, list[SourceFrame]] = {}
+    if frames == "all":
+        for n in result.frames.ir_lines():
+            chain = result.frames.chains_of(n)[0]
+            if chain and chain[0].library:
+                sources[n] = (chain[0].file, chain[0].line)
+                trails[n] = chain[1:]
 
     def source_text(file: str, line: int) -> str:
         lines: list[str] | None = main_lines
@@ -91,7 +106,9 @@ def annotate(
             file, line = src
             header = f"{label(file, line):>{width}} │ {source_text(file, line)}"
             caller = callers.get(number)
-            if caller is not None:
+            if number in trails:
+                header += "    " + _trail(trails[number], label)
+            elif caller is not None:
                 header += f"    (called from line {caller})"
             out.append(header)
             last = src
@@ -122,3 +139,21 @@ def _ends_group(ir_line: str, indent: int, group_indent: int) -> bool:
         return True
     stripped = ir_line.strip()
     return indent == group_indent and stripped.startswith(("return", "func.return"))
+
+
+def _trail(callers: list[SourceFrame], label: Callable[[str, int], str]) -> str:
+    """`← modeling_gpt2.py:274 ← modeling_gpt2.py:606 ← line 13`: the way out to the user."""
+    hops: list[str] = []
+    skipped = 0
+    for frame in callers:
+        if not frame.library:
+            name = label(frame.file, frame.line)
+            hops.append(f"line {name}" if name.isdigit() else name)
+            break
+        if len(hops) < MAX_HOPS:
+            hops.append(label(frame.file, frame.line))
+        else:
+            skipped += 1
+    if skipped:
+        hops.insert(MAX_HOPS, f"… {skipped} more")
+    return " ".join(f"← {h}" for h in hops)

@@ -4,7 +4,8 @@ A stable contract (scripts depend on it):
 
     torch-mlir-lens lower FILE [--module NAME | --line N] [--target T | --pipeline STR]
                           [--inputs EXPR | --inputs-file PATH] [--init EXPR] [--annotate]
-                          [--keep-weights] [--debug-info] [--print-after-all] [--json]
+                          [--frames user|all] [--keep-weights] [--debug-info]
+                          [--print-after-all] [--json]
     torch-mlir-lens check FILE [--module NAME] [--targets linalg,tosa,stablehlo] [--inputs …]
                           [--json]
     torch-mlir-lens export FILE --module NAME [--target T] -o OUT [--bytecode]
@@ -132,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inputs(lower)
     lower.add_argument("--annotate", action="store_true",
                        help="interleave the IR with the source lines that produced it")
+    lower.add_argument("--frames", choices=("user", "all"), default="user",
+                       help="with --annotate: 'all' also shows the library lines (e.g. "
+                            "transformers' modeling_*.py) that produced the ops")
     lower.add_argument("--keep-weights", action="store_true", help="print weights in full")
     lower.add_argument("--debug-info", action="store_true", help="print locations")
     lower.add_argument("--print-after-all", action="store_true",
@@ -258,6 +262,8 @@ async def _lower(args: argparse.Namespace) -> int:
     target = args.target or "linalg"
     if not args.pipeline and target not in TARGETS:
         raise CliError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    if args.frames != "user" and not args.annotate:
+        raise CliError("--frames applies to --annotate output (--json's map always has chains)")
     src = _load_source(args.file)
     module = _pick_module(src, args.module, args.line)
     job = _module_job(src, module, args)
@@ -289,7 +295,7 @@ async def _lower(args: argparse.Namespace) -> int:
         if args.annotate:
             from torch_mlir_lens.annotate import annotate
 
-            sys.stdout.write(annotate(src.text, result, path=src.path))
+            sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames))
         else:
             sys.stdout.write(result.ir if result.ir.endswith("\n") or not result.ir
                              else result.ir + "\n")

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from torch_mlir_lens.frames import FrameTable, SourceFrame
+
 
 class ErrorKind(StrEnum):
     """Why a job did not produce IR (or produced IR with problems)."""
@@ -42,6 +44,15 @@ class Severity(StrEnum):
 
 
 @dataclass
+class RelatedLocation:
+    """Another place that explains a diagnostic (e.g. the library line an op comes from)."""
+
+    file: str
+    line: int
+    message: str
+
+
+@dataclass
 class LensDiagnostic:
     """One problem, located at a source line when one is known (else on the module)."""
 
@@ -52,9 +63,14 @@ class LensDiagnostic:
     line: int | None = None
     op: str | None = None  # e.g. "torch.aten.roll" / "aten.roll"
     target: str | None = None
+    # Library lines behind a problem found inside library code, innermost first.
+    related: list[RelatedLocation] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.related:
+            del data["related"]  # the usual case: keep the JSON as it was
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LensDiagnostic:
@@ -62,6 +78,8 @@ class LensDiagnostic:
             severity=data["severity"], message=data["message"],
             kind=data.get("kind", ErrorKind.UNSUPPORTED_OP), file=data.get("file"),
             line=data.get("line"), op=data.get("op"), target=data.get("target"),
+            related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
+                     for r in data.get("related") or []],
         )
 
 
@@ -119,7 +137,8 @@ class LowerResult:
 
     `ok` is False when the target could not be reached; `ir` then holds the furthest IR that
     was produced (e.g. the torch-dialect IR) or "" if even the export failed.
-    `stats` keys: ops, mapped_ops, unmapped_ops, unmapped_op_names (list), ir_bytes.
+    `stats` keys: ops, mapped_ops, unmapped_ops, unmapped_op_names (list), ir_bytes, and for
+    MLIR targets inherited_ops and library_ops (ops made inside library code, see `frames`).
     `timings` keys (seconds): load, inputs, export, import, lower, print, total.
     """
 
@@ -133,17 +152,25 @@ class LowerResult:
     timings: dict[str, float] = field(default_factory=dict)
     passes: list[PassIr] | None = None
     inputs_source: str | None = None  # how the inputs were found: "comment", "inferred", ...
+    # Whole call chains (library frames included) of the IR lines made inside library code.
+    frames: FrameTable = field(default_factory=FrameTable)
 
     def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
         """The result as JSON; `compact_map` (the worker's replies) sends the source map as
         `{"files": [...], "rows": [[ir_line, file index, line, depth], ...]}`: a big model's
-        map is ~12,000 entries that would otherwise repeat the file path and the keys."""
+        map is ~12,000 entries that would otherwise repeat the file path and the keys; and the
+        library chains as `frames` (`FrameTable.to_json`). Without it, each depth-0 map entry
+        of an IR line made inside library code carries that op's whole `chain`."""
+        extra: dict[str, Any] = {}
+        if compact_map and self.frames:
+            extra["frames"] = self.frames.to_json()
         return {
             "module": self.module,
             "target": self.target,
             "ok": self.ok,
             "ir": self.ir,
-            "map": _compact_map(self.map) if compact_map else [m.to_json() for m in self.map],
+            "map": _compact_map(self.map) if compact_map else _map_with_chains(self),
+            **extra,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "stats": self.stats,
             "timings": self.timings,
@@ -165,7 +192,36 @@ class LowerResult:
             timings=data.get("timings", {}),
             passes=None if passes is None else [PassIr(**p) for p in passes],
             inputs_source=data.get("inputs_source"),
+            frames=(FrameTable.from_json(data["frames"]) if "frames" in data
+                    else _chains_from_map(data.get("map"))),
         )
+
+
+def _map_with_chains(result: LowerResult) -> list[dict[str, Any]]:
+    """Map entries as JSON; a depth-0 entry of an IR line listed in `frames` gets `chain`:
+    the first of its chains whose innermost user frame is the entry's line."""
+    out = []
+    for m in result.map:
+        entry = m.to_json()
+        if m.depth == 0 and result.frames:
+            for chain in result.frames.chains_of(m.ir_line):
+                user = next((f for f in chain if not f.library), None)
+                if user is not None and (user.file, user.line) == (m.file, m.line):
+                    entry["chain"] = [f.to_json() for f in chain]
+                    break
+        out.append(entry)
+    return out
+
+
+def _chains_from_map(data: Any) -> FrameTable:
+    table = FrameTable()
+    if isinstance(data, list):
+        for m in data:
+            if m.get("chain"):
+                table.add(m["ir_line"], [SourceFrame(f["file"], int(f["line"]),
+                                                     bool(f.get("library")))
+                                         for f in m["chain"]])
+    return table
 
 
 class LensError(Exception):

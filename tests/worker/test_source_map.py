@@ -311,3 +311,12 @@ def test_fast_location_spans_agree_with_the_full_scan(ns: dict[str, Any], target
     assert len(with_alias) > 10
     for line in lines:
         assert ir_text._loc_spans(line) == ir_text._scan_loc_spans(line), line
+
+
+@pytest.mark.parametrize("target", ["fx", *MLIR_TARGETS])
+def test_user_code_only_has_no_library_chains(results: dict, target: str) -> None:
+    # torch's own frames are not library code: these models' replies carry no frame table
+    # (the worker → engine reply of a plain model is as small as before).
+    for model in INPUTS:
+        res = results[(model, target)]
+        assert not res.frames and "frames" not in res.to_json(compact_map=True), model

@@ -14,9 +14,12 @@ Standard LSP
                                (`torchMlirLens.explainInputs`).
     textDocument/hover         the line's IR at `defaultTarget` + one verdict line per backend
                                ("tosa …": still being checked, after the default target);
-                               null for lines that produced no ops.
+                               a line calling into library code also gets a table of the
+                               library lines its ops come from (file:line link, code, op
+                               count, heaviest first); null for lines that produced no ops.
     textDocument/publishDiagnostics
-                               source "torch-mlir"; code = aten op, or the error kind
+                               source "torch-mlir"; relatedInformation = the library lines
+                               behind an op made in library code; code = aten op, or the error kind
                                ("export-error", "worker-crash", "timeout", "memory-limit",
                                "inputs-missing", ...); data = {module, kind, targets}.
     textDocument/codeAction    quick fix for "inputs-missing": insert the inputs comment.
@@ -32,8 +35,11 @@ Standard LSP
 
 Custom
     torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
-                               printAfterAll?} → {module, target, ok, ir, map, diagnostics,
-                               stats, timings, inputsSource, passes?, error?}.
+                               printAfterAll?} → {module, target, ok, ir, map, frames?,
+                               diagnostics, stats, timings, inputsSource, passes?, error?};
+                               frames: the call chains of ops made in library code
+                               (docs/contracts.md); diagnostics may carry related
+                               [{uri, line, message}] (library lines).
     torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
                                forwardRange, inputs, parents}]}.
     torchMlirLens/verify       request {uri, module} → the worker's verify result.

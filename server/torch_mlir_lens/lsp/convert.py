@@ -92,6 +92,8 @@ def diagnostic_json(diag: LensDiagnostic) -> dict[str, Any]:
         "line": diag.line,
         "op": diag.op,
         "target": diag.target,
+        "related": [{"uri": path_to_uri(r.file), "line": r.line, "message": r.message}
+                    for r in diag.related],
     }
 
 
@@ -118,6 +120,11 @@ def lower_result_json(result: LowerResult) -> dict[str, Any]:
         "timings": dict(result.timings),
         "inputsSource": result.inputs_source,
     }
+    if result.frames:
+        # Chains through library code, as the engine's table, with URIs for paths.
+        table = result.frames.to_json()
+        table["files"] = [uri(f) for f in table["files"]]
+        out["frames"] = table
     if result.passes is not None:
         out["passes"] = [{"name": p.name, "ir": p.ir} for p in result.passes]
     return out

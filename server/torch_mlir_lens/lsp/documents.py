@@ -35,6 +35,8 @@ class DiagRecord:
     op: str | None = None
     targets: tuple[str, ...] = ()
     related: tuple[str, ...] = ()  # "file:line" notes for findings outside this file
+    # (file, line, message) of the library lines behind a finding inside library code
+    library: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass

@@ -28,6 +28,7 @@ from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
 from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.worker.library_frames import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
@@ -282,6 +283,7 @@ def unsupported_diagnostics(found: list[FoundOp], target: str,
             severity=Severity.ERROR, message=f"{f.name} cannot be lowered to {title}{detail}",
             kind=ErrorKind.UNSUPPORTED_OP, file=file, line=line, op=f.name, target=target,
         ))
+    add_library_frames(out, [(f.name, f.location) for f in found], resolver)
     return out
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.frames import FrameTable, SourceFrame
 from torch_mlir_lens.results import IrLineMapping
 from torch_mlir_lens.worker.locations import Chain, LocationResolver, UserFiles, as_user_files
 
@@ -47,6 +48,7 @@ class RenderedIr:
     text: str
     map: list[IrLineMapping] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    frames: FrameTable = field(default_factory=FrameTable)  # chains through library code
 
 
 @dataclass
@@ -57,6 +59,7 @@ class _Op:
     loc: str
     parent: int | None  # index into the op list of the enclosing region op
     chains: list[Chain] = field(default_factory=list)
+    full: list[tuple[SourceFrame, ...]] = field(default_factory=list)  # with library frames
     inherited: bool = False
 
 
@@ -202,6 +205,7 @@ def render(asm: str, user_files: Iterable[str] | UserFiles, *,
 def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> RenderedIr:
     for op in ops:
         op.chains = resolver.user_chains(op.loc)
+        op.full = resolver.full_chains(op.loc)
     # Parents close after their children, so resolve inheritance from the outside in.
     for op in reversed(ops):
         if op.chains or op.parent is None or op.name in _STRUCTURAL:
@@ -209,14 +213,18 @@ def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> Rende
         parent = ops[op.parent]
         if parent.name not in _STRUCTURAL and parent.chains:
             op.chains = parent.chains
+            op.full = op.full or parent.full
             op.inherited = True
 
     mapping: list[IrLineMapping] = []
+    frames = FrameTable()
     seen: set[tuple[int, str, int, int]] = set()
     counted = [op for op in ops if op.name not in _STRUCTURAL]
     for op in counted:
         lines = (op.first,) if op.first == op.last else (op.first, op.last)
         for ir_index in lines:
+            for full in op.full:
+                frames.add(ir_index + 1, full)
             for chain in op.chains:
                 for depth, (file, line) in enumerate(chain):
                     key = (ir_index + 1, file, line, depth)
@@ -225,6 +233,7 @@ def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> Rende
                         mapping.append(IrLineMapping(ir_index + 1, file, line, depth))
     mapping.sort(key=lambda m: (m.ir_line, m.depth, m.file, m.line))
     text = "\n".join(out).rstrip("\n") + "\n"
+    frames.sort()
     unmapped = [op.name for op in counted if not op.chains]
     stats: dict[str, Any] = {
         "ops": len(counted),
@@ -232,6 +241,7 @@ def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> Rende
         "unmapped_ops": len(unmapped),
         "unmapped_op_names": sorted(set(unmapped)),
         "inherited_ops": sum(op.inherited for op in counted),
+        "library_ops": sum(bool(op.full) for op in counted),  # made inside library code
         "ir_bytes": len(text.encode()),
     }
-    return RenderedIr(text, mapping, stats)
+    return RenderedIr(text, mapping, stats, frames)

@@ -3,7 +3,8 @@
 The FX importer gives each op a call-site chain of every Python frame, innermost first:
 `callsite(".../torch/nn/modules/linear.py":134:0 at callsite("model.py":10:0 at "model.py":22:0))`.
 We keep the frames whose file is one of the user's files, matched by full path (torch has files
-named `conv.py`, `pooling.py`, ... like the user's), innermost first.
+named `conv.py`, `pooling.py`, ... like the user's), innermost first; `full_chains` also keeps
+library frames (`library_frames.py` says which files are library code).
 
 Works on location *text* (as printed by MLIR, `#locN` aliases resolved through a table), so the
 same code serves printed IR (ir_text) and `ir.Location` objects (`str(loc)`), without holding
@@ -16,6 +17,9 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from torch_mlir_lens.frames import SourceFrame
+from torch_mlir_lens.worker.library_frames import LibraryFiles, library_files
 
 Frame = tuple[str, int]  # (file, 1-based line)
 Chain = tuple[Frame, ...]  # frames of one call stack, innermost first
@@ -170,8 +174,11 @@ class LocationResolver:
     """Turns location text into user-frame chains; resolves `#locN` aliases via a table."""
 
     def __init__(self, user_files: Iterable[str] | UserFiles,
-                 aliases: dict[str, str] | None = None) -> None:
+                 aliases: dict[str, str] | None = None,
+                 libraries: LibraryFiles | None = None) -> None:
         self.user_files = as_user_files(user_files)
+        self.libraries = libraries or library_files()
+        self._full_cache: dict[str, list[tuple[SourceFrame, ...]]] = {}
         self._alias_text = dict(aliases or {})
         self._alias_chains: dict[str, tuple[Chain, ...]] = {}
         self._text_cache: dict[str, tuple[Chain, ...]] = {}
@@ -198,6 +205,25 @@ class LocationResolver:
                 if user and user not in hit:
                     hit.append(user)
             self._user_cache[loc_text] = hit
+        return list(hit)
+
+    def full_chains(self, loc_text: str) -> list[tuple[SourceFrame, ...]]:
+        """Each call stack with user and library frames (torch's own and the standard
+        library's dropped), innermost first; only the stacks with a library frame, deduped."""
+        hit = self._full_cache.get(loc_text)
+        if hit is None:
+            hit = []
+            for chain in self.all_chains(loc_text):
+                kept = []
+                for file, line in chain:
+                    if file in self.user_files:
+                        kept.append(SourceFrame(file, line, False))
+                    elif self.libraries.is_library(file):
+                        kept.append(SourceFrame(file, line, True))
+                full = tuple(kept)
+                if any(f.library for f in full) and full not in hit:
+                    hit.append(full)
+            self._full_cache[loc_text] = hit
         return list(hit)
 
     def user_frames(self, loc_text: str) -> list[Frame]:

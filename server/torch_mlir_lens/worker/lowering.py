@@ -35,6 +35,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 from torch_mlir.passmanager import PassManager
 
+from torch_mlir_lens.frames import FrameTable, SourceFrame
 from torch_mlir_lens.results import (
     ErrorKind,
     IrLineMapping,
@@ -46,6 +47,7 @@ from torch_mlir_lens.results import (
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import illegal_ops, ir_text
 from torch_mlir_lens.worker.frozen_import import import_frozen
+from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
@@ -275,11 +277,15 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
         return passes
 
 
-def _fx_text_and_map(program: Any, users: UserFiles) -> tuple[str, list[IrLineMapping]]:
-    """The program's ATen graph as PyTorch prints it, each node line mapped via stack_trace."""
+def _fx_text_and_map(program: Any, users: UserFiles
+                     ) -> tuple[str, list[IrLineMapping], FrameTable]:
+    """The program's ATen graph as PyTorch prints it, each node line mapped via stack_trace
+    (user frames in the map, chains through library code in the frame table)."""
     text = program.graph_module.print_readable(print_output=False)
     nodes = {n.name: n for n in program.graph.nodes}
     mapping: list[IrLineMapping] = []
+    table = FrameTable()
+    libraries = library_files()
     assign = re.compile(r"^\s*(\w+)(?:\s*:\s*\"[^\"]*\")?\s*=")
     for index, line in enumerate(text.splitlines(), start=1):
         m = assign.match(line)
@@ -290,7 +296,11 @@ def _fx_text_and_map(program: Any, users: UserFiles) -> tuple[str, list[IrLineMa
         frames = [(f, int(n)) for f, n in _FILE_LINE.findall(trace) if f in users]
         for depth, (file, lineno) in enumerate(reversed(frames)):  # traceback: outer first
             mapping.append(IrLineMapping(index, file, lineno, depth))
-    return text, mapping
+        chain = [SourceFrame(f, int(n), f not in users) for f, n in reversed(
+            _FILE_LINE.findall(trace)) if f in users or libraries.is_library(f)]
+        if any(f.library for f in chain):
+            table.add(index, chain)
+    return text, mapping, table
 
 
 class ProgramLowerer:
@@ -487,14 +497,15 @@ class ProgramLowerer:
 
     def _lower_fx(self) -> LowerResult:
         start = time.perf_counter()
-        text, mapping = _fx_text_and_map(self.program, self.users)
+        text, mapping, frames = _fx_text_and_map(self.program, self.users)
         self._timed("print", start)
         lines = {m.ir_line for m in mapping}
         assigns = sum(1 for ln in text.splitlines() if re.match(r"^\s*\w+(\s*:\s*\"[^\"]*\")?\s*=",
                                                                 ln))
         stats = {"ops": assigns, "mapped_ops": len(lines), "unmapped_ops": assigns - len(lines),
                  "unmapped_op_names": [], "ir_bytes": len(text.encode())}
-        return LowerResult(self.module_name, "fx", True, text, mapping, [], stats)
+        return LowerResult(self.module_name, "fx", True, text, mapping, [], stats,
+                           frames=frames)
 
     def _render(self, module_op: Any, options: LowerOptions) -> ir_text.RenderedIr:
         start = time.perf_counter()
@@ -515,6 +526,7 @@ class ProgramLowerer:
             module=self.module_name, target=target, ok=ok,
             ir=rendered.text if rendered else "",
             map=rendered.map if rendered else [],
+            frames=rendered.frames if rendered else FrameTable(),
             diagnostics=diagnostics, stats=rendered.stats if rendered else {},
             passes=passes if options.print_after_all else None,
         )

@@ -12,6 +12,24 @@ import { SCHEME, toUriParts } from '../../../client/src/paneSpec';
 
 const EXTENSION_ID = 'torch-mlir-lens.torch-mlir-lens';
 
+// A user's module around library code (transformers' Idefics3 vision embeddings, tiny config).
+const LIBRARY_WRAPPER = `import torch
+from torch import nn
+from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
+from transformers.models.idefics3.modeling_idefics3 import Idefics3VisionEmbeddings
+
+
+# torch-mlir-lens: inputs=(torch.randn(1, 3, 32, 32), torch.ones(1, 4, 4, dtype=torch.bool))
+class PatchEmbed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Idefics3VisionEmbeddings(
+            Idefics3VisionConfig(hidden_size=16, image_size=32, patch_size=8))
+
+    def forward(self, pixels, mask):
+        return self.embed(pixels, mask)
+`;
+
 interface Step {
   ok: boolean;
   ms: number;
@@ -154,6 +172,32 @@ export async function run(): Promise<void> {
       pane.getText().includes('tensor<2x48xf32>') ? true : undefined,
     );
     return 'pane re-lowered after save (tensor<2x48xf32>)';
+  });
+
+  await step('libraryDefinition', async () => {
+    // A wrapper around `transformers` code, beside (not in) the workspace so nothing checks it
+    // on its own: Ctrl/Cmd-click on an op its library made leads into modeling_idefics3.py.
+    const file = path.join(base, 'library_wrapper.py');
+    fs.writeFileSync(file, LIBRARY_WRAPPER);
+    const source = vscode.Uri.file(file);
+    const { path: panePath, query } = toUriParts({ source: source.toString(), module: 'PatchEmbed', target: 'linalg' });
+    const pane = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: panePath, query }));
+    await waitFor('the PatchEmbed pane', 150_000, async () => (pane.getText().includes('func.func') ? true : undefined));
+    const lines = pane.getText().split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      if (!/= (linalg|tensor|arith)\./.test(lines[i])) continue;
+      const pos = new vscode.Position(i, lines[i].length - lines[i].trimStart().length);
+      const defs = await vscode.commands.executeCommand<(vscode.Location | vscode.LocationLink)[]>('vscode.executeDefinitionProvider', pane.uri, pos);
+      const targets = (defs ?? []).map((d) => ('targetUri' in d ? { uri: d.targetUri, line: d.targetRange.start.line } : { uri: d.uri, line: d.range.start.line }));
+      if (!targets.some((t) => t.uri.path.endsWith('/modeling_idefics3.py'))) continue;
+      // One target: the click opens the library line itself (not a list of the call chain).
+      if (targets.length !== 1) throw new Error(`pane line ${i + 1} → ${targets.length} targets`);
+      const lib = await vscode.workspace.openTextDocument(targets[0].uri);
+      const code = lib.lineAt(targets[0].line).text.trim();
+      if (!code) throw new Error(`modeling_idefics3.py:${targets[0].line + 1} is empty`);
+      return `pane line ${i + 1} → modeling_idefics3.py:${targets[0].line + 1} (${code.slice(0, 60)})`;
+    }
+    throw new Error('no op of the pane leads into modeling_idefics3.py');
   });
 
   const failed = Object.entries(steps).filter(([, s]) => !s.ok);

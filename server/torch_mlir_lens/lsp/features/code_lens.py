@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.targets import target_title
@@ -39,8 +40,10 @@ def register(server: LensServer) -> None:
 
 
 def lenses(server: LensServer, doc: DocumentState) -> list[types.CodeLens]:
-    """Every lens of a document."""
+    """Every lens of a document (none in installed packages: library code is for reading)."""
     out: list[types.CodeLens] = []
+    if in_installed_package(doc.path):
+        return out
     lines = doc.lines
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
     for info in modules:

@@ -1,11 +1,12 @@
 """Custom requests for the client's IR panes (camelCase, docs/contracts.md).
 
 - `torchMlirLens/lower` {uri, module? | position?, target? | pipeline?, printAfterAll?} →
-  {module, target, ok, ir, map: [{irLine, uri, line, depth}], diagnostics, stats, timings,
-  passes?}. `pipeline` is a name from the `pipelines` setting or a pipeline string. A failure
-  that produced no IR at all answers `ok: false` with the error as its one diagnostic and
-  `error: {kind, message, uri, line}`; a lowering superseded by a newer text answers the
-  LSP error ContentModified.
+  {module, target, ok, ir, map: [{irLine, uri, line, depth}], frames?, diagnostics, stats,
+  timings, passes?}; `frames` (only when some op was made in library code) is the chain table
+  of docs/contracts.md with URIs for files. `pipeline` is a name from the `pipelines` setting
+  or a pipeline string. A failure that produced no IR at all answers `ok: false` with the
+  error as its one diagnostic and `error: {kind, message, uri, line}`; a lowering superseded
+  by a newer text answers the LSP error ContentModified.
 - `torchMlirLens/modules` {uri} → {modules: [{name, kind, range, selectionRange,
   forwardRange, inputs, parents}]} (static; works untrusted).
 - `torchMlirLens/verify` {uri, module} → the verify result (camelCase).

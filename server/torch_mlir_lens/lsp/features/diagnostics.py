@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert, verify_view
+from torch_mlir_lens.frames import in_installed_package
+from torch_mlir_lens.lsp import convert, library_related, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
@@ -139,6 +140,11 @@ def _modules(server: LensServer, doc: DocumentState) -> list[discovery.ModuleInf
 
 async def check_document(server: LensServer, doc: DocumentState, *, lowering: bool) -> None:
     """Publish the static findings, then (if `lowering`) check each module and publish."""
+    if in_installed_package(doc.path):
+        # Library code opened for reading (e.g. from an IR pane): nothing of ours to report.
+        doc.diagnostics.clear()
+        publish(server, doc)
+        return
     doc.diagnostics[STATIC] = static_records(server, doc)
     if lowering:
         # Verify findings of an older text (its verdict is gone with the text) go at a check.
@@ -237,6 +243,7 @@ def _record(
         op=convert.short_op(diag.op),
         targets=(target,) if target else (),
         related=related,
+        library=tuple((r.file, r.line, r.message) for r in diag.related),
     )
 
 
@@ -284,6 +291,8 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
                 message = f"{message} ({', '.join(target_title(t) for t in targets)})"
         if first.related:
             message = f"{message} (at {', '.join(first.related)})"
+        library = library_related.collect(recs)
+        message = library_related.name_in_message(message, library)
         out.append(
             types.Diagnostic(
                 range=first.range,
@@ -292,6 +301,7 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
                 code=code,
                 source=SOURCE,
                 data={"module": first.module, "kind": first.kind, "targets": targets},
+                related_information=library_related.information(library) or None,
             )
         )
     out.sort(key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))

@@ -1,7 +1,9 @@
 """Hover: the MLIR a source line became, at the default target, plus a verdict per backend.
 
 Any line whose ops map to it counts, at any depth of the user-frame chain: the line in a
-submodule's `forward` and the parent line that called the submodule both show the ops.
+submodule's `forward` and the parent line that called the submodule both show the ops. A line
+that calls into library code (a wrapped `transformers` model) also gets a table of the library
+lines its ops come from (`library_hover.py`).
 Answers from the document's cached check results when it can; otherwise lowers the module
 under the cursor on demand (with work-done progress), at the default target only: the other
 backends' verdicts fill in when the check's follow-up stage is done. A line that produced
@@ -17,8 +19,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.documents import DocumentState
+from torch_mlir_lens.lsp.features import library_hover
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import target_title
 
@@ -62,7 +66,8 @@ async def hover_line(
     target = server.settings.default_target
 
     found = _from_cache(doc, order, target, line)
-    if found is None and server.trusted:
+    # Library code opened for reading (an installed package) is never lowered on demand.
+    if found is None and server.trusted and not in_installed_package(doc.path):
         generation = doc.generation
         if _no_ops_here(doc, modules, line, target):
             return None
@@ -205,7 +210,11 @@ def render(
     body = "\n".join(_dedent(shown))
     if rest > 0:
         body += f"\n// … {rest} more line{'s' if rest != 1 else ''}"
-    parts = [header, f"```mlir\n{body}\n```"]
+    parts = [header]
+    library = library_hover.section(result, doc.path or "", line)
+    if library:
+        parts.append(library)
+    parts.append(f"```mlir\n{body}\n```")
     verdict = verdict_line(server, doc, module, line)
     if verdict:
         parts.append(verdict)

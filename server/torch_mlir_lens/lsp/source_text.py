@@ -1,0 +1,47 @@
+"""The text of files the language server does not have open (library sources), read and cached.
+
+Hovers name library lines with their code (`modeling_llama.py:254  attn_output = ...`). The
+server reads those files itself (a plain file read, never an import), keyed by path, size and
+modification time, so an upgraded package is read again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+MAX_FILES = 64
+MAX_BYTES = 4 * 1024 * 1024  # a bigger "source" is not worth showing lines of
+
+_cache: OrderedDict[tuple[str, int, int], list[str] | None] = OrderedDict()
+
+
+def lines_of(path: str) -> list[str] | None:
+    """The lines of `path` (None when it cannot be read as UTF-8 text)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key in _cache:
+        _cache.move_to_end(key)
+        return _cache[key]
+    lines: list[str] | None = None
+    if st.st_size <= MAX_BYTES:
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = None
+    _cache[key] = lines
+    while len(_cache) > MAX_FILES:
+        _cache.popitem(last=False)
+    return lines
+
+
+def line_text(path: str, line: int) -> str:
+    """1-based `line` of `path`, stripped ("" when unknown)."""
+    lines = lines_of(path)
+    if lines is None or not 1 <= line <= len(lines):
+        return ""
+    return lines[line - 1].strip()
