@@ -201,7 +201,7 @@ export function registerCommands(
   reg('torchMlirLens.exportReproTo', exportReproTo);
   reg('torchMlirLens.verifyModule', verifyModule);
   reg('torchMlirLens.restartServer', () => client.restart());
-  reg('torchMlirLens.showOutput', async () => client.log.show());
+  reg('torchMlirLens.showOutput', async () => client.showOutput());
   reg('torchMlirLens.toggleColorBands', () => linking.toggleBands());
   reg('torchMlirLens.refreshPane', async () => {
     const doc = vscode.window.activeTextEditor?.document;
