@@ -136,7 +136,8 @@ export class FolderServer implements vscode.Disposable {
       await this.ensureStarted();
       if (!this.running) throw new Error(`the Torch-MLIR Lens server for ${this.label} is not running (${this.detail ?? 'see its output'})`);
     }
-    return this.client!.sendRequest<R>(method, params, token);
+    // An explicit `undefined` token would be sent as a second by-position parameter.
+    return token ? this.client!.sendRequest<R>(method, params, token) : this.client!.sendRequest<R>(method, params);
   }
 
   executeServerCommand<R>(command: string, args: unknown[]): Promise<R> {
@@ -195,6 +196,8 @@ export class FolderServer implements vscode.Disposable {
       documentSelector: documentSelector(),
       workspaceFolder: this.folder,
       outputChannel: this.log,
+      // One collection per server: their names must differ.
+      diagnosticCollectionName: this.folder ? `torchMlirLens.${this.folder.index}.${this.folder.name}` : 'torchMlirLens',
       initializationOptions: { trusted, settings: serverSettings(resource) },
       middleware: this.middleware(),
     };

@@ -25,7 +25,7 @@ function pythonExtension(): Promise<PythonExtension | undefined> {
 
 /** The interpreter for `resource` (a workspace folder or file; undefined: outside every folder). */
 export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
-  const configured = vscode.workspace.getConfiguration(SECTION, resource).get<string>('python', '').trim();
+  const configured = vscode.workspace.getConfiguration(SECTION, resource ?? null).get<string>('python', '').trim();
   if (configured) return { path: expandHome(configured), source: 'setting' };
   const python = await pythonExtension();
   if (python) {
