@@ -24,7 +24,9 @@ export function isServed(doc: vscode.TextDocument): boolean {
 /** The workspace folder a document belongs to (none for untitled files and files outside). */
 export function folderOf(uri: vscode.Uri): vscode.WorkspaceFolder | undefined {
   if (uri.scheme === 'untitled') return undefined;
-  return vscode.workspace.getWorkspaceFolder(uri);
+  // A notebook cell belongs where its notebook file is.
+  const file = uri.scheme === 'vscode-notebook-cell' ? uri.with({ scheme: 'file', fragment: '' }) : uri;
+  return vscode.workspace.getWorkspaceFolder(file);
 }
 
 export function keyOfFolder(folder: vscode.WorkspaceFolder | undefined): string {

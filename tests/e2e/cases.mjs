@@ -98,43 +98,56 @@ export async function squiggle(w) {
   return text.replace(/\s+/g, ' ').slice(0, 160);
 }
 
-/** Export… from the lens: the file is written; an existing file is kept unless the user says so. */
+/** Export… from the lens: the file is written; an existing file is replaced only after a yes. */
 export async function exportDialog(w) {
   await w.page.keyboard.press('Escape');
   await w.openFromExplorer('mlp.py');
   const dest = path.join(w.ws, 'MLP.linalg.mlir');
-  const exportVia = async () => {
+  const dialog = w.page.locator('.quick-input-widget').first();
+  const button = (label) => dialog.locator('.monaco-button', { hasText: new RegExp(`^${label}$`) }).first();
+  // The dialog's question is its title (its message area may still hold an earlier one, hidden).
+  const asking = dialog.locator('.quick-input-title', { hasText: /already exists/ }).first();
+  /**
+   * Export… → "MLIR text" → "OK" in the save dialog (VS Code's own in code-server) on its
+   * proposed name, until `taken()` (the dialog ignores a click while it still lists the folder).
+   */
+  const exportVia = async (taken) => {
     await w.lens('Export…').click();
     const text = w.page.locator('.quick-input-list .monaco-list-row', { hasText: 'MLIR text' }).first();
     await text.waitFor({ timeout: 15_000 });
     await text.click();
-    // The save dialog (VS Code's own, in code-server) proposes <folder>/MLP.linalg.mlir: accept it.
-    const input = w.page.locator('.quick-input-widget input').first();
+    const input = dialog.locator('input').first();
     await until('the save dialog with the proposed name', 15_000, async () => (await input.inputValue()).endsWith('MLP.linalg.mlir'));
-    await w.shot('06a-export-dialog.png');
-    await w.page.locator('.quick-input-widget .monaco-button', { hasText: /^OK$/ }).first().click();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await button('OK').click({ timeout: 5_000 });
+      if (await until('the save dialog to take the name', 3_000, taken).then(() => true, () => false)) return;
+    }
+    throw new Error('the save dialog never took the name');
   };
-  await exportVia();
-  const written = await until('the exported file', 60_000, async () => {
-    const t = fs.existsSync(dest) ? fs.readFileSync(dest, 'utf8') : '';
-    return t.includes('linalg.') ? t : undefined;
-  });
-  await w.page.locator('.notification-list-item', { hasText: 'exported MLP' }).first().waitFor({ timeout: 15_000 });
+  const fileText = () => (fs.existsSync(dest) ? fs.readFileSync(dest, 'utf8') : '');
 
-  // The user's own file at that name, then Export… again and "no" to the question.
+  await exportVia(async () => !(await dialog.isVisible()));
+  const written = await until('the exported file', 60_000, async () => (fileText().includes('linalg.') ? fileText() : undefined));
+  await w.notification('exported MLP');
+  await w.shot('06a-export-dialog.png');
+  await w.page.keyboard.press('Escape');
+
+  // The user's own file at that name: Export… again asks first, and "Cancel" keeps the file.
   const mine = '// my own notes: never overwrite\n';
   fs.writeFileSync(dest, mine);
-  await exportVia();
-  const asked = await until('a question before overwriting', 15_000, async () => {
-    const dialog = w.page.locator('.monaco-dialog-box', { hasText: /exists|replace|overwrite/i }).first();
-    return (await dialog.isVisible()) ? dialog : undefined;
-  });
-  const question = (await asked.innerText()).replace(/\s+/g, ' ');
+  await exportVia(() => asking.isVisible());
+  const question = (await asking.innerText()).trim();
   await w.shot('06b-export-overwrite-question.png');
-  await asked.locator('.monaco-button', { hasText: /^(Cancel|No)$/ }).first().click();
-  await until('the question to close', 15_000, async () => !(await asked.isVisible()));
-  if (fs.readFileSync(dest, 'utf8') !== mine) throw new Error('the existing file was overwritten after "Cancel"');
-  return `wrote ${written.length} chars of Linalg IR; asked "${question.slice(0, 90)}", kept the file on Cancel`;
+  await button('Cancel').click();
+  await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
+  if (fileText() !== mine) throw new Error('the existing file changed after "Cancel"');
+
+  // Asked again, "OK": now it is replaced by the IR.
+  await exportVia(() => asking.isVisible());
+  await button('OK').click();
+  await until('the file replaced after "OK"', 60_000, async () => fileText().includes('linalg.'));
+  if (fs.readFileSync(dest, 'utf8').includes('my own notes')) throw new Error('the file was not replaced');
+  return `wrote ${written.length} chars of Linalg IR; "${question}": Cancel kept the user's file, OK replaced it`;
 }
 
 // ---- multi-root window (alpha: server; beta: bare interpreter) --------------------------------
@@ -154,12 +167,7 @@ export async function alphaFolder(w) {
 export async function betaMissing(w) {
   await w.quickOpen('beta_model.py');
   await w.statusItem('Torch-MLIR: server missing (beta)').waitFor({ timeout: 60_000 });
-  // The toast may have gone to the notification centre already: open it (the bell).
-  const toast = w.page.locator('.notification-list-item', { hasText: 'lacks' }).first();
-  if (!(await toast.isVisible())) {
-    await w.page.locator('.statusbar-item:has(.codicon-bell), .statusbar-item:has(.codicon-bell-dot)').first().click();
-  }
-  await toast.waitFor({ timeout: 15_000 });
+  const toast = await w.notification('lacks');
   const text = (await toast.innerText()).replace(/\s+/g, ' ');
   for (const want of ['folder beta', 'torch-mlir-lens (the language server)', 'torch-mlir', 'Install in this interpreter']) {
     if (!text.includes(want)) throw new Error(`notification lacks "${want}": ${text}`);

@@ -215,6 +215,18 @@ export function ui(page, name, reportFile) {
     await page.locator('.quick-input-list .monaco-list-row', { hasText: title.replace(/^.*: /, '') }).first().waitFor({ timeout: 15_000 });
     await page.keyboard.press('Enter');
   };
+  /** A notification with `text`, as a toast or (once it has gone there) in the notification centre. */
+  const notification = async (text, timeoutMs = 15_000) => {
+    const item = page.locator('.notification-list-item', { hasText: text }).first();
+    await until(`a notification "${text}"`, timeoutMs, async () => {
+      if (await item.isVisible()) return true;
+      if (!(await page.locator('.notifications-center.visible').count())) {
+        await page.locator('.statusbar-item:has(.codicon-bell), .statusbar-item:has(.codicon-bell-dot)').first().click();
+      }
+      return false;
+    });
+    return item;
+  };
   /**
    * The extension's own report (testHooks.ts): asks for a fresh one with the key chord until
    * `accept(report)` returns something truthy, which is returned.
@@ -229,7 +241,7 @@ export function ui(page, name, reportFile) {
       });
       return accept(r);
     });
-  return { shot, step, openFromExplorer, quickOpen, activeTab, lens, group, statusItem, palette, report };
+  return { shot, step, openFromExplorer, quickOpen, activeTab, lens, group, statusItem, palette, notification, report };
 }
 
 function readReport(file) {
