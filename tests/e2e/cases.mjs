@@ -138,7 +138,10 @@ export async function exportDialog(w) {
   await exportVia(() => asking.isVisible());
   const question = (await asking.innerText()).trim();
   await w.shot('06b-export-overwrite-question.png');
+  // "Cancel" goes back to the name; Escape then gives up the export.
   await button('Cancel').click();
+  await asking.waitFor({ state: 'hidden', timeout: 15_000 });
+  await w.page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
   if (fileText() !== mine) throw new Error('the existing file changed after "Cancel"');
 

@@ -36,7 +36,12 @@ export async function trustRace(doc: vscode.TextDocument): Promise<string> {
           const t = await lensTitles(doc.uri);
           return t.includes('Show Linalg IR') ? t : undefined;
         });
-        if (!server.running) throw new Error(`server not running after a grant at "${phase}" (state ${server.state})`);
+        if (!server.running || ['error', 'stopped', 'missing'].includes(server.state)) {
+          throw new Error(`server not running after a grant at "${phase}" (state ${server.state}: ${server.detail})`);
+        }
+        // One server for the folder: a second, orphaned one would double every lens.
+        const linalgLenses = titles.filter((t) => t === 'Show Linalg IR').length;
+        if (linalgLenses !== 1) throw new Error(`${linalgLenses} "Show Linalg IR" lenses after a grant at "${phase}"`);
         seen.push(`${phase}:${info.trusted ? 'trusted' : '?'}+${titles.length} lenses`);
       } finally {
         sub.dispose();
