@@ -188,6 +188,7 @@ export async function alphaUnaffected(w) {
     return t.includes('(alpha)') && !t.includes('missing');
   });
   const text = await hoverShows(w, fc1Token(w), /linalg\./, "a hover with Linalg IR in alpha's file");
+  await w.shot('10-multiroot-alpha-hover.png');
   const rep = await w.report('both folders in the report', 15_000, (r) => {
     const a = r.servers.find((s) => s.folder === 'alpha');
     const b = r.servers.find((s) => s.folder === 'beta');
@@ -196,7 +197,6 @@ export async function alphaUnaffected(w) {
   if (!rep.a.running || rep.b.state !== 'missing' || rep.a.interpreter === rep.b.interpreter) {
     throw new Error(`servers: ${JSON.stringify([rep.a, rep.b])}`);
   }
-  await w.shot('10-multiroot-alpha-hover.png');
   return `alpha (${rep.a.interpreter}) lowers: ${text.split('\n')[0]}; beta (${rep.b.interpreter}) missing`;
 }
 
