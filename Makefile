@@ -37,9 +37,10 @@ run: venv vsix
 	@echo
 	@echo "VS Code extension built: $(VSIX)  (install: code --install-extension $(VSIX))"
 
-lint: venv
+lint: venv node_modules/.installed
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
+	npm run --silent lint
 
 test-python: venv
 	$(VENV)/bin/pytest -q --durations=15

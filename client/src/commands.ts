@@ -3,7 +3,6 @@
 // the latter without `output` is completed here with a save dialog.
 
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
@@ -106,14 +105,10 @@ export function registerCommands(
       title: `Export ${m.module} as ${targetTitle(t.target)} IR`,
     });
     if (!dest) return;
-    // The save dialog of some hosts does not ask; never overwrite without a yes. The server
+    // The save dialog (the system's, or VS Code's own in remote windows) has already asked
+    // whether to replace an existing file: a second question would only repeat it. The server
     // refuses to replace a file unless told `overwrite` (contracts: the client asks first).
     const exists = fs.existsSync(dest.fsPath);
-    if (exists) {
-      const yes = 'Overwrite';
-      const answer = await vscode.window.showWarningMessage(`${path.basename(dest.fsPath)} exists. Overwrite it?`, { modal: true }, yes);
-      if (answer !== yes) return;
-    }
     const result = await client.executeServerCommand<{ path: string; bytes: number } | undefined>(SERVER_COMMANDS.exportModule, [
       { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists },
     ]);
@@ -201,7 +196,7 @@ export function registerCommands(
   reg('torchMlirLens.exportReproTo', exportReproTo);
   reg('torchMlirLens.verifyModule', verifyModule);
   reg('torchMlirLens.restartServer', () => client.restart());
-  reg('torchMlirLens.showOutput', async () => client.log.show());
+  reg('torchMlirLens.showOutput', async () => client.showOutput());
   reg('torchMlirLens.toggleColorBands', () => linking.toggleBands());
   reg('torchMlirLens.refreshPane', async () => {
     const doc = vscode.window.activeTextEditor?.document;

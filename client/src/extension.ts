@@ -6,32 +6,33 @@ import { IrPanes } from './irPanes';
 import { LensClient } from './languageClient';
 import { Linking } from './linking';
 import { StatusBar } from './statusBar';
-import { isTrusted, onTrustGranted } from './trust';
+import { testHooks, type TestApi } from './testHooks';
+import { Trust } from './trust';
 
 let lensClient: LensClient | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export async function activate(context: vscode.ExtensionContext): Promise<TestApi | undefined> {
   const log = vscode.window.createOutputChannel('Torch-MLIR Lens', { log: true });
   const status = new StatusBar();
-  const client = new LensClient(context, log, status);
+  const trust = new Trust();
+  const client = new LensClient(context, log, status, trust);
   lensClient = client;
   const panes = new IrPanes(client);
+  client.sourceOf = (uri) => panes.get(uri)?.spec.source;
   const linking = new Linking(panes);
-  context.subscriptions.push(log, status, client, panes, linking);
+  context.subscriptions.push(log, status, trust, client, panes, linking);
   registerCommands(context, client, panes, linking);
   context.subscriptions.push(
-    onTrustGranted(async () => {
+    trust.onGranted(async () => {
       log.info('workspace trusted: enabling lowering');
-      await client.setTrusted(true);
-      status.set('starting', 'Workspace trusted: starting the lowering worker.');
+      await client.setTrusted(true); // each server after its start in progress, if any
       panes.refreshAll(); // panes opened while untrusted show an explanation, not IR
     }),
   );
-  if (!isTrusted()) {
-    status.set('untrusted');
-    log.info('workspace not trusted: the server runs no user code until you trust it');
-  }
+  if (!trust.trusted) log.info('workspace not trusted: the servers run no user code until you trust it');
+  const api = testHooks(context, { client, trust, panes, linking });
   await client.start();
+  return api;
 }
 
 export async function deactivate(): Promise<void> {

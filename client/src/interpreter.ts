@@ -1,56 +1,56 @@
-// Which Python runs the server: the `torchMlirLens.python` setting, else the Python extension's
-// active interpreter (through its API, when installed; never required), else `python3`.
+// Which Python runs a folder's server: the `torchMlirLens.python` setting (folder scope first),
+// else the Python extension's active interpreter for that folder (through its published API,
+// `@vscode/python-extension`, when the extension is installed; never required), else `python3`.
 
+import { PVSC_EXTENSION_ID, PythonExtension } from '@vscode/python-extension';
 import * as vscode from 'vscode';
+import { SECTION } from './settings';
 
 export interface Interpreter {
   path: string;
   source: 'setting' | 'python-extension' | 'PATH';
 }
 
-const PYTHON_EXTENSION = 'ms-python.python';
+let api: Promise<PythonExtension | undefined> | undefined;
 
-// The parts of the Python extension's API we use (its `environments` API, 2023+).
-interface PythonEnvironmentsApi {
-  environments: {
-    getActiveEnvironmentPath(resource?: vscode.Uri): { path: string };
-    resolveEnvironment(env: { path: string } | string): Promise<{ executable: { uri?: vscode.Uri } } | undefined>;
-    onDidChangeActiveEnvironmentPath: vscode.Event<unknown>;
-  };
+/** The Python extension's API, or undefined when it is missing, disabled or broken. */
+function pythonExtension(): Promise<PythonExtension | undefined> {
+  if (!vscode.extensions.getExtension(PVSC_EXTENSION_ID)) return Promise.resolve(undefined);
+  api ??= PythonExtension.api().then(
+    (a) => (a?.environments ? a : undefined),
+    () => undefined, // a broken Python extension must not stop us: fall back to PATH
+  );
+  return api;
 }
 
-async function pythonExtensionApi(): Promise<PythonEnvironmentsApi | undefined> {
-  const ext = vscode.extensions.getExtension<PythonEnvironmentsApi>(PYTHON_EXTENSION);
-  if (!ext) return undefined;
-  try {
-    const api = ext.isActive ? ext.exports : await ext.activate();
-    return api?.environments ? api : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
+/** The interpreter for `resource` (a workspace folder or file; undefined: outside every folder). */
 export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
-  const configured = vscode.workspace.getConfiguration('torchMlirLens', resource).get<string>('python', '').trim();
+  const configured = vscode.workspace.getConfiguration(SECTION, resource ?? null).get<string>('python', '').trim();
   if (configured) return { path: expandHome(configured), source: 'setting' };
-  const api = await pythonExtensionApi();
-  if (api) {
+  const python = await pythonExtension();
+  if (python) {
     try {
-      const active = api.environments.getActiveEnvironmentPath(resource);
-      const env = await api.environments.resolveEnvironment(active);
+      const active = python.environments.getActiveEnvironmentPath(resource);
+      const env = await python.environments.resolveEnvironment(active);
       const exe = env?.executable.uri?.fsPath;
       if (exe) return { path: exe, source: 'python-extension' };
     } catch {
-      // fall through to PATH: a broken Python extension must not stop us
+      // fall through to PATH
     }
   }
   return { path: process.platform === 'win32' ? 'python' : 'python3', source: 'PATH' };
 }
 
-/** Fires when the Python extension's active interpreter changes (no-op without it). */
-export async function onDidChangePythonInterpreter(listener: () => void): Promise<vscode.Disposable> {
-  const api = await pythonExtensionApi();
-  return api ? api.environments.onDidChangeActiveEnvironmentPath(() => listener()) : new vscode.Disposable(() => undefined);
+/**
+ * Fires when the Python extension's active interpreter changes, with the folder it changed for
+ * (undefined: the whole workspace). A no-op without the Python extension.
+ */
+export async function onDidChangePythonInterpreter(
+  listener: (folder: vscode.WorkspaceFolder | undefined) => void,
+): Promise<vscode.Disposable> {
+  const python = await pythonExtension();
+  if (!python) return new vscode.Disposable(() => undefined);
+  return python.environments.onDidChangeActiveEnvironmentPath((e) => listener(e.resource));
 }
 
 function expandHome(p: string): string {

@@ -1,63 +1,119 @@
-// Starts, restarts and stops `python -m torch_mlir_lens serve` with vscode-languageclient.
-// One client for the window; everything that talks to the server goes through `LensClient`.
+// The servers of the window: one per workspace folder (as vscode-mlir keeps one client per
+// folder) plus a default one for files outside every folder and untitled files. A folder's
+// server starts when its first Python file opens and stops when the folder is removed.
+// Everything that talks to a server goes through `LensClient`, which routes by document.
 
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
-import {
-  DidChangeConfigurationNotification,
-  ExecuteCommandRequest,
-  LanguageClient,
-  State,
-  type LanguageClientOptions,
-  type ServerOptions,
-} from 'vscode-languageclient/node';
-import { onDidChangePythonInterpreter, resolveInterpreter, type Interpreter } from './interpreter';
-import { SET_TRUSTED, STATUS, type StatusParams } from './protocol';
-import { checkInterpreter, offerFix } from './serverCheck';
-import { SECTION, serverSettings } from './settings';
+import { DEFAULT_KEY, folderOf, isServed, keyOfFolder, ownerKey } from './documentScope';
+import { FolderServer } from './folderServer';
+import { onDidChangePythonInterpreter, resolveInterpreter } from './interpreter';
+import { SERVER_COMMANDS } from './protocol';
+import { SECTION } from './settings';
 import type { StatusBar } from './statusBar';
-import { isTrusted } from './trust';
+import type { Trust } from './trust';
 
 /** Server commands the client completes interactively when their arguments are incomplete. */
 export type CommandInterceptor = (args: unknown[]) => Promise<boolean>;
 
+/** Python extension interpreter events come in bursts (discovery, selection): wait this long. */
+const INTERPRETER_DEBOUNCE_MS = 1000;
+
 export class LensClient implements vscode.Disposable {
-  private client: LanguageClient | undefined;
-  private starting: Promise<void> | undefined;
+  private readonly servers = new Map<string, FolderServer>();
+  private readonly folderLogs = new Map<string, vscode.LogOutputChannel>();
+  /** Which server each open document was given to, to move documents when folders change. */
+  private readonly assigned = new Map<string, string>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly readyEmitter = new vscode.EventEmitter<void>();
   /** Fires each time a (re)started server is ready for requests. */
   readonly onReady = this.readyEmitter.event;
+  private readonly serversEmitter = new vscode.EventEmitter<void>();
+  /** A server was added or removed, or changed state. */
+  readonly onDidChangeServers = this.serversEmitter.event;
   private readonly interceptors = new Map<string, CommandInterceptor>();
-  interpreter: Interpreter | undefined;
-  private notifiedFor: string | undefined;
+  private readonly registeredCommands = new Set<string>();
+  private readonly interpreterTimers = new Map<string, NodeJS.Timeout>();
+  /** Maps an IR pane's URI to its source document's URI (set by the panes). */
+  sourceOf: (uri: vscode.Uri) => string | undefined = () => undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
+    /** The client's own log (and the single-folder server's output). */
     readonly log: vscode.LogOutputChannel,
     private readonly status: StatusBar,
+    private readonly trust: Trust,
   ) {
     this.disposables.push(
-      vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration(`${SECTION}.python`)) {
-          void this.restart();
-        } else if (e.affectsConfiguration(SECTION) && this.running) {
-          // The server pulls workspace/configuration again on this notification.
-          void this.client?.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
-        }
-      }),
+      vscode.workspace.onDidOpenTextDocument((doc) => this.opened(doc)),
+      vscode.workspace.onDidCloseTextDocument((doc) => this.assigned.delete(doc.uri.toString())),
+      vscode.workspace.onDidChangeWorkspaceFolders((e) => void this.foldersChanged(e)),
+      vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
+      vscode.window.onDidChangeActiveTextEditor(() => this.showStatus()),
     );
-    void onDidChangePythonInterpreter(() => {
-      if (!vscode.workspace.getConfiguration(SECTION).get<string>('python')) void this.restart();
-    }).then((d) => this.disposables.push(d));
+    this.registerServerCommands(Object.values(SERVER_COMMANDS));
+    void onDidChangePythonInterpreter((folder) => this.interpreterChanged(folder)).then((d) => this.disposables.push(d));
   }
 
+  /** Serves the Python documents already open (activation); others start their server on open. */
+  async start(): Promise<void> {
+    for (const doc of vscode.workspace.textDocuments) this.opened(doc);
+    this.showStatus();
+    await Promise.all([...this.servers.values()].map((s) => s.ensureStarted()));
+  }
+
+  /** The servers that exist, for status and tests. */
+  all(): FolderServer[] {
+    return [...this.servers.values()];
+  }
+
+  /** The server for a document (created, not started, when needed). */
+  serverFor(uri: vscode.Uri | string): FolderServer {
+    const u = typeof uri === 'string' ? vscode.Uri.parse(uri) : uri;
+    const folder = folderOf(u);
+    const key = keyOfFolder(folder);
+    let server = this.servers.get(key);
+    if (!server) {
+      server = new FolderServer({
+        key,
+        folder,
+        cwd: folder?.uri.fsPath ?? (u.scheme === 'file' ? path.dirname(u.fsPath) : os.homedir()),
+        log: this.logFor(folder),
+        trust: this.trust,
+        extensionPath: this.context.extensionPath,
+        owns: (doc) => ownerKey(doc) === key,
+      });
+      const s = server;
+      s.onDidChangeState(() => {
+        if (s === this.activeServer()) this.showStatus();
+        this.serversEmitter.fire();
+      });
+      s.onReady(() => {
+        this.registerServerCommands(s.serverCommands());
+        this.readyEmitter.fire();
+      });
+      this.servers.set(key, server);
+      this.serversEmitter.fire();
+    }
+    return server;
+  }
+
+  /** The server of the active editor's document (an IR pane counts as its source). */
+  activeServer(): FolderServer | undefined {
+    const uri = this.activeDocument();
+    return uri ? this.servers.get(ownerKey(uri)) : undefined;
+  }
+
+  /** The active editor's server is running. */
   get running(): boolean {
-    return this.client?.state === State.Running;
+    return this.activeServer()?.running ?? false;
   }
 
-  /** The server advertises this command (workspace/executeCommand). */
+  /** The active editor's server (or any running one) advertises this command. */
   hasServerCommand(command: string): boolean {
-    return !!this.client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command);
+    const active = this.activeServer();
+    return active ? active.hasServerCommand(command) : this.all().some((s) => s.hasServerCommand(command));
   }
 
   /** When the server's `command` is invoked (e.g. by a code lens), `fn` may handle it instead. */
@@ -65,119 +121,162 @@ export class LensClient implements vscode.Disposable {
     this.interceptors.set(command, fn);
   }
 
-  start(): Promise<void> {
-    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
-    return this.starting;
+  /** A request about a document (`params.uri`) goes to that document's server. */
+  request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+    return this.routeTo(uriIn(params)).request<R>(method, params, token);
   }
 
-  private async doStart(): Promise<void> {
-    this.status.set('starting', 'Checking the Python interpreter.');
-    const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const python = await resolveInterpreter(resource);
-    this.interpreter = python;
-    this.log.info(`interpreter: ${python.path} (from ${python.source})`);
-    const check = await checkInterpreter(python, this.log);
-    if (!check.ok) {
-      this.status.set('missing', check.problem);
-      this.log.error(check.problem ?? 'interpreter check failed');
-      // Once per interpreter: later requests retry quietly; Restart Server asks again.
-      if (this.notifiedFor !== python.path) {
-        this.notifiedFor = python.path;
-        void offerFix(python, check, this.context.extensionPath, () => void this.restart());
-      }
-      return;
-    }
-    this.notifiedFor = undefined;
+  /** workspace/executeCommand straight to the server of `args[0].uri` (bypassing the interceptors). */
+  executeServerCommand<R>(command: string, args: unknown[]): Promise<R> {
+    return this.routeTo(uriIn(args[0])).executeServerCommand<R>(command, args);
+  }
 
-    const serverOptions: ServerOptions = {
-      command: python.path,
-      args: ['-m', 'torch_mlir_lens', 'serve'],
-      options: {
-        cwd: resource?.fsPath,
-        env: { ...process.env, PYTHONUNBUFFERED: '1' },
-      },
-    };
-    const clientOptions: LanguageClientOptions = {
-      documentSelector: [
-        { scheme: 'file', language: 'python' },
-        { scheme: 'untitled', language: 'python' },
-      ],
-      outputChannel: this.log,
-      initializationOptions: { trusted: isTrusted(), settings: serverSettings(resource) },
-      middleware: {
-        executeCommand: async (command, args, next) => {
-          const fn = this.interceptors.get(command);
-          if (fn && (await fn(args))) return undefined;
-          return next(command, args);
-        },
-      },
-    };
-    const client = new LanguageClient('torchMlirLens', 'Torch-MLIR Lens', serverOptions, clientOptions);
-    this.client = client;
-    client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped && this.client === client) {
-        this.status.set('stopped', 'The server stopped; see the output. Run "Torch-MLIR Lens: Restart Server" to start it again.');
-      }
-    });
-    let heard = false; // the server's own status wins over our guess below
-    client.onNotification(STATUS, (p: StatusParams) => {
-      heard = true;
-      this.status.set(p.state, p.detail);
-    });
-    try {
-      await client.start();
-    } catch (e) {
-      this.status.set('error', `The server failed to start: ${String(e)}`);
-      this.log.error(`server failed to start: ${String(e)}`);
-      return;
-    }
-    if (!heard) this.status.set(isTrusted() ? 'ready' : 'untrusted');
-    this.readyEmitter.fire();
+  /** "Restart Server": the active editor's server, else every server. */
+  async restart(): Promise<void> {
+    const active = this.activeServer();
+    if (active) await active.restart();
+    else await Promise.all(this.all().map((s) => s.restart()));
+  }
+
+  /** Output of the active editor's server. */
+  showOutput(): void {
+    (this.activeServer()?.log ?? this.log).show();
+  }
+
+  /** Workspace trust changed: every server, each after its own start in progress. */
+  async setTrusted(trusted: boolean): Promise<void> {
+    await Promise.all(this.all().map((s) => s.setTrusted(trusted)));
   }
 
   async stop(): Promise<void> {
-    await this.starting?.catch(() => undefined);
-    const client = this.client;
-    this.client = undefined;
-    if (client) {
-      try {
-        await client.stop(5000);
-      } catch (e) {
-        this.log.warn(`stopping the server: ${String(e)}`);
+    await Promise.all(this.all().map((s) => s.stop()));
+  }
+
+  private routeTo(uri: string | undefined): FolderServer {
+    if (uri) return this.serverFor(uri);
+    const active = this.activeServer();
+    if (active) return active;
+    const doc = this.activeDocument();
+    return this.serverFor(doc ?? vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.parse('untitled:torch-mlir-lens'));
+  }
+
+  private activeDocument(): vscode.Uri | undefined {
+    const doc = vscode.window.activeTextEditor?.document;
+    if (!doc) return undefined;
+    if (isServed(doc)) return doc.uri;
+    const source = this.sourceOf(doc.uri);
+    return source ? vscode.Uri.parse(source) : undefined;
+  }
+
+  /** One handler per server command for all folders; each call goes to its document's server. */
+  private registerServerCommands(commands: readonly string[]): void {
+    for (const command of commands) {
+      if (this.registeredCommands.has(command)) continue;
+      this.registeredCommands.add(command);
+      this.disposables.push(vscode.commands.registerCommand(command, (...args: unknown[]) => this.serverCommand(command, args)));
+    }
+  }
+
+  private async serverCommand(command: string, args: unknown[]): Promise<unknown> {
+    const fn = this.interceptors.get(command);
+    if (fn && (await fn(args))) return undefined;
+    return this.executeServerCommand(command, args);
+  }
+
+  private opened(doc: vscode.TextDocument): void {
+    if (!isServed(doc)) return;
+    const server = this.serverFor(doc.uri);
+    this.assigned.set(doc.uri.toString(), server.key);
+    void server.ensureStarted();
+  }
+
+  /** Removed folders' servers stop; documents whose owner changed move to their new server. */
+  private async foldersChanged(e: vscode.WorkspaceFoldersChangeEvent): Promise<void> {
+    for (const folder of e.removed) {
+      const key = keyOfFolder(folder);
+      const server = this.servers.get(key);
+      this.servers.delete(key);
+      if (server) {
+        this.log.info(`folder ${folder.name} removed: stopping its server`);
+        await server.dispose();
       }
-      await client.dispose().catch(() => undefined);
+      this.folderLogs.get(key)?.dispose();
+      this.folderLogs.delete(key);
+    }
+    const restart = new Set<string>();
+    for (const [uri, oldKey] of this.assigned) {
+      const newKey = ownerKey(vscode.Uri.parse(uri));
+      if (newKey !== oldKey && this.servers.has(oldKey)) restart.add(oldKey); // it still holds the document
+    }
+    for (const key of restart) void this.servers.get(key)?.restart();
+    for (const doc of vscode.workspace.textDocuments) this.opened(doc);
+    this.serversEmitter.fire();
+    this.showStatus();
+  }
+
+  private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
+    for (const server of this.all()) {
+      const scope = server.folder?.uri;
+      if (e.affectsConfiguration(`${SECTION}.python`, scope)) void server.restart();
+      else if (e.affectsConfiguration(SECTION, scope)) server.settingsChanged();
     }
   }
 
-  async restart(): Promise<void> {
-    this.log.info('restarting the server');
-    this.notifiedFor = undefined;
-    await this.stop();
-    await this.start();
-  }
-
-  /** The workspace became trusted: tell the running server, no restart needed. */
-  async setTrusted(trusted: boolean): Promise<void> {
-    if (this.running) await this.client?.sendNotification(SET_TRUSTED, { trusted });
-    else await this.restart();
-  }
-
-  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
-    if (!this.running) {
-      await this.start();
-      if (!this.running) throw new Error('the Torch-MLIR Lens server is not running (see its output)');
+  /** The Python extension's interpreter changed: restart (debounced) the servers it affects. */
+  private interpreterChanged(folder: vscode.WorkspaceFolder | undefined): void {
+    for (const server of this.all()) {
+      if (folder && server.folder?.uri.toString() !== folder.uri.toString()) continue;
+      clearTimeout(this.interpreterTimers.get(server.key));
+      this.interpreterTimers.set(
+        server.key,
+        setTimeout(() => {
+          this.interpreterTimers.delete(server.key);
+          void this.restartIfInterpreterChanged(server);
+        }, INTERPRETER_DEBOUNCE_MS),
+      );
     }
-    return this.client!.sendRequest<R>(method, params, token);
   }
 
-  /** workspace/executeCommand straight to the server (bypassing the interceptors). */
-  executeServerCommand<R>(command: string, args: unknown[]): Promise<R> {
-    return this.request<R>(ExecuteCommandRequest.method, { command, arguments: args });
+  private async restartIfInterpreterChanged(server: FolderServer): Promise<void> {
+    if (this.servers.get(server.key) !== server) return; // its folder was removed meanwhile
+    const now = await resolveInterpreter(server.folder?.uri);
+    if (now.path === server.interpreter?.path) return; // the setting wins, or nothing changed for it
+    server.log.info(`interpreter changed to ${now.path}: restarting the server for ${server.label}`);
+    await server.restart();
+  }
+
+  private showStatus(): void {
+    const server = this.activeServer();
+    if (!server) return; // keep showing the last server's state (e.g. while an output panel is focused)
+    const multiRoot = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
+    this.status.showing(multiRoot || server.key === DEFAULT_KEY ? server.label : '', server.interpreter?.path);
+    this.status.set(server.state, server.detail);
+  }
+
+  /** A multi-root workspace gives each folder's server its own output; else they share ours. */
+  private logFor(folder: vscode.WorkspaceFolder | undefined): vscode.LogOutputChannel {
+    if ((vscode.workspace.workspaceFolders?.length ?? 0) <= 1) return this.log;
+    const key = keyOfFolder(folder);
+    let log = this.folderLogs.get(key);
+    if (!log) {
+      log = vscode.window.createOutputChannel(`Torch-MLIR Lens (${folder?.name ?? 'no folder'})`, { log: true });
+      this.folderLogs.set(key, log);
+    }
+    return log;
   }
 
   dispose(): void {
-    void this.stop();
+    for (const t of this.interpreterTimers.values()) clearTimeout(t);
+    for (const s of this.all()) void s.dispose();
+    for (const l of this.folderLogs.values()) l.dispose();
     this.readyEmitter.dispose();
+    this.serversEmitter.dispose();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** The document URI a request or command argument is about, if any. */
+function uriIn(x: unknown): string | undefined {
+  const uri = x && typeof x === 'object' ? (x as { uri?: unknown }).uri : undefined;
+  return typeof uri === 'string' ? uri : undefined;
 }

@@ -60,6 +60,21 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     );
   }
 
+  /** Per editor (URI) and decoration kind, the ranges last drawn: what the user sees (tests read it). */
+  private readonly drawn = new Map<string, Record<string, vscode.Range[]>>();
+
+  private paint(ed: vscode.TextEditor, type: vscode.TextEditorDecorationType, ranges: vscode.Range[]): void {
+    ed.setDecorations(type, ranges);
+    const kind = type === this.irHighlight ? 'irHighlight' : type === this.sourceHighlight ? 'sourceHighlight' : `band${this.bands.indexOf(type)}`;
+    const key = ed.document.uri.toString();
+    this.drawn.set(key, { ...this.drawn.get(key), [kind]: ranges });
+  }
+
+  /** The decorations last drawn in the editors of `uri`, by kind (irHighlight, sourceHighlight, band0…). */
+  decorationsOf(uri: vscode.Uri | string): Record<string, vscode.Range[]> {
+    return this.drawn.get(uri.toString()) ?? {};
+  }
+
   private get bandsOn(): boolean {
     return setting('colorBands', false);
   }
@@ -80,7 +95,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     if (!panes.length) return;
     const lines = editor.selections.map((s) => s.active.line);
     this.cursor.set(source, lines);
-    editor.setDecorations(this.sourceHighlight, []); // that came from a pane's cursor: stale now
+    this.paint(editor, this.sourceHighlight, []); // that came from a pane's cursor: stale now
     for (const pane of panes) this.highlightPane(pane, lines, true, source);
   }
 
@@ -93,7 +108,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
       if (ed.document.uri.scheme === SCHEME) continue;
       const lines = byUri.get(ed.document.uri.toString());
       if (!lines && !this.panes.covering(ed.document.uri.toString()).length) continue;
-      ed.setDecorations(this.sourceHighlight, toVsRanges(toRanges(lines ?? [])));
+      this.paint(ed, this.sourceHighlight, toVsRanges(toRanges(lines ?? [])));
       const first = lines?.[0];
       if (first !== undefined) {
         ed.revealRange(new vscode.Range(first, 0, first, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
@@ -104,7 +119,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
   private highlightPane(pane: Pane, sourceLines: number[], reveal: boolean, uri = pane.spec.source): void {
     const irLines = sourceLines.flatMap((l) => pane.map.irLinesFor(uri, l));
     for (const ed of this.editorsOf(pane.uri)) {
-      ed.setDecorations(this.irHighlight, toVsRanges(toRanges(irLines)));
+      this.paint(ed, this.irHighlight, toVsRanges(toRanges(irLines)));
       const first = revealTarget(irLines);
       if (reveal && first !== undefined) {
         ed.revealRange(new vscode.Range(first, 0, first, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
@@ -130,7 +145,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     const n = this.bands.length;
     const irBands = this.bandsOn ? bandRanges(pane.map.bands(pane.spec.source, n).ir, n) : this.bands.map(() => []);
     for (const ed of this.editorsOf(pane.uri)) {
-      this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(irBands[i])));
+      this.bands.forEach((d, i) => this.paint(ed, d, toVsRanges(irBands[i])));
     }
     this.drawSourceBands(pane.spec.source);
   }
@@ -147,7 +162,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     const srcBands = bandRanges(colourOf, n);
     for (const ed of vscode.window.visibleTextEditors) {
       if (ed.document.uri.toString() !== source) continue;
-      this.bands.forEach((d, i) => ed.setDecorations(d, toVsRanges(srcBands[i])));
+      this.bands.forEach((d, i) => this.paint(ed, d, toVsRanges(srcBands[i])));
     }
   }
 

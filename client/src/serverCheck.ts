@@ -78,11 +78,13 @@ export async function offerFix(
   result: CheckResult,
   extensionPath: string,
   onInstalled: () => void,
+  folderName?: string,
 ): Promise<void> {
   const install = 'Install in this interpreter';
   const choose = 'Choose interpreter';
   const actions = result.canInstall ? [install, choose] : [choose];
-  const picked = await vscode.window.showWarningMessage(`Torch-MLIR Lens: ${result.problem}`, ...actions);
+  const where = folderName ? ` (folder ${folderName})` : '';
+  const picked = await vscode.window.showWarningMessage(`Torch-MLIR Lens${where}: ${result.problem}`, ...actions);
   if (picked === install) {
     const terminal = vscode.window.createTerminal({ name: 'Torch-MLIR Lens: install' });
     terminal.show();

@@ -18,12 +18,12 @@ const SERVER_KEYS = [
 ] as const;
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {
-  const config = vscode.workspace.getConfiguration(SECTION, resource);
+  const config = vscode.workspace.getConfiguration(SECTION, resource ?? null); // null: no folder
   const out: Record<string, unknown> = {};
   for (const key of SERVER_KEYS) out[key] = config.get(key);
   return out;
 }
 
 export function setting<T>(key: string, fallback: T, resource?: vscode.Uri): T {
-  return vscode.workspace.getConfiguration(SECTION, resource).get<T>(key, fallback);
+  return vscode.workspace.getConfiguration(SECTION, resource ?? null).get<T>(key, fallback);
 }

@@ -1,5 +1,6 @@
-// One status bar item for the server's state (from `torchMlirLens/status` and the client's own
-// life cycle); clicking it opens the output channel.
+// One status bar item for the state of the active editor's server (from `torchMlirLens/status`
+// and the client's own life cycle); in a multi-root workspace it names the folder. Clicking it
+// opens that server's output.
 
 import * as vscode from 'vscode';
 import type { ServerState } from './protocol';
@@ -31,13 +32,25 @@ export class StatusBar implements vscode.Disposable {
     this.item.show();
   }
 
+  /** Folder shown, e.g. "alpha" (multi-root workspaces), plus the interpreter for the tooltip. */
+  private where = '';
+  private interpreter = '';
+
+  /** Which server the item shows: its folder's name ('' in a single-folder workspace) and interpreter. */
+  showing(folderLabel: string, interpreter?: string): void {
+    this.where = folderLabel;
+    this.interpreter = interpreter ?? '';
+  }
+
   set(state: ClientState, detail?: string): void {
     this.state = state;
     const look = LOOK[state] ?? LOOK.error;
     // "lowering MLP" names the module; other states keep the bar short and put detail in the tip.
     const text = state === 'lowering' && detail ? (detail.startsWith('lowering') ? detail : `lowering ${detail}`) : look.text;
-    this.item.text = `${look.icon} Torch-MLIR: ${text}`;
-    this.item.tooltip = `Torch-MLIR Lens: ${detail && state !== 'lowering' ? detail : look.tip}\nClick to show the output.`;
+    const where = this.where ? ` (${this.where})` : '';
+    this.item.text = `${look.icon} Torch-MLIR: ${text}${where}`;
+    const python = this.interpreter ? `\nInterpreter: ${this.interpreter}` : '';
+    this.item.tooltip = `Torch-MLIR Lens${where}: ${detail && state !== 'lowering' ? detail : look.tip}${python}\nClick to show the output.`;
     this.item.backgroundColor =
       state === 'error' || state === 'missing' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

@@ -12,6 +12,10 @@ CODE_SERVER_VERSION=4.139.1
 PLAYWRIGHT_VERSION=1.65.1
 
 mkdir -p "$P"
+# Two set-ups at once into one cache (parallel make, several checkouts sharing it) would
+# build code-server's native modules over each other: one at a time.
+exec 9>"$P/.setup.lock"
+flock 9
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)

@@ -1,0 +1,234 @@
+// The UI cases, one function each: `async (w) => detail` on a window `w` = {page, tmp, ws, ...ui}.
+// They assert what the user sees: the DOM of lenses, tabs, hovers, notifications and status,
+// and the extension's own report of the decorations it drew and the hover it would show
+// (testHooks.ts) instead of VS Code's internal decoration classes. A failed wait fails the case.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { until } from './workbench.mjs';
+
+const FC1 = 'F.relu(self.fc1(x))';
+
+function lineIndex(file, needle) {
+  const i = fs.readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(needle));
+  if (i < 0) throw new Error(`${needle} not in ${file}`);
+  return i;
+}
+
+const isPane = (uri) => uri.startsWith('torch-mlir-lens:');
+const lines = (spans = []) => spans.reduce((n, s) => n + s.end - s.start + 1, 0);
+const bandLines = (decorations) => Object.entries(decorations).filter(([k]) => k.startsWith('band')).reduce((n, [, v]) => n + lines(v), 0);
+
+/** The `relu` token of the fc1 line in the given editor group. */
+const fc1Token = (w, group = 0) =>
+  w.group(group).locator('.view-line', { hasText: FC1 }).first().locator('span span', { hasText: 'relu' }).first();
+
+/** Hovers the token until VS Code's hover widget shows text matching `pattern`; returns the widget text. */
+async function hoverShows(w, token, pattern, what) {
+  const hover = w.page.locator('.monaco-hover:visible', { hasText: pattern }).first();
+  await until(what, 150_000, async () => {
+    await token.hover();
+    return hover.waitFor({ timeout: 5_000 }).then(() => true, () => w.page.mouse.move(5, 5).then(() => false));
+  });
+  return hover.innerText();
+}
+
+// ---- single-folder window -------------------------------------------------------------------
+
+export async function lenses(w) {
+  await w.openFromExplorer('mlp.py');
+  await w.lens('Show Linalg IR').waitFor({ timeout: 150_000 });
+  await w.shot('01-lenses.png');
+  return (await w.page.locator('.contentWidgets .codelens-decoration').first().innerText()).replace(/\s+/g, ' ');
+}
+
+export async function pane(w) {
+  await w.lens('Show Linalg IR').click();
+  await w.page.locator('.tabs-container .tab', { hasText: 'MLP · linalg.mlir' }).first().waitFor({ timeout: 30_000 });
+  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+  const r = await w.report('the pane with Linalg IR', 30_000, (rep) => rep.panes.find((p) => p.target === 'linalg' && !p.loading && p.text.includes('linalg.')));
+  return `${r.text.split('\n').length} lines of Linalg IR in the pane`;
+}
+
+export async function highlight(w) {
+  // The cursor on a line of forward lights up that line's IR in the pane.
+  const want = lineIndex(path.join(w.ws, 'mlp.py'), FC1);
+  await fc1Token(w).click();
+  const lit = await w.report('the IR lines of the fc1 line highlighted in the pane', 30_000, (rep) => {
+    if (rep.active?.line !== want) return undefined;
+    const paneEditor = rep.editors.find((e) => isPane(e.uri));
+    const text = paneEditor?.decoratedText.irHighlight ?? [];
+    return text.some((t) => /linalg\.matmul/.test(t)) ? { text, spans: paneEditor.decorations.irHighlight } : undefined;
+  });
+  await w.shot('02-pane-highlight.png');
+  return `${lines(lit.spans)} highlighted IR line(s), e.g. ${lit.text.find((t) => t.includes('linalg.')).trim().slice(0, 80)}`;
+}
+
+export async function hover(w) {
+  const text = await hoverShows(w, fc1Token(w), /linalg\./, 'a hover with Linalg IR over the fc1 line');
+  await w.shot('03-hover.png');
+  // The same hover as the extension computes it at the cursor (left on the fc1 line by the highlight case).
+  const rep = await w.report('the hover at the cursor', 30_000, (r) => (r.hover.includes('```mlir') ? r : undefined));
+  if (!/linalg\.matmul/.test(rep.hover)) throw new Error(`the hover at the cursor lacks linalg.matmul: ${rep.hover.slice(0, 200)}`);
+  return text.split('\n').slice(0, 3).join(' / ');
+}
+
+export async function bands(w) {
+  // Compiler Explorer-like colour bands, from the palette.
+  await w.page.keyboard.press('Escape');
+  await w.palette('Torch-MLIR Lens: Toggle Colour Bands');
+  const counts = await w.report('colour bands in the pane and on the source', 30_000, (rep) => {
+    const paneBands = bandLines(rep.editors.find((e) => isPane(e.uri))?.decorations ?? {});
+    const sourceBands = bandLines(rep.editors.find((e) => e.uri.endsWith('/mlp.py'))?.decorations ?? {});
+    return paneBands > 5 && sourceBands > 0 ? { paneBands, sourceBands } : undefined;
+  });
+  await w.shot('04-bands.png');
+  return `${counts.paneBands} banded IR line(s), ${counts.sourceBands} banded source line(s)`;
+}
+
+export async function squiggle(w) {
+  await w.page.keyboard.press('Escape');
+  await w.openFromExplorer('unsupported_ops.py');
+  const editor = w.page.locator('.editor-group-container', { has: w.page.locator('.tab.active', { hasText: 'unsupported_ops.py' }) }).first();
+  await editor.locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 180_000 });
+  // Its message on hover, over the erfinv call (the squiggle itself lies under the text layer).
+  const erfinv = editor.locator('.view-line', { hasText: 'torch.erfinv(' }).first().locator('span span', { hasText: 'erfinv' }).first();
+  const text = await hoverShows(w, erfinv, /erfinv cannot be lowered/, "the diagnostic's message on hover");
+  await w.shot('05-squiggle.png');
+  return text.replace(/\s+/g, ' ').slice(0, 160);
+}
+
+/** Export… from the lens: the file is written; an existing file is replaced only after a yes. */
+export async function exportDialog(w) {
+  await w.page.keyboard.press('Escape');
+  await w.openFromExplorer('mlp.py');
+  const dest = path.join(w.ws, 'MLP.linalg.mlir');
+  const dialog = w.page.locator('.quick-input-widget').first();
+  const button = (label) => dialog.locator('.monaco-button', { hasText: new RegExp(`^${label}$`) }).first();
+  // The dialog's question is its title (its message area may still hold an earlier one, hidden).
+  const asking = dialog.locator('.quick-input-title', { hasText: /already exists/ }).first();
+  /**
+   * Export… → "MLIR text" → "OK" in the save dialog (VS Code's own in code-server) on its
+   * proposed name, until `taken()` (the dialog ignores a click while it still lists the folder).
+   */
+  const exportVia = async (taken) => {
+    await w.lens('Export…').click();
+    const text = w.page.locator('.quick-input-list .monaco-list-row', { hasText: 'MLIR text' }).first();
+    await text.waitFor({ timeout: 15_000 });
+    await text.click();
+    const input = dialog.locator('input').first();
+    await until('the save dialog with the proposed name', 15_000, async () => (await input.inputValue()).endsWith('MLP.linalg.mlir'));
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await button('OK').click({ timeout: 5_000 });
+      if (await until('the save dialog to take the name', 3_000, taken).then(() => true, () => false)) return;
+    }
+    throw new Error('the save dialog never took the name');
+  };
+  const fileText = () => (fs.existsSync(dest) ? fs.readFileSync(dest, 'utf8') : '');
+
+  await exportVia(async () => !(await dialog.isVisible()));
+  const written = await until('the exported file', 60_000, async () => (fileText().includes('linalg.') ? fileText() : undefined));
+  await w.notification('exported MLP');
+  await w.shot('06a-export-dialog.png');
+  await w.page.keyboard.press('Escape');
+
+  // The user's own file at that name: Export… again asks first, and "Cancel" keeps the file.
+  const mine = '// my own notes: never overwrite\n';
+  fs.writeFileSync(dest, mine);
+  await exportVia(() => asking.isVisible());
+  const question = (await asking.innerText()).trim();
+  await w.shot('06b-export-overwrite-question.png');
+  // "Cancel" goes back to the name; Escape then gives up the export.
+  await button('Cancel').click();
+  await asking.waitFor({ state: 'hidden', timeout: 15_000 });
+  await w.page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
+  if (fileText() !== mine) throw new Error('the existing file changed after "Cancel"');
+
+  // Asked again, "OK": now it is replaced by the IR.
+  await exportVia(() => asking.isVisible());
+  await button('OK').click();
+  await until('the file replaced after "OK"', 60_000, async () => fileText().includes('linalg.'));
+  if (fs.readFileSync(dest, 'utf8').includes('my own notes')) throw new Error('the file was not replaced');
+  return `wrote ${written.length} chars of Linalg IR; "${question}": Cancel kept the user's file, OK replaced it`;
+}
+
+// ---- multi-root window (alpha: server; beta: bare interpreter) --------------------------------
+
+export async function alphaFolder(w) {
+  await w.quickOpen('alpha_model.py');
+  await w.lens('Show StableHLO IR').waitFor({ timeout: 150_000 }); // alpha's own lensTargets
+  if (await w.lens('Show TOSA IR').count()) throw new Error("alpha shows a TOSA lens, its settings exclude it");
+  await until("alpha's status", 60_000, async () => {
+    const t = await w.statusItem('Torch-MLIR:').innerText();
+    return t.includes('(alpha)') && /ready|lowering|starting/.test(t);
+  });
+  await w.shot('09-multiroot-alpha.png');
+  return (await w.statusItem('Torch-MLIR:').innerText()).trim();
+}
+
+export async function betaMissing(w) {
+  await w.quickOpen('beta_model.py');
+  await w.statusItem('Torch-MLIR: server missing (beta)').waitFor({ timeout: 60_000 });
+  const toast = await w.notification('lacks');
+  const text = (await toast.innerText()).replace(/\s+/g, ' ');
+  for (const want of ['folder beta', 'torch-mlir-lens (the language server)', 'torch-mlir', 'Install in this interpreter']) {
+    if (!text.includes(want)) throw new Error(`notification lacks "${want}": ${text}`);
+  }
+  await w.shot('08-server-missing.png');
+  await w.page.keyboard.press('Escape');
+  return text.slice(0, 200);
+}
+
+export async function alphaUnaffected(w) {
+  await w.page.locator('.tabs-container .tab', { hasText: 'alpha_model.py' }).first().click();
+  await w.activeTab('alpha_model.py').waitFor({ timeout: 15_000 });
+  await until('the status of alpha again', 30_000, async () => {
+    const t = await w.statusItem('Torch-MLIR:').innerText();
+    return t.includes('(alpha)') && !t.includes('missing');
+  });
+  const text = await hoverShows(w, fc1Token(w), /linalg\./, "a hover with Linalg IR in alpha's file");
+  await w.shot('10-multiroot-alpha-hover.png');
+  const rep = await w.report('both folders in the report', 15_000, (r) => {
+    const a = r.servers.find((s) => s.folder === 'alpha');
+    const b = r.servers.find((s) => s.folder === 'beta');
+    return a && b ? { a, b } : undefined;
+  });
+  if (!rep.a.running || rep.b.state !== 'missing' || rep.a.interpreter === rep.b.interpreter) {
+    throw new Error(`servers: ${JSON.stringify([rep.a, rep.b])}`);
+  }
+  return `alpha (${rep.a.interpreter}) lowers: ${text.split('\n')[0]}; beta (${rep.b.interpreter}) missing`;
+}
+
+// ---- trust window ---------------------------------------------------------------------------
+
+export async function untrusted(w) {
+  const no = w.page.locator('.monaco-dialog-box .monaco-button', { hasText: /don.t trust/i }).first();
+  await no.waitFor({ timeout: 30_000 });
+  await no.click();
+  await w.page.evaluate(() => (window.__tmlSameWindow = true)); // survives only without a reload
+  await w.openFromExplorer('mlp.py');
+  await w.statusItem('Torch-MLIR: restricted').waitFor({ timeout: 60_000 });
+  await w.lens('Show Linalg IR').waitFor({ timeout: 60_000 }); // static lenses still work
+  await w.shot('06-untrusted.png');
+  return 'restricted status and static lenses';
+}
+
+export async function trusted(w) {
+  await w.statusItem('Restricted Mode').click();
+  const trustButton = w.page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust( Folder)?$/ }).first();
+  await trustButton.waitFor({ timeout: 30_000 });
+  await trustButton.click();
+  await until('the workspace to be trusted', 30_000, async () => (await w.statusItem('Restricted Mode').count()) === 0);
+  // VS Code 1.139 opens the trust editor as a modal over the workbench: close it.
+  const closeModal = w.page.locator('.action-label[aria-label^="Close Modal Editor"]').first();
+  if (await closeModal.count()) await closeModal.click();
+  else await w.page.keyboard.press('Escape');
+  await w.page.locator('.workspace-trust-editor').first().waitFor({ state: 'hidden', timeout: 15_000 });
+  await w.openFromExplorer('mlp.py');
+  await w.lens('Show Linalg IR').click();
+  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+  if (!(await w.page.evaluate(() => window.__tmlSameWindow === true))) throw new Error('the window reloaded');
+  await w.shot('07-trusted.png');
+  return 'Linalg IR after granting trust, same window';
+}
