@@ -1,0 +1,179 @@
+"""Build the module to lower: without its weights when nothing needs their values.
+
+The IR view elides weights, `lower` and `check` never run them: for those the module is built
+under a `FakeTensorMode`, so its parameters and buffers have shapes and dtypes and no memory
+(a 1 B-parameter model builds in a fraction of a second in a few MB), and exported from that.
+The FX importer then makes `dense_resource`s without data (`literals.py`).
+
+Real construction, as before, when:
+- the job needs values: `verify`, `export`, `repro`, `--keep-weights` (reason "weights needed");
+- the module is small (under `META_OVER_BYTES` of parameters and buffers): building it is
+  cheap, and its small constants keep their printed values;
+- the inputs' resolution already built an instance (conventions, inference, a recorded one);
+- building or exporting without weights fails (an `__init__` that reads weights, a value a
+  trace needs: `.item()`, `.tolist()` on a buffer, ...): the fallback, with the failure as the
+  reason. The real attempt then reports its own errors, as it always did.
+
+`Construction.stats()` goes into each result's stats, so users and tests see which path was
+taken and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._pytree import tree_map
+
+from torch_mlir_lens.results import LensError
+
+# Parameters + buffers at or above this many bytes: build without them (policy "auto").
+META_OVER_BYTES = 8 * 2**20
+POLICIES = ("auto", "meta", "real")
+
+META = "meta"
+REAL = "real"
+
+
+@dataclass
+class Construction:
+    """Which way the module was built, and why."""
+
+    fn: Any  # the module instance (or function) that was exported
+    path: str  # META or REAL
+    reason: str
+    weight_bytes: int | None = None
+
+    def stats(self) -> dict[str, Any]:
+        """Keys added to a LowerResult's stats."""
+        out: dict[str, Any] = {"construction": self.path, "construction_reason": self.reason}
+        if self.weight_bytes is not None:
+            out["weight_bytes"] = self.weight_bytes
+        return out
+
+
+def is_fake_module(module: Any) -> bool:
+    """True for a module whose parameters/buffers are fake (built by `build_fake`)."""
+    if not isinstance(module, torch.nn.Module):
+        return False
+    first: torch.Tensor | None = next(iter(module.parameters()), None)
+    if first is None:
+        first = next(iter(module.buffers()), None)
+    return isinstance(first, FakeTensor)
+
+
+def weight_bytes(module: torch.nn.Module) -> int:
+    """Bytes of the module's parameters and buffers (shared ones once)."""
+    seen: set[int] = set()
+    total = 0
+    for t in [*module.parameters(), *module.buffers()]:
+        if id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel() * t.element_size()
+    return total
+
+
+def new_fake_mode() -> FakeTensorMode:
+    """A fake mode for one build; real tensors the user's code mixes in are accepted."""
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def build_fake(obj: type, init_args: tuple[Any, ...], init_kwargs: dict[str, Any]) -> Any:
+    """`obj(*init_args, **init_kwargs)` with every tensor it creates fake; raises what it raises."""
+    with new_fake_mode():
+        instance = obj(*init_args, **init_kwargs)
+    if isinstance(instance, torch.nn.Module):
+        instance.eval()
+    return instance
+
+
+def zeros_for(value: Any) -> Any:
+    """`value` with each fake tensor replaced by real zeros of its shape and dtype (call it
+    outside any fake mode): inputs recorded in a parent built without weights."""
+    def one(leaf: Any) -> Any:
+        if isinstance(leaf, FakeTensor):
+            return torch.zeros(tuple(leaf.shape), dtype=leaf.dtype)
+        return leaf
+
+    return tree_map(one, value)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = exc.message if isinstance(exc, LensError) else str(exc)
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if len(first) > 200:
+        first = first[:197] + "..."
+    name = "" if isinstance(exc, LensError) else f"{type(exc).__name__}: "
+    return f"{name}{first}"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 1024:.1f} KB"
+
+
+def construct_and_export(
+    obj: Any,
+    resolved: Any,
+    *,
+    build_real: Callable[[], Any],
+    export: Callable[[Any], Any],
+    need_weights: str | None,
+    policy: str = "auto",
+) -> tuple[Any, Construction]:
+    """Build the module (without weights when allowed and worthwhile) and export it.
+
+    `resolved` is the inputs' `ResolvedInputs`; `build_real()` builds the module with its
+    weights (`inputs.instantiate`); `export(fn)` exports it (raising LensError). `need_weights`
+    names what needs real values ("verify", "export", ...), or None. Returns (program,
+    construction); a failure of the real path raises as before.
+    """
+    if policy not in POLICIES:
+        policy = "auto"
+
+    def real(reason: str) -> tuple[Any, Construction]:
+        fn = build_real()
+        size = weight_bytes(fn) if isinstance(fn, torch.nn.Module) else None
+        return export(fn), Construction(fn, REAL, reason, size)
+
+    if not isinstance(obj, type):
+        return real("a function: nothing to build")
+    if need_weights:
+        return real(f"weights needed ({need_weights})")
+    given = resolved.instance
+    if given is not None and not is_fake_module(given):
+        return real(f"built while resolving its inputs ({resolved.source})")
+    if policy == REAL:
+        return real("asked for real weights")
+
+    fake = given
+    if fake is None:
+        try:
+            fake = build_fake(obj, resolved.init_args, resolved.init_kwargs)
+        except Exception as exc:  # the user's __init__ can raise anything under fake tensors
+            return real(f"fallback: building without weights failed: {_first_line(exc)}")
+    size = weight_bytes(fake) if isinstance(fake, torch.nn.Module) else 0
+    if policy == "auto" and given is None and size < META_OVER_BYTES:
+        return real(f"small module ({_mb(size)} of weights): built with them")
+    try:
+        program = export(fake)
+    except LensError as err:
+        return real(f"fallback: export without weights failed: {_first_line(err)}")
+    return program, Construction(fake, META, f"{_mb(size)} of weights never built", size)
+
+
+__all__ = [
+    "META",
+    "META_OVER_BYTES",
+    "POLICIES",
+    "REAL",
+    "Construction",
+    "build_fake",
+    "construct_and_export",
+    "is_fake_module",
+    "new_fake_mode",
+    "weight_bytes",
+    "zeros_for",
+]
