@@ -69,9 +69,18 @@ class Baseline:
         return fixed
 
     def new_threads(self) -> list[str]:
-        """Names of live threads that were not there at the baseline."""
+        """Names of live threads that were not there at the baseline (known benign library
+        threads aside)."""
         return [t.name for t in threading.enumerate()
-                if t.is_alive() and (t.ident or 0) not in self.threads]
+                if t.is_alive() and (t.ident or 0) not in self.threads
+                and not (t.daemon and t.name in _BENIGN_DAEMONS)]
+
+
+# Daemon threads libraries start once per process and stop by themselves; not a leak of the
+# job's. tqdm's monitor starts with the first progress bar, and torch.fx's Interpreter (run by
+# every export's decompositions) creates a (disabled) bar whenever tqdm is installed: without
+# this, every job would replace the worker.
+_BENIGN_DAEMONS = frozenset({"tqdm_monitor"})
 
 
 def _owners() -> list[Any]:
