@@ -81,13 +81,50 @@ def new_fake_mode() -> FakeTensorMode:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def build_fake(obj: type, init_args: tuple[Any, ...], init_kwargs: dict[str, Any]) -> Any:
-    """`obj(*init_args, **init_kwargs)` with every tensor it creates fake; raises what it raises."""
-    with new_fake_mode():
+def build_fake(obj: type, init_args: tuple[Any, ...], init_kwargs: dict[str, Any],
+               mode: FakeTensorMode | None = None) -> Any:
+    """`obj(*init_args, **init_kwargs)` without weights; raises what the constructor raises.
+
+    Built on the meta device (every tensor the constructor makes without naming a device has
+    a shape and no memory; `.to(dtype)`, `.half()` work), then its meta tensors become fake
+    CPU tensors of `mode` (a new one by default), which export takes like real ones.
+    """
+    with torch.device("meta"):
         instance = obj(*init_args, **init_kwargs)
     if isinstance(instance, torch.nn.Module):
+        to_fake(instance, mode or new_fake_mode())
         instance.eval()
     return instance
+
+
+def to_fake(module: torch.nn.Module, mode: FakeTensorMode) -> None:
+    """Replace the meta parameters, buffers and tensor attributes of `module` (and its
+    submodules) by fake CPU tensors of `mode`, in place; shared tensors stay shared."""
+    cpu = torch.device("cpu")
+    # id(meta tensor) → (that tensor, its replacement); holding the original keeps its id.
+    made: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        hit = made.get(id(t))
+        if hit is not None:
+            return hit[1]
+        out: torch.Tensor = mode.fake_tensor_converter.from_meta_and_device(
+            mode, t.detach(), cpu)
+        if isinstance(t, torch.nn.Parameter):
+            out = torch.nn.Parameter(out, requires_grad=t.requires_grad)
+        made[id(t)] = (t, out)
+        return out
+
+    for sub in module.modules():
+        for name, param in list(sub._parameters.items()):
+            if param is not None and param.is_meta:
+                sub._parameters[name] = fake(param)  # type: ignore[assignment]
+        for name, buf in list(sub._buffers.items()):
+            if buf is not None and buf.is_meta:
+                sub._buffers[name] = fake(buf)
+        for name, value in list(vars(sub).items()):
+            if isinstance(value, torch.Tensor) and value.is_meta:
+                object.__setattr__(sub, name, fake(value))
 
 
 def zeros_for(value: Any) -> Any:
@@ -174,6 +211,7 @@ __all__ = [
     "construct_and_export",
     "is_fake_module",
     "new_fake_mode",
+    "to_fake",
     "weight_bytes",
     "zeros_for",
 ]

@@ -570,11 +570,13 @@ def _record_once(mod: types.ModuleType, parent: str, resolved: ResolvedInputs, p
     within = fake_mode if fake_mode is not None else contextlib.nullcontext()
     restore = _watch_constructors(classes, inits)
     try:
-        with within:
+        with torch.device("meta") if fake_mode is not None else contextlib.nullcontext():
             model = _construct(lookup(mod, parent), parent, resolved.init_args,
                                resolved.init_kwargs, None, path, "init")
     finally:
         restore()
+    if fake_mode is not None:
+        construct.to_fake(model, fake_mode)
     if (fake_mode is not None and _WITHOUT_WEIGHTS.get() == "auto"
             and construct.weight_bytes(model) < construct.META_OVER_BYTES):
         return None
