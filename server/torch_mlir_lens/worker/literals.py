@@ -5,8 +5,9 @@ torch-mlir's FX importer turns every parameter, buffer and lifted constant into 
 model that is most of the import time and several GB of memory. `LiteralHooks` (an
 `FxImporterHooks`, passed as `FxImporter(hooks=...)`) builds the same attribute instead:
 
-- a tensor with values: a `dense_resource` blob made straight from the tensor's memory (no copy:
-  the blob keeps the tensor alive), same key, type and bytes as torch-mlir's own;
+- a tensor with values: a `dense_resource` blob made straight from the tensor's memory (no copy
+  for parameters: the blob keeps the tensor alive; buffers and constants are copied once, as
+  they may change in place), same key, type and bytes as torch-mlir's own;
 - a tensor without values (fake or meta: the module was built without its weights, see
   `construct.py`): a `dense_resource` of the right type and shape that has no blob. The IR
   parses, lowers and prints like the real one; its weights are simply absent.
@@ -110,6 +111,11 @@ class LiteralHooks(FxImporterHooks):
             array = _host_array(tensor)
             if array is None or array.size == 0:
                 return None
+            if not isinstance(tensor, torch.nn.Parameter):
+                # Buffers and constants may change in place (a forward that updates a
+                # buffer, run eagerly by verify): the IR keeps the values it was made with.
+                # Parameters are the bulk, and nothing writes them: shared, not copied.
+                array = array.copy()
             attr = ir.DenseResourceElementsAttr.get_from_buffer(array, blob_key(tensor),
                                                                 tensor_type)
             self.stats["from_memory"] += 1
