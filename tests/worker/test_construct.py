@@ -45,9 +45,11 @@ USER_FILE = textwrap.dedent(
             self.head = nn.Linear(24, 8).to(torch.bfloat16)
             self.register_buffer("offset", torch.arange(24, dtype=torch.int64))
             self.table = torch.linspace(0.0, 1.0, 24)  # a plain attribute: a lifted constant
+            self.register_buffer("keep", torch.arange(24) % 5 != 0)  # bool
 
         def forward(self, tokens):
             x = self.embed(tokens) + self.offset.to(torch.float32) * self.table
+            x = x.masked_fill(~self.keep, 0.0)
             for block in self.blocks:
                 x = block(x, 0.5)
             return self.head(x.to(torch.bfloat16)).float()
@@ -74,6 +76,17 @@ USER_FILE = textwrap.dedent(
 
         def forward(self, x):
             return self.fc(x[:, : self.width])
+
+
+    # torch-mlir-lens: inputs=(torch.randn(2, 16),)
+    class LearnedScale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+            self.scale = nn.Parameter(torch.tensor(0.5))  # printed inline, by value
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
 
 
     # torch-mlir-lens: inputs=(torch.randn(2, 16),)
@@ -187,6 +200,7 @@ def test_keep_weights_builds_real_weights_and_prints_their_bytes(user_file: Path
 @pytest.mark.parametrize(("module", "why"), [
     ("ReadsWeights", "building without weights failed"),
     ("MaskedWidth", "building without weights failed"),
+    ("LearnedScale", "one-element weights need their values (scale)"),
 ])
 def test_modules_that_need_values_fall_back_to_real_construction(user_file: Path, module: str,
                                                                   why: str) -> None:
@@ -206,7 +220,7 @@ def test_a_value_the_trace_needs_is_known_or_falls_back(user_file: Path) -> None
     assert meta["stats"]["construction"] in (construct.META, construct.REAL)
 
 
-@pytest.mark.parametrize("module", ["Tiny", "ReadsWeights", "MaskedWidth"])
+@pytest.mark.parametrize("module", ["Tiny", "ReadsWeights", "MaskedWidth", "LearnedScale"])
 def test_verify_uses_real_weights_and_matches_eager(user_file: Path, module: str) -> None:
     text = user_file.read_text() + "\n# verify\n"
     base = {"path": str(user_file), "text": text, "module": module, "construct": "meta"}

@@ -11,8 +11,9 @@ Real construction, as before, when:
   cheap, and its small constants keep their printed values;
 - the inputs' resolution already built an instance (conventions, inference, a recorded one);
 - building or exporting without weights fails (an `__init__` that reads weights, a value a
-  trace needs: `.item()`, `.tolist()` on a buffer, ...): the fallback, with the failure as the
-  reason. The real attempt then reports its own errors, as it always did.
+  trace needs: `.item()`, `.tolist()` on a buffer, ...), or the module has one-element
+  weights (printed inline by value): the fallback, with the failure as the reason. The real
+  attempt then reports its own errors, as it always did.
 
 `Construction.stats()` goes into each result's stats, so users and tests see which path was
 taken and why.
@@ -198,7 +199,25 @@ def construct_and_export(
         program = export(fake)
     except LensError as err:
         return real(f"fallback: export without weights failed: {_first_line(err)}")
+    scalars = _valueless_scalars(program)
+    if scalars:
+        return real(f"fallback: one-element weights need their values ({', '.join(scalars)})")
     return program, Construction(fake, META, f"{_mb(size)} of weights never built", size)
+
+
+def _valueless_scalars(program: Any) -> list[str]:
+    """Names of the program's fake tensors with fewer than 2 elements (at most 3 named).
+
+    torch-mlir prints one-element weights inline (`dense<2.0>`), and a one-element resource
+    without data sends MLIR's folders into an endless stream of errors: such modules need
+    their real values.
+    """
+    found = []
+    for source in (program.state_dict, getattr(program, "constants", {}) or {}):
+        for name, value in source.items():
+            if isinstance(value, FakeTensor) and value.numel() < 2:
+                found.append(str(name))
+    return found[:3]
 
 
 __all__ = [
