@@ -17,8 +17,10 @@ WORKER = Path(__file__).resolve().parent / "baseline_worker.py"
 class BaselineProcess:
     """A plain torch-mlir process that times `export_and_import` on request."""
 
-    def __init__(self, python: str = sys.executable, stderr_path: Path | None = None) -> None:
+    def __init__(self, python: str = sys.executable, stderr_path: Path | None = None,
+                 memory_limit_mb: int | None = None) -> None:
         self.python = python
+        self.memory_limit_mb = memory_limit_mb  # RLIMIT_AS of the process, when given
         self.stderr_path = stderr_path
         self.proc: asyncio.subprocess.Process | None = None
         self.import_seconds = 0.0
@@ -34,8 +36,9 @@ class BaselineProcess:
         err: Any = asyncio.subprocess.DEVNULL
         if self.stderr_path is not None:
             err = open(self.stderr_path, "ab")  # noqa: SIM115  (owned by the child)
+        limit = ("--memory-limit-mb", str(self.memory_limit_mb)) if self.memory_limit_mb else ()
         self.proc = await asyncio.create_subprocess_exec(
-            self.python, str(WORKER), stdin=asyncio.subprocess.PIPE,
+            self.python, str(WORKER), *limit, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=err, limit=1 << 24, env=child_env(),
         )
         if self.stderr_path is not None:
@@ -50,25 +53,27 @@ class BaselineProcess:
             raise RuntimeError(f"baseline worker exited (code {self.proc.returncode})")
         return dict(json.loads(line))
 
-    async def call(self, req: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
-        """Send one request, return the reply; raise if the reply is not ok."""
+    async def call(self, req: dict[str, Any], timeout: float = 300.0,
+                   check: bool = True) -> dict[str, Any]:
+        """Send one request, return the reply; raise if the reply is not ok (with `check`)."""
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         await self.proc.stdin.drain()
         reply = await self._read(timeout)
-        if not reply.get("ok"):
+        if check and not reply.get("ok"):
             raise RuntimeError(f"baseline failed: {reply.get('error')}\n{reply.get('traceback')}")
         return reply
 
     async def lower(
-        self, model: BenchModel, output_type: str = "linalg-on-tensors", print_ir: bool = False
+        self, model: BenchModel, output_type: str = "linalg-on-tensors", print_ir: bool = False,
+        timeout: float = 300.0, check: bool = True,
     ) -> dict[str, Any]:
         """Time `export_and_import(module, *inputs, output_type=...)` for `model`."""
         return await self.call({
             "op": "lower", "path": str(model.path), "module": model.module,
             "inputs": model.inputs, "init": model.init, "output_type": output_type,
             "print": print_ir,
-        })
+        }, timeout, check)
 
     async def stop(self) -> None:
         """Ask it to quit; kill it (only it) if it does not."""

@@ -1,7 +1,8 @@
 """The plain torch-mlir baseline: a warm process that times `export_and_import` on request.
 
-Run as `python -m bench.baseline_worker` (or by path). It imports torch and torch-mlir once,
-then reads one JSON request per line on stdin and answers one JSON line on stdout:
+Run as `python -m bench.baseline_worker [--memory-limit-mb N]` (or by path). It imports torch
+and torch-mlir once, then reads one JSON request per line on stdin and answers one JSON line on
+stdout (a failed request: `{"ok": false, "error", "traceback", "seconds", "peak_rss_kb"}`):
 
     {"op": "ping"}                          → {"ok": true, "pid": ...}
     {"op": "lower", "path", "module", "inputs", "init", "output_type"?, "print"?}
@@ -12,6 +13,9 @@ then reads one JSON request per line on stdin and answers one JSON line on stdou
 Only the `export_and_import` call is inside `seconds`: the module and its inputs are built
 beforehand (fresh instance, seed 0) so the baseline is exactly what the issue names.
 `print` additionally times printing the IR as text with weights elided (reported separately).
+`--memory-limit-mb` caps the process's address space (RLIMIT_AS, set before torch is imported):
+a model too big for plain torch-mlir then fails with an allocation error instead of taking the
+machine down.
 """
 
 from __future__ import annotations
@@ -79,8 +83,18 @@ def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, An
     return reply
 
 
+def limit_memory(argv: list[str]) -> None:
+    """Apply `--memory-limit-mb N` (RLIMIT_AS) to this process, if given."""
+    import resource
+
+    if "--memory-limit-mb" in argv:
+        limit = int(argv[argv.index("--memory-limit-mb") + 1]) * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def main() -> int:
     """Serve requests until stdin closes or a quit request."""
+    limit_memory(sys.argv[1:])
     t0 = time.perf_counter()
     import torch  # noqa: F401  (warm: the imports are the cold cost)
     import torch_mlir.fx  # noqa: F401
@@ -97,6 +111,7 @@ def main() -> int:
         op = req.get("op")
         if op == "quit":
             break
+        started = time.perf_counter()
         try:
             if op == "ping":
                 reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
@@ -105,8 +120,9 @@ def main() -> int:
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
         except Exception as exc:  # report, stay alive
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc()}
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                     "traceback": traceback.format_exc()[-4000:],
+                     "seconds": time.perf_counter() - started, "peak_rss_kb": peak_rss_kb()}
         out.write(json.dumps(reply) + "\n")
         out.flush()
     return 0

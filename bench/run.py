@@ -23,10 +23,11 @@ BENCH_DIR = Path(__file__).resolve().parent
 FIGURE_TIMEOUT_S = 900.0  # a hung server must not hang the whole run
 
 
-def select(only: str | None) -> list:
-    """Figure modules named in `only` (numbers or names, comma-separated); all if None."""
+def select(only: str | None, smoke: bool = False) -> list:
+    """Figure modules named in `only` (numbers or names, comma-separated); all if None (in a
+    smoke run, those not marked `IN_SMOKE = False`)."""
     if not only:
-        return list(FIGURES)
+        return [f for f in FIGURES if not smoke or getattr(f, "IN_SMOKE", True)]
     wanted = {w.strip() for w in only.split(",") if w.strip()}
     chosen = [f for f in FIGURES if str(f.NUMBER) in wanted or f.NAME in wanted]
     unknown = wanted - {str(f.NUMBER) for f in chosen} - {f.NAME for f in chosen}
@@ -45,7 +46,8 @@ async def run_figures(config: Config, figures: list) -> tuple[list[FigureResult]
             print(f"[bench] figure {fig.NUMBER}: {fig.TITLE} ...", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:
-                res = await asyncio.wait_for(fig.run(ctx), FIGURE_TIMEOUT_S)
+                res = await asyncio.wait_for(fig.run(ctx),
+                                             getattr(fig, "TIMEOUT_S", FIGURE_TIMEOUT_S))
             except Exception as exc:  # TimeoutError included: the other figures still run
                 res = FigureResult(fig.NUMBER, fig.TITLE, error=f"{type(exc).__name__}: {exc}")
                 res.details["traceback"] = traceback.format_exc(limit=6).strip().splitlines()[-6:]
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     config = Config.make(quick=args.quick, smoke=args.smoke, work=args.work)
     if args.models:
         config.models = tuple(m.strip() for m in args.models.split(",") if m.strip())
-    figures = select(args.only)
+    figures = select(args.only, args.smoke)
     meta = {"machine": machine(config.python)}
     t0 = time.perf_counter()
     results, notes = asyncio.run(run_figures(config, figures))

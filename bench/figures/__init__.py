@@ -13,6 +13,7 @@ from bench.figures import (
     fig6_memory,
     fig7_cold_start,
     fig8_zoo,
+    fig9_scale,
 )
 
 FIGURES: list[ModuleType] = [
@@ -24,4 +25,5 @@ FIGURES: list[ModuleType] = [
     fig6_memory,
     fig7_cold_start,
     fig8_zoo,
+    fig9_scale,
 ]

@@ -137,8 +137,10 @@ class LowerResult:
 
     `ok` is False when the target could not be reached; `ir` then holds the furthest IR that
     was produced (e.g. the torch-dialect IR) or "" if even the export failed.
-    `stats` keys: ops, mapped_ops, unmapped_ops, unmapped_op_names (list), ir_bytes, and for
-    MLIR targets inherited_ops and library_ops (ops made inside library code, see `frames`).
+    `stats` keys: ops, mapped_ops, unmapped_ops, unmapped_op_names (list), ir_bytes; for MLIR
+    targets inherited_ops and library_ops (ops made inside library code, see `frames`); from a
+    worker job also construction ("meta": built without weights, or "real"),
+    construction_reason (why, e.g. the fallback's error) and weight_bytes.
     `timings` keys (seconds): load, inputs, export, import, lower, print, total.
     """
 

@@ -43,6 +43,8 @@ whatever the inputs' source (they name `forward`'s parameters, not particular te
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import os
 import pickle
@@ -65,7 +67,7 @@ from torch_mlir_lens.discovery import (
 )
 from torch_mlir_lens.fingerprint import fingerprint
 from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.worker import loader
+from torch_mlir_lens.worker import construct, loader
 
 
 @dataclass
@@ -403,6 +405,25 @@ class _Recorded:
     init: tuple[tuple[Any, ...], dict[str, Any]] | None
     instance: Any  # kept only when the constructor arguments are unknown
     file: str | None  # the file defining the recorded class (same name in two files)
+    shapes_only: bool = False  # recorded in a parent built without weights: zeros, right shapes
+
+
+# Set while resolving for a job that elides weights (the construction policy, "auto" or
+# "meta"): a parent recorded for derived inputs is then built and run without its weights
+# (fake tensors: shapes only); with "auto" only when they are big.
+_WITHOUT_WEIGHTS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "torch_mlir_lens_without_weights", default=None)
+
+
+@contextlib.contextmanager
+def recording_without_weights(policy: str | None = "auto") -> Iterator[None]:
+    """Within: derived inputs may be recorded in a parent built without its weights
+    (`policy` "auto": when they are big; "meta": always; None: never)."""
+    token = _WITHOUT_WEIGHTS.set(policy)
+    try:
+        yield
+    finally:
+        _WITHOUT_WEIGHTS.reset(token)
 
 
 # (path, parent's fingerprint, parent, settings, workspace) → what the parent's submodules received.
@@ -461,9 +482,10 @@ def _pick(recording: dict[str, _Recorded] | LensError, qualname: str, path: str,
         return None
     init_args, init_kwargs = rec.init if rec.init is not None else ((), {})
     instance = rec.instance if rec.init is None else None
+    how = " built without weights (shapes only)" if rec.shapes_only else ""
     return ResolvedInputs(
         _clone(rec.args), _clone(rec.kwargs), init_args, init_kwargs, None,
-        f"derived:{parent}", f"recorded in one forward pass of {parent}", instance,
+        f"derived:{parent}", f"recorded in one forward pass of {parent}{how}", instance,
     )
 
 
@@ -479,7 +501,8 @@ def _recording(
     """What each user class inside `parent` received at its first call (cached)."""
     # Keyed by the parent's fingerprint: an edit elsewhere in the file keeps the recording.
     fp = fingerprint(text, parent, path, settings_inputs=settings, workspace=workspace)
-    key = (path, fp, parent, repr(sorted(settings.items())), workspace or "")
+    key = (path, fp, parent, repr(sorted(settings.items())), workspace or "",
+           str(_WITHOUT_WEIGHTS.get()))
     if key in _recordings:
         _recordings.move_to_end(key)
         return _recordings[key]
@@ -521,33 +544,61 @@ def _user_classes(mod: types.ModuleType) -> list[type]:
 
 def _record(mod: types.ModuleType, parent: str, resolved: ResolvedInputs,
             path: str) -> dict[str, _Recorded]:
-    """Build `parent` (constructors watched) and run it once with pre-hooks on user classes."""
+    """What `parent`'s submodules receive: without its weights when allowed and they are big
+    (shapes are what lowering needs), else (or when that fails) with them."""
+    if _WITHOUT_WEIGHTS.get():
+        try:
+            calls = _record_once(mod, parent, resolved, path, construct.new_fake_mode())
+        except Exception:  # anything the fake run cannot do: record with real weights
+            calls = None
+        if calls is not None:
+            return calls
+    recorded = _record_once(mod, parent, resolved, path, None)
+    assert recorded is not None
+    return recorded
+
+
+def _record_once(mod: types.ModuleType, parent: str, resolved: ResolvedInputs, path: str,
+                 fake_mode: Any) -> dict[str, _Recorded] | None:
+    """Build `parent` (constructors watched) and run it once with pre-hooks on user classes.
+
+    With `fake_mode`, both happen under it (no weights, no arithmetic) and the recorded tensors
+    become zeros of their shapes; None if the parent is too small for that to pay.
+    """
     classes = _user_classes(mod)
     inits: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    within = fake_mode if fake_mode is not None else contextlib.nullcontext()
     restore = _watch_constructors(classes, inits)
     try:
-        model = _construct(lookup(mod, parent), parent, resolved.init_args,
-                           resolved.init_kwargs, None, path, "init")
+        with torch.device("meta") if fake_mode is not None else contextlib.nullcontext():
+            model = _construct(lookup(mod, parent), parent, resolved.init_args,
+                               resolved.init_kwargs, None, path, "init")
     finally:
         restore()
+    if fake_mode is not None:
+        construct.to_fake(model, fake_mode)
+    if (fake_mode is not None and _WITHOUT_WEIGHTS.get() == "auto"
+            and construct.weight_bytes(model) < construct.META_OVER_BYTES):
+        return None
     model.eval()
     calls: dict[str, _Recorded] = {}
+    keep = _clone if fake_mode is None else (lambda value: value)
 
     def hook(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         name = type(module).__qualname__
         if name not in calls:
             init = inits.get(id(module))
             home = sys.modules.get(type(module).__module__)
-            calls[name] = _Recorded(_clone(args), _clone(kwargs), init,
+            calls[name] = _Recorded(keep(args), keep(kwargs), init,
                                     module if init is None else None,
-                                    getattr(home, "__file__", None))
+                                    getattr(home, "__file__", None), fake_mode is not None)
 
     handles = [
         m.register_forward_pre_hook(hook, with_kwargs=True)
         for m in model.modules() if type(m) in classes and m is not model
     ]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), within:
             model(*resolved.args, **resolved.kwargs)
     except Exception as exc:
         raise LensError(
@@ -558,6 +609,9 @@ def _record(mod: types.ModuleType, parent: str, resolved: ResolvedInputs,
     finally:
         for h in handles:
             h.remove()
+    if fake_mode is not None:  # outside the mode: real zeros of the recorded shapes
+        for rec in calls.values():
+            rec.args, rec.kwargs = construct.zeros_for(rec.args), construct.zeros_for(rec.kwargs)
     return calls
 
 

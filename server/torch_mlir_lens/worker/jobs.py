@@ -45,6 +45,7 @@ class _Program:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     user_files: list[str] = field(default_factory=list)
+    construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
@@ -198,19 +199,26 @@ def user_files_for(path: str) -> list[str]:
     return sorted(files)
 
 
-def _program(job: dict[str, Any]) -> _Program:
-    """The exported program of the job's module: cached, else load → inputs → export."""
+def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
+    """The exported program of the job's module: cached, else load → inputs → export.
+
+    Built without its weights (construct.py) unless `need_weights` names what needs them;
+    a program with real weights serves every job, one without serves only those that elide.
+    """
+    from torch_mlir_lens.worker import construct, loader, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
-    from torch_mlir_lens.worker import loader, lowering
 
     path = job_path(job)
     text = job_text(job)
     name = job_module(job)
-    key = program_key(job, text)
-    cached = _programs.get(key)
-    if cached is not None:
-        _programs.move_to_end(key)
-        return cached
+    policy = str(job.get("construct") or "auto")
+    base = program_key(job, text)
+    real_key, any_key = f"{base}:real", f"{base}:{policy}"
+    for key in ([real_key] if need_weights else [any_key, real_key]):
+        cached = _programs.get(key)
+        if cached is not None:
+            _programs.move_to_end(key)
+            return cached
 
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -218,28 +226,43 @@ def _program(job: dict[str, Any]) -> _Program:
     timings["load"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    resolved = inputs_mod.resolve_inputs(
-        mod, name, path=path, text=text,
-        inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
-        init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
-        workspace=job.get("workspace"),
-    )
-    fn = inputs_mod.instantiate(mod, name, resolved)
+    shapes_only = None if need_weights or policy == construct.REAL else policy
+    with inputs_mod.recording_without_weights(shapes_only):
+        resolved = inputs_mod.resolve_inputs(
+            mod, name, path=path, text=text,
+            inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
+            init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
+            workspace=job.get("workspace"),
+        )
     timings["inputs"] = time.perf_counter() - start
 
     user_files = user_files_for(path)
     start = time.perf_counter()
-    _stats["exports_run"] += 1
-    program = lowering.export_program(
-        fn, resolved.args, resolved.kwargs, user_files=user_files,
-        strict=bool(job.get("strict", False)), dynamic_shapes=resolved.dynamic_shapes,
-    )
+
+    def build_real() -> Any:
+        given = resolved.instance
+        if given is not None and construct.is_fake_module(given):
+            resolved.instance = None  # never hand a weightless module to a job needing values
+        return inputs_mod.instantiate(mod, name, resolved)
+
+    def export(fn: Any) -> Any:
+        _stats["exports_run"] += 1
+        return lowering.export_program(
+            fn, resolved.args, resolved.kwargs, user_files=user_files,
+            strict=bool(job.get("strict", False)), dynamic_shapes=resolved.dynamic_shapes,
+        )
+
+    program, built = construct.construct_and_export(
+        inputs_mod.lookup(mod, name), resolved, build_real=build_real, export=export,
+        need_weights=need_weights, policy=policy)
     lowerer = lowering.ProgramLowerer(program, module_name=name, user_files=user_files)
     timings["export"] = time.perf_counter() - start
 
-    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings, fn=fn,
-                     args=tuple(resolved.args), kwargs=dict(resolved.kwargs or {}),
-                     user_files=user_files)
+    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
+                     fn=built.fn, args=tuple(resolved.args),
+                     kwargs=dict(resolved.kwargs or {}), user_files=user_files,
+                     construction=built.stats())
+    key = real_key if built.path == construct.REAL else any_key
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
         _evicted.append(_programs.popitem(last=False)[1])
@@ -288,11 +311,18 @@ def _failed_results(job: dict[str, Any], err: LensError) -> dict[str, Any]:
     return {"results": results}
 
 
+def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str | None:
+    """What in a lower job needs real weight values, or None (they are elided)."""
+    if options.keep_weights:
+        return "--keep-weights"
+    return None
+
+
 def _lower(job: dict[str, Any]) -> dict[str, Any]:
     wanted = _job_targets(job)
     options = _lower_options(job)
     try:
-        program = _program(job)
+        program = _program(job, _weights_needed(options, wanted))
     except LensError as err:
         # An export failure is a result (the module does not export, here is why and where);
         # bad requests, load and input errors stay errors.
@@ -305,6 +335,7 @@ def _lower(job: dict[str, Any]) -> dict[str, Any]:
     for target, pipeline in wanted:
         res: LowerResult = program.lowerer.lower(target, pipeline=pipeline, options=options)
         res.inputs_source = res.inputs_source or program.inputs_source
+        res.stats = {**res.stats, **program.construction}
         for name, seconds in first_timings.items():
             res.timings.setdefault(name, seconds)
         first_timings = {}  # only the first result carries the shared steps
@@ -319,7 +350,7 @@ def _export(job: dict[str, Any]) -> dict[str, Any]:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
-    program = _program(job)
+    program = _program(job, "export")  # the file must hold the real weights
     written = program.lowerer.write_export(
         target, os.path.abspath(output), bytecode=bool(job.get("bytecode", False)),
         options=_lower_options(job),
@@ -335,7 +366,7 @@ def _repro(job: dict[str, Any]) -> dict[str, Any]:
     output_dir = job.get("output_dir")
     if not isinstance(output_dir, str) or not output_dir:
         raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
-    program = _program(job)
+    program = _program(job, "repro")
     return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
 
 
@@ -346,7 +377,7 @@ def _verify(job: dict[str, Any]) -> dict[str, Any]:
 
     name = job_module(job)
     rtol, atol = job.get("rtol"), job.get("atol")
-    program = _program(job)
+    program = _program(job, "verify")
     try:
         linalg = program.lowerer.module_for("linalg", options=LowerOptions())
     except LensError as err:  # does not lower: a verdict, not a failed job

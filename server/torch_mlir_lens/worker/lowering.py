@@ -48,6 +48,7 @@ from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELI
 from torch_mlir_lens.worker import illegal_ops, ir_text
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.library_frames import library_files
+from torch_mlir_lens.worker.literals import LiteralHooks, mark_elided
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
@@ -272,6 +273,8 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
             except ir.MLIRError as exc:
                 failure = exc
             passes = _read_pass_dumps(dump_dir)
+        if not keep_weights:
+            passes = [PassIr(p.name, mark_elided(p.ir)) for p in passes]
         if failure is not None:
             raise _PassFailure(error_diags(failure, diags), passes) from failure
         return passes
@@ -334,7 +337,7 @@ class ProgramLowerer:
         if self._raw is None:
             start = time.perf_counter()
             self._ctx = _new_context()
-            importer = FxImporter(context=self._ctx)
+            importer = FxImporter(context=self._ctx, hooks=LiteralHooks())
             try:
                 with captured(self._ctx):
                     import_frozen(importer, self.program, users=self.users, func_name="main")
@@ -510,6 +513,8 @@ class ProgramLowerer:
     def _render(self, module_op: Any, options: LowerOptions) -> ir_text.RenderedIr:
         start = time.perf_counter()
         asm = ir_text.print_asm(module_op, keep_weights=options.keep_weights)
+        if not options.keep_weights:  # say plainly which weights the text does not hold
+            asm = mark_elided(asm)
         rendered = ir_text.render(asm, self.users, strip_locations=not options.debug_info)
         self._timed("print", start)
         return rendered
