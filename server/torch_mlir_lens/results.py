@@ -52,6 +52,12 @@ class LensDiagnostic:
     line: int | None = None
     op: str | None = None  # e.g. "torch.aten.roll" / "aten.roll"
     target: str | None = None
+    # An unsupported-op diagnostic names one cause: `cause` as people read it ("`torch.roll`
+    # (decomposed to `aten.slice.Tensor`, `aten.cat`)"), `ops` every rejected op of it (the
+    # primary `op` first), `knock_on` the ops that fail only because of it ({op, file, line}).
+    cause: str | None = None
+    ops: list[str] | None = None
+    knock_on: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +68,7 @@ class LensDiagnostic:
             severity=data["severity"], message=data["message"],
             kind=data.get("kind", ErrorKind.UNSUPPORTED_OP), file=data.get("file"),
             line=data.get("line"), op=data.get("op"), target=data.get("target"),
+            cause=data.get("cause"), ops=data.get("ops"), knock_on=data.get("knock_on"),
         )
 
 
@@ -133,6 +140,9 @@ class LowerResult:
     timings: dict[str, float] = field(default_factory=dict)
     passes: list[PassIr] | None = None
     inputs_source: str | None = None  # how the inputs were found: "comment", "inferred", ...
+    # ok=False and partial=True: `ir` is the target IR of everything the backend accepts, each
+    # rejected op kept in place as a call (worker/partial.py); the diagnostics name them.
+    partial: bool = False
 
     def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
         """The result as JSON; `compact_map` (the worker's replies) sends the source map as
@@ -149,6 +159,7 @@ class LowerResult:
             "timings": self.timings,
             "passes": None if self.passes is None else [asdict(p) for p in self.passes],
             "inputs_source": self.inputs_source,
+            "partial": self.partial,
         }
 
     @classmethod
@@ -165,6 +176,7 @@ class LowerResult:
             timings=data.get("timings", {}),
             passes=None if passes is None else [PassIr(**p) for p in passes],
             inputs_source=data.get("inputs_source"),
+            partial=bool(data.get("partial", False)),
         )
 
 

@@ -35,6 +35,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 from torch_mlir.passmanager import PassManager
 
+from torch_mlir_lens import culprits
 from torch_mlir_lens.results import (
     ErrorKind,
     IrLineMapping,
@@ -44,7 +45,7 @@ from torch_mlir_lens.results import (
     PassIr,
 )
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import illegal_ops, ir_text
+from torch_mlir_lens.worker import culprit_diags, illegal_ops, ir_text, partial
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
@@ -311,6 +312,8 @@ class ProgramLowerer:
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
+        # target → (partial lowering or None, its diagnostics): a failed backend, listed once
+        self._failures: dict[str, tuple[partial.Partial | None, list[LensDiagnostic]]] = {}
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -438,9 +441,9 @@ class ProgramLowerer:
                 return self._llvm_module(options)
             module, _ = self._lower_from_torch(target, pipeline, options)
         except _PassFailure as failure:
-            diags = illegal_ops.error_diagnostics(failure.errors, target,
-                                                  LocationResolver(self.users))
-            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, target),
+            backend = "linalg" if target == "llvm" else target
+            _part, diags = self._backend_failure(backend, failure, options)
+            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, backend),
                             file=diags[0].file if diags else None,
                             line=diags[0].line if diags else None) from failure
         return module
@@ -501,18 +504,23 @@ class ProgramLowerer:
 
     def _result(self, target: str, ok: bool, module_op: Any, options: LowerOptions,
                 diagnostics: list[LensDiagnostic],
-                passes: list[PassIr] | None = None) -> LowerResult:
+                passes: list[PassIr] | None = None,
+                outlined: partial.Partial | None = None) -> LowerResult:
         rendered = self._render(module_op, options) if module_op is not None else None
         if self.module_file is not None:
             for d in diagnostics:
                 if d.file is None:
                     d.file, d.line = self.module_file, self.module_line
+        if rendered is not None and outlined is not None:
+            symbols = {c.symbol for c in outlined.culprits if c.symbol}
+            rendered = partial.decorate(rendered, diagnostics, target, symbols, self.module_file)
         return LowerResult(
             module=self.module_name, target=target, ok=ok,
             ir=rendered.text if rendered else "",
             map=rendered.map if rendered else [],
             diagnostics=diagnostics, stats=rendered.stats if rendered else {},
             passes=passes if options.print_after_all else None,
+            partial=outlined is not None,
         )
 
     def _lower_mlir(self, target: str, pipeline: str | None,
@@ -538,7 +546,7 @@ class ProgramLowerer:
             try:
                 return self._result(target, True, self._llvm_module(options), options, [])
             except _PassFailure as failure:  # linalg failed: report its unsupported ops
-                diags = self._backend_failure_diags("linalg", failure, options)
+                _part, diags = self._backend_failure("linalg", failure, options)
                 return self._result(target, False, torch_mod, options, diags)
             except LensError as err:
                 if err.kind == ErrorKind.BAD_REQUEST:
@@ -548,29 +556,64 @@ class ProgramLowerer:
         try:
             module, passes = self._lower_from_torch(target, pipeline, options)
         except _PassFailure as failure:
-            diags = self._backend_failure_diags(target, failure, options)
+            part, diags = self._backend_failure(target, failure, options)
+            if part is not None:
+                return self._result(target, False, part.module, options, diags,
+                                    failure.passes, outlined=part)
             return self._result(target, False, torch_mod, options, diags, failure.passes)
         return self._result(target, True, module, options, [], passes)
 
-    def _backend_failure_diags(self, target: str, failure: _PassFailure,
-                               options: LowerOptions) -> list[LensDiagnostic]:
+    def _backend_failure(self, target: str, failure: _PassFailure, options: LowerOptions,
+                         ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        """The partial lowering of a failed backend (None if it cannot be built) and one
+        diagnostic per cause; computed once per target."""
+        listed = options.list_unsupported and target in illegal_ops.BACKEND_PIPELINES
+        if listed and target in self._failures:
+            return self._failures[target]
         resolver = LocationResolver(self.users)
-        torch_mod = self.torch_module()
         start = time.perf_counter()
         try:
-            if options.list_unsupported and target in illegal_ops.BACKEND_PIPELINES:
+            if listed:
                 try:
-                    return illegal_ops.list_unsupported(torch_mod, target, failure.errors,
-                                                        resolver)
+                    found = self._list_failure(target, failure, resolver)
+                    self._failures[target] = found
+                    return found
                 except Exception:  # the listing is best effort; the first error is certain
                     pass
             diags = illegal_ops.error_diagnostics(failure.errors, target, resolver)
             for d in diags:
                 if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
                     d.kind = ErrorKind.UNSUPPORTED_OP
-            return diags
+            return None, diags
         finally:
             self._timed("lower", start)
+
+    def _group(self, rejected: list[culprit_diags.Rejected], target: str,
+               resolver: LocationResolver) -> list[LensDiagnostic]:
+        calls = culprit_diags.fx_calls(self.program, self.users)
+        ir_ops = culprit_diags.ir_ops_by_line(self.torch_module(), resolver)
+        return culprit_diags.diagnostics(rejected, target, resolver, calls, ir_ops)
+
+    def _list_failure(self, target: str, failure: _PassFailure, resolver: LocationResolver,
+                      ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        torch_mod = self.torch_module()
+        part = partial.lower_partially(torch_mod, target)
+        if part is not None:
+            rejected = [culprit_diags.Rejected(c.id, c.name, c.location, c.message, c.tensor,
+                                               c.feeders) for c in part.culprits]
+            diags = self._group(rejected, target, resolver)
+            if not part.complete:
+                diags.append(illegal_ops.incomplete_warning(target))
+            return part, diags
+
+        def grouped(found: list[illegal_ops.FoundOp]) -> list[LensDiagnostic]:
+            rejected = [culprit_diags.Rejected(i, f.name, f.location, f.message,
+                                               culprit_diags.guess_tensor(f.name))
+                        for i, f in enumerate(found)]
+            return self._group(rejected, target, resolver)
+
+        return None, illegal_ops.list_unsupported(torch_mod, target, failure.errors, resolver,
+                                                  to_diagnostics=grouped)
 
     def write_export(self, target: str, output: str, *, bytecode: bool = False,
                      options: LowerOptions | None = None, pipeline: str | None = None) -> int:
@@ -616,11 +659,8 @@ class ProgramLowerer:
 
 
 def _summary(diags: list[LensDiagnostic], target: str) -> str:
-    if not diags:
-        return f"lowering to {target} failed"
-    first = diags[0].message
-    more = f" (+{len(diags) - 1} more)" if len(diags) > 1 else ""
-    return f"{first}{more}"
+    """One line naming every culprit at its line (the same words as check and verify)."""
+    return culprits.summary(diags, target)
 
 
 def atomic_write(path: str, data: bytes) -> int:
