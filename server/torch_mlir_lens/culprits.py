@@ -57,8 +57,9 @@ def summary(diags: Iterable[LensDiagnostic], target: str,
         return f"cannot lower to {title}: {', '.join(parts)}"
     errors = [d for d in diags if d.severity == "error"]
     if errors:
-        return errors[0].message.splitlines()[0]
-    return f"lowering to {title} failed"
+        first = errors[0].message.splitlines()[0].removeprefix(f"{title}: ")
+        return f"cannot lower to {title}: {first}"
+    return f"cannot lower to {title}"
 
 
 def knock_on_text(diag: LensDiagnostic) -> str:

@@ -35,6 +35,9 @@ class DiagRecord:
     op: str | None = None
     targets: tuple[str, ...] = ()
     related: tuple[str, ...] = ()  # "file:line" notes for findings outside this file
+    cause: str | None = None  # an unsupported op's cause, as worded by the worker
+    # knock-on ops folded into this one: (file, 1-based line, message)
+    notes: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass

@@ -450,6 +450,12 @@ class ProgramLowerer:
 
     # -- public API ---------------------------------------------------------------------------
 
+    def failure_diagnostics(self, target: str) -> list[LensDiagnostic]:
+        """The diagnostics of `target`'s failed lowering (one per cause), once module_for or
+        lower has met it; [] otherwise."""
+        found = self._failures.get(target)
+        return list(found[1]) if found else []
+
     def lower(self, target: str | None, *, pipeline: str | None = None,
               options: LowerOptions | None = None) -> LowerResult:
         """Lower to `target` (or run the custom `pipeline` on the torch-backend IR).
