@@ -376,8 +376,10 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
     found = torch_operator_ops(raw_module)
     diags = unsupported_diagnostics(found, target, resolver)
     for d in diags:
-        d.message = d.message.replace(f"cannot be lowered to {target_title(target)}",
-                                      "is not supported by torch-mlir")
+        short = d.op[len("torch."):] if d.op and d.op.startswith("torch.aten.") else d.op
+        d.cause, d.ops = f"`{short}`", [d.op or ""]
+        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir " \
+                    "does not support it"
     others = [d for d in errors if not (found and _names_an_op(d))]
     diags.extend(error_diagnostics(others, target, resolver))
     return diags
