@@ -134,7 +134,7 @@ async def test_hover_names_failing_backend(client: LanguageClient, workspace: Pa
     assert result is not None and isinstance(result.contents, types.MarkupContent)
     text = result.contents.value
     assert "```mlir" in text and "linalg." in text
-    assert "linalg ✓ · tosa ✗ aten.atan2 · stablehlo ✓" in text
+    assert "linalg ✓ · tosa ✗ `aten.atan2` · stablehlo ✓" in text
     assert (await server_info(client))["engine"]["jobsRun"] == jobs  # from the check's cache
 
 

@@ -32,6 +32,7 @@ _SCALAR_OPS = re.compile(r"^torch\.(runtime\.|prim\.|aten\.(Int|Bool|Float|size|
                          r"aten\.\w+\.(int|float|bool)$)")
 
 Line = tuple[str, int]
+MAX_NAMED = 4  # ops named in a decomposition's message; the diagnostic's `ops` has them all
 
 
 @dataclass
@@ -131,9 +132,9 @@ def _is_knock_on(r: Rejected, by_id: dict[int, Rejected], tensor_lines: set[Line
                  line: Line | None) -> bool:
     if r.tensor:
         return False
-    if r.feeders is None:  # no data flow known: a scalar op beside a rejected tensor op
-        return line in tensor_lines
-    todo, seen = list(r.feeders), set()
+    if line in tensor_lines:  # a scalar op or assert beside a rejected tensor op
+        return True
+    todo, seen = list(r.feeders or []), set()
     while todo:
         i = todo.pop()
         if i in seen or i not in by_id:
@@ -181,7 +182,9 @@ def _causes(group: _Group, calls: Sequence[FxCall],
         if ops == [key]:
             out.append((f"`{key}`", ops))
         else:
-            listed = ", ".join(f"`{o}`" for o in ops)
+            listed = ", ".join(f"`{o}`" for o in ops[:MAX_NAMED])
+            if len(ops) > MAX_NAMED:
+                listed += f" and {len(ops) - MAX_NAMED} more"
             out.append((f"`{key}` (decomposed to {listed})", ops))
     return out
 
@@ -216,7 +219,8 @@ def diagnostics(rejected: Iterable[Rejected], target: str, resolver: LocationRes
             group.knock_on.append(r)
     title = target_title(target)
     out = []
-    for group in groups.values():
+    ordered = sorted(groups.values(), key=lambda g: (g.line is None, g.line or ("", 0)))
+    for group in ordered:
         line = group.line
         causes = _causes(group, calls.get(line, []) if line else [],
                          ir_ops.get(line, set()) if line else set())

@@ -50,6 +50,7 @@ BACKEND_PIPELINES: dict[str, str] = {
 _SKIP_PREFIXES = ("torch.constant.", "torch_c.")
 _SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
 _CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
+_ASSERT = "torch.runtime.assert"
 _LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
 _OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
 
@@ -148,9 +149,22 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
         return None
     clone = torch_module.operation.clone()
     _tag_candidates(clone)
+    # Some conversions (StableHLO) mark asserts illegal and would fail as a whole on the first
+    # one: they are tried one by one instead, and the rest of the module as a leftover run.
+    asserts = [op for op in _walk(clone) if op_name(op) == _ASSERT]
+    for op in asserts:
+        op.operation.erase()
     if _run(clone, pipeline) is not None:
         return None
-    return leftover_ops(clone)
+    found = leftover_ops(clone)
+    if asserts:
+        originals = [(i, op) for i, op in enumerate(_walk(torch_module))
+                     if op_name(op) == _ASSERT]
+        smalls = [(i, str(op.location), isolate(op)) for i, op in originals]
+        found.extend(FoundOp(_ASSERT, loc, "", i) for i, loc, small in smalls
+                     if _run(small.operation, BACKEND_PIPELINES[target]) is not None)
+        found.sort(key=lambda f: f.index)
+    return found
 
 
 def _is_constant_op(owner: Any) -> bool:

@@ -13,8 +13,8 @@ target IR in which each rejected op sits exactly where it was, with its types co
 
     lower_partially(torch_module, target) → Partial (module, culprits, complete) or None
 
-Rounds: the first listing finds what the backend rejects (illegal_ops); ops that only fail
-once their neighbours are outlined are found by listing again, up to MAX_ROUNDS. Scalar
+Rounds: a listing finds what the backend rejects (illegal_ops); ops that fail only once their
+neighbours are outlined, or that a rejected op feeds, are settled by listing again. Scalar
 knock-on ops of a rejected tensor op (the size checks and asserts torch.export adds after a
 data-dependent op) are folded into that op's call when nothing else uses them: TOSA has no
 scalars at a function boundary, and the checks exist only for the rejected op's result.
@@ -39,7 +39,10 @@ from torch_mlir_lens.worker import illegal_ops
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 
-MAX_ROUNDS = 3
+# Listings per partial lowering: the leftover recipe outlines one link of a chain of
+# rejected ops per round; isolation tests every op at once, so it needs fewer.
+MAX_ROUNDS = 12
+ISOLATION_ROUNDS = 3
 _VERIFY_PASS = re.compile(r",?torch-verify-[\w-]+-backend-contract")
 _LEFTOVER_PREFIXES = ("torch.", "torch_c.", "builtin.unrealized_conversion_cast")
 
@@ -243,6 +246,22 @@ def _erase_dead_lists(module_op: Any) -> None:
             op.operation.erase()
 
 
+def _independent(work: Any, found: list[FoundOp]) -> list[FoundOp]:
+    """The leftovers that no other leftover feeds.
+
+    A conversion also leaves an op in place when its operand comes from an op that stayed
+    Torch (e.g. the `aten.cat` of slices of an `fft` result), and trying it alone is no test
+    either (alone, its operand types are less known than in place). So only the leftovers
+    that no other leftover feeds are outlined in a round; the next round, on IR where their
+    feeders are calls, shows which of the others the backend really rejects.
+    """
+    ops = illegal_ops._walk(work)
+    walk_pos = {op.operation: i for i, op in enumerate(ops)}
+    indices = {f.index: f.index for f in found if 0 <= f.index < len(ops)}
+    return [f for f in found if f.index not in indices or not any(
+        i != f.index for i in _feeders(ops[f.index].operation, indices, {}, walk_pos))]
+
+
 def _only_contract_errors(messages: list[str]) -> bool:
     """Whether a failed run failed only in the final contract check, on our calls."""
     return bool(messages) and all(
@@ -283,9 +302,12 @@ def lower_partially(torch_module: Any, target: str) -> Partial | None:
     outliner = _Outliner(work)
     culprits: list[Culprit] = []
     complete = True
-    for _round in range(MAX_ROUNDS):
+    rounds = MAX_ROUNDS if target in illegal_ops.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    for _round in range(rounds):
         found, done = illegal_ops.find_unsupported(work, target)
         complete = complete and done
+        if target in illegal_ops.LEFTOVER_PIPELINES:
+            found = _independent(work, found)
         if not found or not _outline_round(work, found, culprits, outliner):
             return None
         lowered = _try_lower(work, pipeline)
