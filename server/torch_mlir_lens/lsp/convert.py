@@ -92,6 +92,13 @@ def diagnostic_json(diag: LensDiagnostic) -> dict[str, Any]:
         "line": diag.line,
         "op": diag.op,
         "target": diag.target,
+        "cause": diag.cause,
+        "ops": diag.ops,
+        "knockOn": [
+            {"op": k.get("op"), "uri": path_to_uri(k["file"]) if k.get("file") else None,
+             "line": k.get("line")}
+            for k in diag.knock_on
+        ] if diag.knock_on else None,
     }
 
 
@@ -117,6 +124,7 @@ def lower_result_json(result: LowerResult) -> dict[str, Any]:
         "stats": camel_keys(result.stats),
         "timings": dict(result.timings),
         "inputsSource": result.inputs_source,
+        "partial": result.partial,
     }
     if result.passes is not None:
         out["passes"] = [{"name": p.name, "ir": p.ir} for p in result.passes]
