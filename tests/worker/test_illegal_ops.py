@@ -186,3 +186,16 @@ def test_unlocated_failure_lands_on_the_module(module_line: int | None) -> None:
     assert contract and contract[0].kind == "lowering-error"
     assert contract[0].line == module_line
     assert contract[0].file == (models if module_line else None)
+
+
+def test_pass_picker_of_a_partial_lowering(lowerers: dict[str, ProgramLowerer]) -> None:
+    """The passes shown for a partial lowering: the outlined Torch IR, then each pass of the
+    backend pipeline on it (the module, not each declared function alone)."""
+    res = lowerers["ShiftedFeatures"].lower("tosa", options=LowerOptions(print_after_all=True))
+    assert res.partial and res.passes
+    assert res.passes[0].name == "outline-rejected-ops"
+    assert "call @torch.aten.atan2" in res.passes[0].ir
+    assert any(p.name == "convert-torch-to-tosa" for p in res.passes)
+    assert all("@main" in p.ir for p in res.passes)
+    assert "tosa." in res.passes[-1].ir
+    assert "torch.aten." not in res.passes[-1].ir.replace("@torch.aten.", "")

@@ -564,8 +564,10 @@ class ProgramLowerer:
         except _PassFailure as failure:
             part, diags = self._backend_failure(target, failure, options)
             if part is not None:
-                return self._result(target, False, part.module, options, diags,
-                                    failure.passes, outlined=part)
+                passes = self._partial_passes(part, options) if options.print_after_all \
+                    else None
+                return self._result(target, False, part.module, options, diags, passes,
+                                    outlined=part)
             return self._result(target, False, torch_mod, options, diags, failure.passes)
         return self._result(target, True, module, options, [], passes)
 
@@ -593,6 +595,23 @@ class ProgramLowerer:
             return None, diags
         finally:
             self._timed("lower", start)
+
+    def _partial_passes(self, part: partial.Partial, options: LowerOptions) -> list[PassIr]:
+        """The pass picker's list for a partial lowering: the Torch IR with the rejected ops
+        outlined, then the IR after each pass of the backend pipeline that lowered it."""
+        start = time.perf_counter()
+        first = PassIr("outline-rejected-ops", ir_text.print_asm(
+            part.outlined, keep_weights=options.keep_weights))
+        try:
+            passes = run_pipeline(part.outlined.clone(), part.pipeline, print_after_all=True,
+                                  keep_weights=options.keep_weights) or []
+        except _PassFailure as failure:  # a contract check failing on the calls: expected
+            passes = failure.passes or []
+        finally:
+            self._timed("lower", start)
+        # Function passes also dump each declared function alone: keep the module's dumps.
+        declaration = re.compile(r"^(//[^\n]*\n)?\s*func\.func private @[^\n{]*\s*$")
+        return [first, *(p for p in passes if not declaration.match(p.ir))]
 
     def _group(self, rejected: list[culprit_diags.Rejected], target: str,
                resolver: LocationResolver) -> list[LensDiagnostic]:

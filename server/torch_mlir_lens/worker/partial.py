@@ -68,6 +68,8 @@ class Partial:
     module: Any  # the lowered module operation
     culprits: list[Culprit]
     complete: bool  # False when the listing of rejected ops stopped early (time budget)
+    outlined: Any = None  # the Torch-level module with the calls, before the backend pipeline
+    pipeline: str = ""  # the pipeline that lowered `outlined` to `module`
 
 
 def _no_verify_pipeline(target: str, ctx: ir.Context) -> str:
@@ -312,7 +314,7 @@ def lower_partially(torch_module: Any, target: str) -> Partial | None:
             return None
         lowered = _try_lower(work, pipeline)
         if lowered is not None:
-            return Partial(lowered, culprits, complete)
+            return Partial(lowered, culprits, complete, work, pipeline)
     return None
 
 
