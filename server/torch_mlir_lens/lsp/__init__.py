@@ -33,7 +33,10 @@ Standard LSP
 Custom
     torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
                                printAfterAll?} → {module, target, ok, ir, map, diagnostics,
-                               stats, timings, inputsSource, passes?, error?}.
+                               stats, timings, inputsSource, partial, passes?, error?};
+                               partial: ok is false but ir is the target IR with each
+                               rejected op kept as a call (diagnostics: one per cause, with
+                               cause, ops, knockOn).
     torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
                                forwardRange, inputs, parents}]}.
     torchMlirLens/verify       request {uri, module} → the worker's verify result.
