@@ -57,6 +57,8 @@ export interface LowerResponse {
   module: string;
   target: string;
   ok: boolean;
+  /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
+  partial?: boolean;
   ir: string;
   map: IrLineMapping[];
   diagnostics: LensDiagnostic[];
