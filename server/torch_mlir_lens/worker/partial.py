@@ -28,6 +28,7 @@ unrealized cast left behind.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +36,14 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.worker import illegal_ops
+from torch_mlir_lens.worker import illegal_ops, line_context
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 
-# Listings per partial lowering: the leftover recipe outlines one link of a chain of
-# rejected ops per round; isolation tests every op at once, so it needs fewer.
-MAX_ROUNDS = 12
+# Listings per partial lowering (a round lists what is still rejected and outlines it).
+MAX_ROUNDS = 4
 ISOLATION_ROUNDS = 3
+BUDGET_S = 20.0  # no new round starts after this many seconds
 _VERIFY_PASS = re.compile(r",?torch-verify-[\w-]+-backend-contract")
 _LEFTOVER_PREFIXES = ("torch.", "torch_c.", "builtin.unrealized_conversion_cast")
 
@@ -248,20 +249,29 @@ def _erase_dead_lists(module_op: Any) -> None:
             op.operation.erase()
 
 
-def _independent(work: Any, found: list[FoundOp]) -> list[FoundOp]:
-    """The leftovers that no other leftover feeds.
+def _settle_dependents(work: Any, found: list[FoundOp], target: str,
+                       doubted: set[tuple[str, str]]) -> list[FoundOp]:
+    """Drop the leftovers that are left over only because a rejected op feeds them.
 
-    A conversion also leaves an op in place when its operand comes from an op that stayed
-    Torch (e.g. the `aten.cat` of slices of an `fft` result), and trying it alone is no test
-    either (alone, its operand types are less known than in place). So only the leftovers
-    that no other leftover feeds are outlined in a round; the next round, on IR where their
-    feeders are calls, shows which of the others the backend really rejects.
+    A conversion also leaves an op in place when an operand comes from an op that stayed
+    Torch (the `aten.cat` of slices of an `fft` result). Each leftover fed by another one is
+    tried with the rest of its line (line_context.py); if that lowers, it is not outlined this
+    round. Should the backend still reject it once its feeder is a call, the next round lists
+    it again, and then it stays (`doubted` remembers it).
     """
     ops = illegal_ops._walk(work)
     walk_pos = {op.operation: i for i, op in enumerate(ops)}
     indices = {f.index: f.index for f in found if 0 <= f.index < len(ops)}
-    return [f for f in found if f.index not in indices or not any(
-        i != f.index for i in _feeders(ops[f.index].operation, indices, {}, walk_pos))]
+    dependent = [f for f in found if f.index in indices and (f.name, f.location) not in doubted
+                 and any(i != f.index for i in
+                         _feeders(ops[f.index].operation, indices, {}, walk_pos))]
+    if not dependent:
+        return found
+    fine = line_context.lowers_with_its_line(ops, [f.index for f in dependent], set(indices),
+                                             target)
+    drop = {f.index for f, ok in zip(dependent, fine, strict=True) if ok}
+    doubted.update((f.name, f.location) for f in dependent if f.index in drop)
+    return [f for f in found if f.index not in drop]
 
 
 def _only_contract_errors(messages: list[str]) -> bool:
@@ -291,11 +301,13 @@ def _try_lower(work: Any, pipeline: str) -> Any | None:
     return None if _leftovers(lowered) else lowered
 
 
-def lower_partially(torch_module: Any, target: str) -> Partial | None:
+def lower_partially(torch_module: Any, target: str,
+                    budget_s: float = BUDGET_S) -> Partial | None:
     """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
 
     None when there is nothing to outline, an op cannot be outlined, or the pipeline still
-    fails after MAX_ROUNDS listings: the caller then shows the Torch IR as before.
+    fails after the last round or `budget_s` seconds: the caller then shows the Torch IR and
+    lists the rejected ops as before.
     """
     if target not in illegal_ops.BACKEND_PIPELINES:
         return None
@@ -304,20 +316,22 @@ def lower_partially(torch_module: Any, target: str) -> Partial | None:
     outliner = _Outliner(work)
     culprits: list[Culprit] = []
     complete = True
+    doubted: set[tuple[str, str]] = set()
     rounds = MAX_ROUNDS if target in illegal_ops.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    start = time.perf_counter()
     for _round in range(rounds):
+        if time.perf_counter() - start > budget_s:
+            return None  # a big module with long chains of rejected ops: list them only
         found, done = illegal_ops.find_unsupported(work, target)
         complete = complete and done
         if target in illegal_ops.LEFTOVER_PIPELINES:
-            found = _independent(work, found)
+            found = _settle_dependents(work, found, target, doubted)
         if not found or not _outline_round(work, found, culprits, outliner):
             return None
         lowered = _try_lower(work, pipeline)
         if lowered is not None:
             return Partial(lowered, culprits, complete, work, pipeline)
     return None
-
-
 
 
 def header(diags: list[Any], target: str, files: Any = None) -> list[str]:
