@@ -199,3 +199,16 @@ def test_pass_picker_of_a_partial_lowering(lowerers: dict[str, ProgramLowerer]) 
     assert all("@main" in p.ir for p in res.passes)
     assert "tosa." in res.passes[-1].ir
     assert "torch.aten." not in res.passes[-1].ir.replace("@torch.aten.", "")
+
+
+def test_ops_torch_mlir_rejects_are_outlined_too(results: dict) -> None:
+    """lgamma and hypot fail before any backend (`torch.operator`): every backend still shows
+    the rest lowered, the two ops as calls at their lines."""
+    for target in BACKENDS:
+        res = results[("LogGammaPrior", target)]
+        assert res.partial and not res.ok
+        assert "call @torch.aten.lgamma" in res.ir and "call @torch.aten.hypot" in res.ir
+        assert "torch.operator" not in res.ir
+        lines = sorted(d.line for d in res.diagnostics)
+        assert lines == [line_of(LGAMMA), line_of(HYPOT)]
+    assert "linalg.generic" in results[("LogGammaPrior", "linalg")].ir  # the sum, lowered

@@ -314,6 +314,10 @@ class ProgramLowerer:
         self._spent: dict[str, float] = {}
         # target → (partial lowering or None, its diagnostics): a failed backend, listed once
         self._failures: dict[str, tuple[partial.Partial | None, list[LensDiagnostic]]] = {}
+        # target → (IR reached with torch-level rejects outlined, and its call symbols; all
+        # culprits) when torch-mlir itself rejects ops
+        self._torch_level: dict[str, tuple[tuple[Any, set[str]] | None,
+                                           list[LensDiagnostic]]] = {}
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -368,9 +372,42 @@ class ProgramLowerer:
         return self._torch
 
     def _torch_failure_diags(self, target: str) -> list[LensDiagnostic]:
+        return self._torch_failure(target, LowerOptions())[1]
+
+    def _torch_failure(self, target: str, options: LowerOptions,
+                       ) -> tuple[tuple[Any, set[str]] | None, list[LensDiagnostic]]:
+        """When torch-mlir itself rejects ops: the IR reached with them outlined (the Torch
+        module, or the target's partial lowering) with its call symbols, and every culprit,
+        torch-level and the backend's. Computed once per target."""
+        if target in self._torch_level:
+            return self._torch_level[target]
         resolver = LocationResolver(self.users)
-        return illegal_ops.list_torch_level(self.raw_module(), self._torch_errors or [],
-                                            resolver, target)
+        diags = illegal_ops.list_torch_level(self.raw_module(), self._torch_errors or [],
+                                             resolver, target)
+        shown: tuple[Any, set[str]] | None = None
+        start = time.perf_counter()
+        try:
+            outlined = partial.outline_torch_operators(self.raw_module(), TORCH_BACKEND_PIPELINE)
+            if outlined is not None and options.list_unsupported:
+                module, symbols = outlined
+                if target == "torch":
+                    shown = module, symbols
+                elif target in illegal_ops.BACKEND_PIPELINES:
+                    part = partial.lower_partially(module, target, outlined_already=True)
+                    if part is not None:
+                        rejected = [culprit_diags.Rejected(c.id, c.name, c.location, c.message,
+                                                           c.tensor, c.feeders)
+                                    for c in part.culprits]
+                        diags = sorted(diags + self._group(rejected, target, resolver, module),
+                                       key=lambda d: (d.line is None, d.line or 0))
+                        symbols |= {c.symbol for c in part.culprits if c.symbol}
+                        shown = part.module, symbols
+        except Exception:  # best effort: the torch-level listing stands without it
+            shown = None
+        finally:
+            self._timed("lower", start)
+        self._torch_level[target] = (shown, diags)
+        return shown, diags
 
     def _pipeline_for(self, target: str, pipeline: str | None) -> str:
         if target == CUSTOM_TARGET:
@@ -431,7 +468,7 @@ class ProgramLowerer:
         torch_mod = self.torch_module()
         if torch_mod is None:
             diags = self._torch_failure_diags(target)
-            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, "torch"),
+            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, target),
                             file=diags[0].file if diags else None,
                             line=diags[0].line if diags else None)
         if target == "torch":
@@ -511,14 +548,16 @@ class ProgramLowerer:
     def _result(self, target: str, ok: bool, module_op: Any, options: LowerOptions,
                 diagnostics: list[LensDiagnostic],
                 passes: list[PassIr] | None = None,
-                outlined: partial.Partial | None = None) -> LowerResult:
+                outlined: partial.Partial | None = None,
+                symbols: set[str] | None = None) -> LowerResult:
         rendered = self._render(module_op, options) if module_op is not None else None
         if self.module_file is not None:
             for d in diagnostics:
                 if d.file is None:
                     d.file, d.line = self.module_file, self.module_line
-        if rendered is not None and outlined is not None:
-            symbols = {c.symbol for c in outlined.culprits if c.symbol}
+        if outlined is not None:
+            symbols = {c.symbol for c in outlined.culprits if c.symbol} | (symbols or set())
+        if rendered is not None and symbols is not None:
             rendered = partial.decorate(rendered, diagnostics, target, symbols, self.module_file)
         return LowerResult(
             module=self.module_name, target=target, ok=ok,
@@ -526,7 +565,7 @@ class ProgramLowerer:
             map=rendered.map if rendered else [],
             diagnostics=diagnostics, stats=rendered.stats if rendered else {},
             passes=passes if options.print_after_all else None,
-            partial=outlined is not None,
+            partial=symbols is not None,
         )
 
     def _lower_mlir(self, target: str, pipeline: str | None,
@@ -544,7 +583,10 @@ class ProgramLowerer:
                 torch_passes = failure.passes
         torch_mod = self.torch_module()
         if torch_mod is None:
-            diags = self._torch_failure_diags(target)
+            shown, diags = self._torch_failure(target, options)
+            if shown is not None:
+                return self._result(target, False, shown[0], options, diags, torch_passes,
+                                    symbols=shown[1])
             return self._result(target, False, self.raw_module(), options, diags, torch_passes)
         if target == "torch":
             return self._result(target, True, torch_mod, options, [], torch_passes or [])
@@ -614,9 +656,9 @@ class ProgramLowerer:
         return [first, *(p for p in passes if not declaration.match(p.ir))]
 
     def _group(self, rejected: list[culprit_diags.Rejected], target: str,
-               resolver: LocationResolver) -> list[LensDiagnostic]:
+               resolver: LocationResolver, module: Any = None) -> list[LensDiagnostic]:
         calls = culprit_diags.fx_calls(self.program, self.users)
-        ir_ops = culprit_diags.ir_ops_by_line(self.torch_module(), resolver)
+        ir_ops = culprit_diags.ir_ops_by_line(module or self.torch_module(), resolver)
         return culprit_diags.diagnostics(rejected, target, resolver, calls, ir_ops)
 
     def _list_failure(self, target: str, failure: _PassFailure, resolver: LocationResolver,

@@ -301,8 +301,27 @@ def _try_lower(work: Any, pipeline: str) -> Any | None:
     return None if _leftovers(lowered) else lowered
 
 
-def lower_partially(torch_module: Any, target: str,
-                    budget_s: float = BUDGET_S) -> Partial | None:
+def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, set[str]] | None:
+    """For a program torch-mlir itself rejects (`torch.operator`: aten ops it does not know):
+    a clone of the raw module with those ops outlined, run to the Torch backend contract.
+    (module, declared symbols), or None if that pipeline still fails."""
+    work = raw_module.clone()
+    found = [FoundOp(illegal_ops._display_name(op), str(op.location), "", i)
+             for i, op in enumerate(illegal_ops._walk(work)) if op_name(op) == "torch.operator"]
+    outliner = _Outliner(work)
+    if not found or not _outline_round(work, found, [], outliner):
+        return None
+    ctx = work.context
+    with ctx, captured(ctx):
+        try:
+            PassManager.parse(torch_pipeline, context=ctx).run(work.operation)
+        except ir.MLIRError:
+            return None
+    return work, set(outliner.callee_ids)
+
+
+def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
+                    outlined_already: bool = False) -> Partial | None:
     """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
 
     None when there is nothing to outline, an op cannot be outlined, or the pipeline still
@@ -319,6 +338,10 @@ def lower_partially(torch_module: Any, target: str,
     doubted: set[tuple[str, str]] = set()
     rounds = MAX_ROUNDS if target in illegal_ops.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
     start = time.perf_counter()
+    if outlined_already:  # calls made earlier (torch level): perhaps nothing else is rejected
+        lowered = _try_lower(work, pipeline)
+        if lowered is not None:
+            return Partial(lowered, [], True, work, pipeline)
     for _round in range(rounds):
         if time.perf_counter() - start > budget_s:
             return None  # a big module with long chains of rejected ops: list them only
@@ -360,7 +383,7 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
     top = header(diags, target, module_file)
     calls = re.compile(r"\bcall @(" + "|".join(re.escape(s) for s in sorted(symbols)) +
                        r")\(") if symbols else None
-    mark = f"  // not lowered: {target_title(target)} rejects it"
+    mark = f"  // not lowered to {target_title(target)}"
     body = []
     for line in rendered.text.splitlines():
         body.append(line + mark if calls is not None and calls.search(line) else line)
@@ -370,4 +393,5 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
     return rendered
 
 
-__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "decorate", "header", "lower_partially"]
+__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "decorate", "header", "lower_partially",
+           "outline_torch_operators"]
