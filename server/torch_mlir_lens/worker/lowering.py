@@ -45,8 +45,8 @@ from torch_mlir_lens.results import (
     PassIr,
 )
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import culprit_diags, illegal_ops, ir_text, partial
-from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
+from torch_mlir_lens.worker import failures, ir_text, partial
+from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 MLIR_TARGETS = ("raw", "torch", "linalg", "tosa", "stablehlo", "llvm")
@@ -313,11 +313,7 @@ class ProgramLowerer:
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
         # target → (partial lowering or None, its diagnostics): a failed backend, listed once
-        self._failures: dict[str, tuple[partial.Partial | None, list[LensDiagnostic]]] = {}
-        # target → (IR reached with torch-level rejects outlined, and its call symbols; all
-        # culprits) when torch-mlir itself rejects ops
-        self._torch_level: dict[str, tuple[tuple[Any, set[str]] | None,
-                                           list[LensDiagnostic]]] = {}
+        self._listing = failures.Failures(program, self.users)  # failed targets, listed once
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -376,38 +372,12 @@ class ProgramLowerer:
 
     def _torch_failure(self, target: str, options: LowerOptions,
                        ) -> tuple[tuple[Any, set[str]] | None, list[LensDiagnostic]]:
-        """When torch-mlir itself rejects ops: the IR reached with them outlined (the Torch
-        module, or the target's partial lowering) with its call symbols, and every culprit,
-        torch-level and the backend's. Computed once per target."""
-        if target in self._torch_level:
-            return self._torch_level[target]
-        resolver = LocationResolver(self.users)
-        diags = illegal_ops.list_torch_level(self.raw_module(), self._torch_errors or [],
-                                             resolver, target)
-        shown: tuple[Any, set[str]] | None = None
         start = time.perf_counter()
         try:
-            outlined = partial.outline_torch_operators(self.raw_module(), TORCH_BACKEND_PIPELINE)
-            if outlined is not None and options.list_unsupported:
-                module, symbols = outlined
-                if target == "torch":
-                    shown = module, symbols
-                elif target in illegal_ops.BACKEND_PIPELINES:
-                    part = partial.lower_partially(module, target, outlined_already=True)
-                    if part is not None:
-                        rejected = [culprit_diags.Rejected(c.id, c.name, c.location, c.message,
-                                                           c.tensor, c.feeders)
-                                    for c in part.culprits]
-                        diags = sorted(diags + self._group(rejected, target, resolver, module),
-                                       key=lambda d: (d.line is None, d.line or 0))
-                        symbols |= {c.symbol for c in part.culprits if c.symbol}
-                        shown = part.module, symbols
-        except Exception:  # best effort: the torch-level listing stands without it
-            shown = None
+            return self._listing.torch_level(target, self.raw_module(), self._torch_errors or [],
+                                             listed=options.list_unsupported)
         finally:
             self._timed("lower", start)
-        self._torch_level[target] = (shown, diags)
-        return shown, diags
 
     def _pipeline_for(self, target: str, pipeline: str | None) -> str:
         if target == CUSTOM_TARGET:
@@ -490,8 +460,7 @@ class ProgramLowerer:
     def failure_diagnostics(self, target: str) -> list[LensDiagnostic]:
         """The diagnostics of `target`'s failed lowering (one per cause), once module_for or
         lower has met it; [] otherwise."""
-        found = self._failures.get(target)
-        return list(found[1]) if found else []
+        return self._listing.cached(target)
 
     def lower(self, target: str | None, *, pipeline: str | None = None,
               options: LowerOptions | None = None) -> LowerResult:
@@ -615,26 +584,11 @@ class ProgramLowerer:
 
     def _backend_failure(self, target: str, failure: _PassFailure, options: LowerOptions,
                          ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
-        """The partial lowering of a failed backend (None if it cannot be built) and one
-        diagnostic per cause; computed once per target."""
-        listed = options.list_unsupported and target in illegal_ops.BACKEND_PIPELINES
-        if listed and target in self._failures:
-            return self._failures[target]
-        resolver = LocationResolver(self.users)
+        """The partial lowering of a failed backend and one diagnostic per cause."""
         start = time.perf_counter()
         try:
-            if listed:
-                try:
-                    found = self._list_failure(target, failure, resolver)
-                    self._failures[target] = found
-                    return found
-                except Exception:  # the listing is best effort; the first error is certain
-                    pass
-            diags = illegal_ops.error_diagnostics(failure.errors, target, resolver)
-            for d in diags:
-                if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
-                    d.kind = ErrorKind.UNSUPPORTED_OP
-            return None, diags
+            return self._listing.backend(target, self.torch_module(), failure.errors,
+                                         listed=options.list_unsupported)
         finally:
             self._timed("lower", start)
 
@@ -654,33 +608,6 @@ class ProgramLowerer:
         # Function passes also dump each declared function alone: keep the module's dumps.
         declaration = re.compile(r"^(//[^\n]*\n)?\s*func\.func private @[^\n{]*\s*$")
         return [first, *(p for p in passes if not declaration.match(p.ir))]
-
-    def _group(self, rejected: list[culprit_diags.Rejected], target: str,
-               resolver: LocationResolver, module: Any = None) -> list[LensDiagnostic]:
-        calls = culprit_diags.fx_calls(self.program, self.users)
-        ir_ops = culprit_diags.ir_ops_by_line(module or self.torch_module(), resolver)
-        return culprit_diags.diagnostics(rejected, target, resolver, calls, ir_ops)
-
-    def _list_failure(self, target: str, failure: _PassFailure, resolver: LocationResolver,
-                      ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
-        torch_mod = self.torch_module()
-        part = partial.lower_partially(torch_mod, target)
-        if part is not None:
-            rejected = [culprit_diags.Rejected(c.id, c.name, c.location, c.message, c.tensor,
-                                               c.feeders) for c in part.culprits]
-            diags = self._group(rejected, target, resolver)
-            if not part.complete:
-                diags.append(illegal_ops.incomplete_warning(target))
-            return part, diags
-
-        def grouped(found: list[illegal_ops.FoundOp]) -> list[LensDiagnostic]:
-            rejected = [culprit_diags.Rejected(i, f.name, f.location, f.message,
-                                               culprit_diags.guess_tensor(f.name))
-                        for i, f in enumerate(found)]
-            return self._group(rejected, target, resolver)
-
-        return None, illegal_ops.list_unsupported(torch_mod, target, failure.errors, resolver,
-                                                  to_diagnostics=grouped)
 
     def write_export(self, target: str, output: str, *, bytecode: bool = False,
                      options: LowerOptions | None = None, pipeline: str | None = None) -> int:
