@@ -53,6 +53,9 @@ def summary(diags: Iterable[LensDiagnostic], target: str,
     culprits = culprit_diagnostics(diags)
     title = target_title(target)
     if culprits:
+        # Lines of the module's file go bare; any other file is named (the first culprit's
+        # file stands for the module's when it is not known).
+        module_file = module_file or culprits[0].file
         parts = [f"{cause_of(d)} ({located(d, module_file)})" for d in culprits]
         return f"cannot lower to {title}: {', '.join(parts)}"
     errors = [d for d in diags if d.severity == "error"]

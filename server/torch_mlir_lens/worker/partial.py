@@ -368,6 +368,7 @@ def header(diags: list[Any], target: str, files: Any = None) -> list[str]:
              f"{'line holds' if len(culprits) == 1 else 'lines hold'} ops {title} cannot lower,",
              "// each kept in place as a call to a declared function named after the op, its",
              f"// operands and results converted to {title} types. Everything else is lowered."]
+    files = files or next((d.file for d in culprits if d.file), None)
     for d in culprits:
         lines.append(f"//   {located(d, files)}: {cause_of(d)}")
     return lines
