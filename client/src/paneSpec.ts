@@ -78,16 +78,21 @@ export function placeholder(spec: PaneSpec, what: 'loading' | 'no-server'): stri
 
 export interface FailureInfo {
   ok: boolean;
+  /** The target IR of everything the backend accepts; the server's header lists the rest. */
+  partial?: boolean;
   ir: string;
   diagnostics: { severity: string; message: string; line: number | null; op: string | null }[];
 }
 
 /**
- * IR as shown: a failed lowering shows its diagnostics as comments above any partial IR.
+ * IR as shown: a failed lowering shows its diagnostics as comments above the IR it reached; a
+ * partial lowering (the backend took all but some ops) is shown as the server wrote it.
  * `irOffset` is how many lines precede the IR, so the server's IR line numbers still map.
  */
 export function paneText(spec: PaneSpec, res: FailureInfo): { text: string; irOffset: number } {
-  if (res.ok && res.ir) return { text: res.ir.endsWith('\n') ? res.ir : res.ir + '\n', irOffset: 0 };
+  if ((res.ok || res.partial) && res.ir) {
+    return { text: res.ir.endsWith('\n') ? res.ir : res.ir + '\n', irOffset: 0 };
+  }
   const lines = [`// Torch-MLIR Lens: lowering ${spec.module} to ${label(spec)} failed.`];
   for (const d of res.diagnostics) {
     const where = d.line ? ` (line ${d.line})` : '';

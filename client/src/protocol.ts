@@ -77,6 +77,8 @@ export interface LowerResponse {
   module: string;
   target: string;
   ok: boolean;
+  /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
+  partial?: boolean;
   ir: string;
   map: IrLineMapping[];
   frames?: FrameTable; // absent when no op comes from library code

@@ -94,7 +94,8 @@ def annotate(
 
     width = max([GUTTER, *(len(label(f, n)) for f, n in sources.values())])
     indent_ir = " " * (width + 3)
-    out = [f"// {result.module} → {result.target}" + ("" if result.ok else " (incomplete)")]
+    state = "" if result.ok else " (partial)" if result.partial else " (incomplete)"
+    out = [f"// {result.module} → {result.target}{state}"]
     last: tuple[str, int] | None = None
     group_indent = 0
     for number, ir_line in enumerate(result.ir.splitlines(), start=1):

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from torch_mlir_lens import culprits
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
@@ -242,10 +243,12 @@ def _engine(args: argparse.Namespace) -> Any:
 def _print_diagnostics(results: Sequence[LowerResult]) -> None:
     for result in results:
         for d in result.diagnostics:
-            op = f" [{d.op}]" if d.op and d.op not in d.message else ""
-            target = f" ({d.target})" if d.target else ""
+            op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
+            target = f" ({d.target})" if d.target and not d.cause else ""
             where = _where(d.file, d.line) or result.module
             sys.stderr.write(f"{where}: {d.severity}: {d.message}{op}{target}\n")
+            if d.knock_on:
+                sys.stderr.write(f"{where}: note: {culprits.knock_on_text(d)}\n")
 
 
 def _bad_pipeline(result: LowerResult) -> LensError | None:
@@ -304,8 +307,8 @@ async def _lower(args: argparse.Namespace) -> int:
 
 
 def _target_verdict(result: LowerResult) -> dict[str, Any]:
-    unsupported = [{"op": d.op, "line": d.line} for d in result.diagnostics
-                   if d.kind == ErrorKind.UNSUPPORTED_OP]
+    unsupported = [{"op": d.op, "line": d.line, "cause": culprits.cause_of(d)}
+                   for d in culprits.culprit_diagnostics(result.diagnostics)]
     errors = [d for d in result.diagnostics
               if d.kind != ErrorKind.UNSUPPORTED_OP and d.severity == "error"]
     return {"ok": result.ok and not unsupported, "unsupported": unsupported,
@@ -408,7 +411,7 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
         for target, v in entry["targets"].items():
             for u in v["unsupported"]:
                 at = f"line {u['line']}" if u["line"] else "no line"
-                print(f"    {target}: {u['op']} at {at}")
+                print(f"    {target}: {u['cause']} at {at}")
             if v["error"] and not v["unsupported"]:
                 at = f" (line {v['error_line']})" if v["error_line"] else ""
                 print(f"    {target}{at}: {_indented(v['error'], '      ')}")

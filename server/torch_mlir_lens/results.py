@@ -65,6 +65,12 @@ class LensDiagnostic:
     target: str | None = None
     # Library lines behind a problem found inside library code, innermost first.
     related: list[RelatedLocation] = field(default_factory=list)
+    # An unsupported-op diagnostic names one cause: `cause` as people read it ("`torch.roll`
+    # (decomposed to `aten.slice.Tensor`, `aten.cat`)"), `ops` every rejected op of it (the
+    # primary `op` first), `knock_on` the ops that fail only because of it ({op, file, line}).
+    cause: str | None = None
+    ops: list[str] | None = None
+    knock_on: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,6 +86,7 @@ class LensDiagnostic:
             line=data.get("line"), op=data.get("op"), target=data.get("target"),
             related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
                      for r in data.get("related") or []],
+            cause=data.get("cause"), ops=data.get("ops"), knock_on=data.get("knock_on"),
         )
 
 
@@ -156,6 +163,9 @@ class LowerResult:
     inputs_source: str | None = None  # how the inputs were found: "comment", "inferred", ...
     # Whole call chains (library frames included) of the IR lines made inside library code.
     frames: FrameTable = field(default_factory=FrameTable)
+    # ok=False and partial=True: `ir` is the target IR of everything the backend accepts, each
+    # rejected op kept in place as a call (worker/partial.py); the diagnostics name them.
+    partial: bool = False
 
     def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
         """The result as JSON; `compact_map` (the worker's replies) sends the source map as
@@ -178,6 +188,7 @@ class LowerResult:
             "timings": self.timings,
             "passes": None if self.passes is None else [asdict(p) for p in self.passes],
             "inputs_source": self.inputs_source,
+            "partial": self.partial,
         }
 
     @classmethod
@@ -196,6 +207,7 @@ class LowerResult:
             inputs_source=data.get("inputs_source"),
             frames=(FrameTable.from_json(data["frames"]) if "frames" in data
                     else _chains_from_map(data.get("map"))),
+            partial=bool(data.get("partial", False)),
         )
 
 

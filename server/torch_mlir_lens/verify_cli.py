@@ -84,7 +84,7 @@ def format_result(result: dict[str, Any], path: str) -> str:
         )
     for d in result.get("diagnostics", []):
         where = cli._where(d.get("file"), d.get("line")) or cli._display(path)
-        op = f" [{d['op']}]" if d.get("op") else ""
+        op = f" [{d['op']}]" if d.get("op") and not d.get("cause") else ""
         lines.append(f"{where}: {d.get('severity', 'error')}: {d.get('message', '')}{op}")
     return "\n".join(lines) + "\n"
 

@@ -47,4 +47,13 @@ describe('pane text', () => {
     assert.equal(lines[2], '//   second line');
     assert.equal(lines[r.irOffset], 'module {}');
   });
+
+  it('shows a partial lowering as the server wrote it (its header lists the rejected ops)', () => {
+    const ir = '// Partial Linalg lowering: 1 line holds ops Linalg cannot lower,\nmodule {}\n';
+    const r = paneText(SPEC, {
+      ok: false, partial: true, ir,
+      diagnostics: [{ severity: 'error', message: '`aten.erfinv` cannot be lowered to Linalg', line: 12, op: 'torch.aten.erfinv' }],
+    });
+    assert.deepEqual(r, { text: ir, irOffset: 0 });
+  });
 });

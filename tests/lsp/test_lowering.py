@@ -413,7 +413,7 @@ async def test_lower_answers_first_then_the_other_backends(
     # The other backends follow: TOSA cannot lower atan2, published once all are known.
     found = await wait_until(client, lambda: [
         d for d in diagnostics(client, uri) if str(d.code).startswith("aten.atan2")], timeout=60)
-    assert found[0].message.startswith("aten.atan2") and "TOSA" in found[0].message
+    assert found[0].message.startswith("`aten.atan2`") and "TOSA" in found[0].message
 
     async def verdict() -> bool:
         titles = [lens.command.title for lens in await code_lenses(client, uri)]

@@ -86,15 +86,44 @@ def test_all_unsupported_ops_at_their_lines(results: dict, module: str, target: 
         return
     assert not res.ok
     errors = [d for d in res.diagnostics if d.severity == "error"]
-    got = {(d.op, d.line) for d in errors}
+    got = {(op, d.line) for d in errors for op in (d.ops or [d.op])}
     want = {(op, line_of(src)) for op, src in expected}
     assert got == want
+    lines = [d.line for d in errors]
+    assert len(lines) == len(set(lines)), "one diagnostic per line and backend"
     for d in errors:
         assert d.kind == "unsupported-op"
         assert d.file == EXAMPLE and d.target == target
-        assert d.op and d.op in d.message
-    # The furthest IR reached is still shown (torch IR for a backend failure).
-    assert "torch." in res.ir and res.map
+        assert d.op and d.ops and d.op == d.ops[0]
+        assert d.cause and d.message.startswith(d.cause)
+        assert d.message.count("cannot be lowered") == 1  # each thing said once
+    # The rest of the module is still shown lowered (or the torch IR where it cannot be).
+    assert res.ir and res.map
+
+
+def test_decomposed_op_is_named_after_its_python_call(results: dict) -> None:
+    """torch.roll reaches TOSA as slice + cat: one diagnostic, naming `torch.roll` first."""
+    res = results[("ShiftedFeatures", "tosa")]
+    roll = [d for d in res.diagnostics if d.line == line_of(ROLL)]
+    assert len(roll) == 1
+    assert roll[0].message.startswith(
+        "`torch.roll` (decomposed to `aten.slice.Tensor`, `aten.cat`) cannot be lowered to TOSA")
+
+
+def test_partial_ir_lowers_the_rest_and_marks_the_rejected_ops(results: dict) -> None:
+    """TOSA rejects roll, atan2 and scatter_add: everything else is TOSA, they are calls."""
+    res = results[("ShiftedFeatures", "tosa")]
+    assert res.partial and not res.ok
+    assert "torch.aten." not in res.ir.split("module", 1)[1].replace("@torch.aten.", "")
+    assert "tosa." in res.ir
+    for name in ("torch.aten.atan2", "torch.aten.scatter_add", "torch.aten.cat"):
+        calls = [i for i, text in enumerate(res.ir.splitlines(), 1)
+                 if f"call @{name}" in text]
+        assert calls, name
+        assert all("not lowered" in res.ir.splitlines()[i - 1] for i in calls)
+    assert res.ir.startswith("// Partial TOSA lowering: 3 lines")
+    mapped = {m.line for m in res.map}
+    assert {line_of(ROLL), line_of(ATAN2), line_of(SCATTER)} <= mapped
 
 
 def test_first_error_only_when_listing_is_off(lowerers: dict[str, ProgramLowerer]) -> None:
@@ -157,3 +186,29 @@ def test_unlocated_failure_lands_on_the_module(module_line: int | None) -> None:
     assert contract and contract[0].kind == "lowering-error"
     assert contract[0].line == module_line
     assert contract[0].file == (models if module_line else None)
+
+
+def test_pass_picker_of_a_partial_lowering(lowerers: dict[str, ProgramLowerer]) -> None:
+    """The passes shown for a partial lowering: the outlined Torch IR, then each pass of the
+    backend pipeline on it (the module, not each declared function alone)."""
+    res = lowerers["ShiftedFeatures"].lower("tosa", options=LowerOptions(print_after_all=True))
+    assert res.partial and res.passes
+    assert res.passes[0].name == "outline-rejected-ops"
+    assert "call @torch.aten.atan2" in res.passes[0].ir
+    assert any(p.name == "convert-torch-to-tosa" for p in res.passes)
+    assert all("@main" in p.ir for p in res.passes)
+    assert "tosa." in res.passes[-1].ir
+    assert "torch.aten." not in res.passes[-1].ir.replace("@torch.aten.", "")
+
+
+def test_ops_torch_mlir_rejects_are_outlined_too(results: dict) -> None:
+    """lgamma and hypot fail before any backend (`torch.operator`): every backend still shows
+    the rest lowered, the two ops as calls at their lines."""
+    for target in BACKENDS:
+        res = results[("LogGammaPrior", target)]
+        assert res.partial and not res.ok
+        assert "call @torch.aten.lgamma" in res.ir and "call @torch.aten.hypot" in res.ir
+        assert "torch.operator" not in res.ir
+        lines = sorted(d.line for d in res.diagnostics)
+        assert lines == [line_of(LGAMMA), line_of(HYPOT)]
+    assert "linalg.generic" in results[("LogGammaPrior", "linalg")].ir  # the sum, lowered

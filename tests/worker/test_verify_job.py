@@ -71,7 +71,7 @@ def test_lowering_failure_lists_the_unsupported_op_at_its_line(user_file: Path) 
     lines = user_file.read_text().splitlines()
     abs_line = next(i for i, line in enumerate(lines, 1) if ".abs()" in line)
     assert any(d["line"] == abs_line for d in data["diagnostics"])
-    assert data["message"].startswith("✗ cannot lower to linalg")
+    assert data["message"].startswith("✗ cannot lower to Linalg")
 
 
 def test_tolerances_from_the_job_apply(user_file: Path) -> None:

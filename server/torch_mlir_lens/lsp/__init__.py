@@ -36,10 +36,12 @@ Standard LSP
 Custom
     torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
                                printAfterAll?} → {module, target, ok, ir, map, frames?,
-                               diagnostics, stats, timings, inputsSource, passes?, error?};
-                               frames: the call chains of ops made in library code
-                               (docs/contracts.md); diagnostics may carry related
-                               [{uri, line, message}] (library lines).
+                               diagnostics, stats, timings, inputsSource, partial, passes?,
+                               error?}; frames: the call chains of ops made in library code
+                               (docs/contracts.md); partial: ok is false but ir is the target
+                               IR with each rejected op kept as a call. Diagnostics: one per
+                               cause, with cause, ops, knockOn, and related [{uri, line,
+                               message}] (library lines).
     torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
                                forwardRange, inputs, parents}]}.
     torchMlirLens/verify       request {uri, module} → the worker's verify result.

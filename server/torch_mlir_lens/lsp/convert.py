@@ -94,6 +94,13 @@ def diagnostic_json(diag: LensDiagnostic) -> dict[str, Any]:
         "target": diag.target,
         "related": [{"uri": path_to_uri(r.file), "line": r.line, "message": r.message}
                     for r in diag.related],
+        "cause": diag.cause,
+        "ops": diag.ops,
+        "knockOn": [
+            {"op": k.get("op"), "uri": path_to_uri(k["file"]) if k.get("file") else None,
+             "line": k.get("line")}
+            for k in diag.knock_on
+        ] if diag.knock_on else None,
     }
 
 
@@ -119,6 +126,7 @@ def lower_result_json(result: LowerResult) -> dict[str, Any]:
         "stats": camel_keys(result.stats),
         "timings": dict(result.timings),
         "inputsSource": result.inputs_source,
+        "partial": result.partial,
     }
     if result.frames:
         # Chains through library code, as the engine's table, with URIs for paths.

@@ -37,6 +37,9 @@ class DiagRecord:
     related: tuple[str, ...] = ()  # "file:line" notes for findings outside this file
     # (file, line, message) of the library lines behind a finding inside library code
     library: tuple[tuple[str, int, str], ...] = ()
+    cause: str | None = None  # an unsupported op's cause, as worded by the worker
+    # knock-on ops folded into this one: (file, 1-based line, message)
+    notes: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass

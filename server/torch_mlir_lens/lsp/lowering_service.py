@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from torch_mlir_lens import culprits
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -527,9 +528,8 @@ class LoweringService:
 
 def verdict_of(result: LowerResult) -> Verdict:
     """A result's verdict: ok, or the unsupported ops / the error that stopped it."""
-    unsupported = tuple(
-        d.op or "?" for d in result.diagnostics if d.kind == ErrorKind.UNSUPPORTED_OP
-    )
+    # One per cause and line (worker/culprit_diags.py): the count `check` prints too.
+    unsupported = tuple(d.op or "?" for d in culprits.culprit_diagnostics(result.diagnostics))
     error = None
     if not result.ok and not unsupported:
         error = next((d.message for d in result.diagnostics), "lowering failed")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,7 @@ BACKEND_PIPELINES: dict[str, str] = {
 _SKIP_PREFIXES = ("torch.constant.", "torch_c.")
 _SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
 _CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
+_ASSERT = "torch.runtime.assert"
 _LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
 _OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
 
@@ -63,6 +65,7 @@ class FoundOp:
     name: str  # "torch.aten.roll" or, for torch.operator, "torch.operator aten.lgamma"
     location: str  # location text
     message: str
+    index: int = -1  # the op's position in a walk of the module it was found in (-1: unknown)
 
 
 def op_name(op: Any) -> str:
@@ -95,13 +98,27 @@ def _walk(module_op: Any) -> list[Any]:
     return ops
 
 
+INDEX_ATTR = "torch_mlir_lens.index"  # tags ops with their walk position across a pass run
+
+
 def leftover_ops(module_op: Any) -> list[FoundOp]:
     """Torch ops still in the module (after a conversion prefix), in program order."""
     found = []
     for op in _walk(module_op):
         if is_candidate(op_name(op)):
-            found.append(FoundOp(_display_name(op), str(op.location), ""))
+            attrs = op.operation.attributes
+            index = ir.IntegerAttr(attrs[INDEX_ATTR]).value if INDEX_ATTR in attrs else -1
+            found.append(FoundOp(_display_name(op), str(op.location), "", index))
     return found
+
+
+def _tag_candidates(module_op: Any) -> None:
+    """Tag every candidate op with its walk position, so that leftovers name their original."""
+    with module_op.context:
+        i64 = ir.IntegerType.get_signless(64)
+        for index, op in enumerate(_walk(module_op)):
+            if is_candidate(op_name(op)):
+                op.operation.attributes[INDEX_ATTR] = ir.IntegerAttr.get(i64, index)
 
 
 def torch_operator_ops(module_op: Any) -> list[FoundOp]:
@@ -132,9 +149,23 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     if pipeline is None:
         return None
     clone = torch_module.operation.clone()
+    _tag_candidates(clone)
+    # Some conversions (StableHLO) mark asserts illegal and would fail as a whole on the first
+    # one: they are tried one by one instead, and the rest of the module as a leftover run.
+    asserts = [op for op in _walk(clone) if op_name(op) == _ASSERT]
+    for op in asserts:
+        op.operation.erase()
     if _run(clone, pipeline) is not None:
         return None
-    return leftover_ops(clone)
+    found = leftover_ops(clone)
+    if asserts:
+        originals = [(i, op) for i, op in enumerate(_walk(torch_module))
+                     if op_name(op) == _ASSERT]
+        smalls = [(i, str(op.location), isolate(op)) for i, op in originals]
+        found.extend(FoundOp(_ASSERT, loc, "", i) for i, loc, small in smalls
+                     if _run(small.operation, BACKEND_PIPELINES[target]) is not None)
+        found.sort(key=lambda f: f.index)
+    return found
 
 
 def _is_constant_op(owner: Any) -> bool:
@@ -222,27 +253,27 @@ def find_by_isolation(torch_module: Any, target: str,
     pipeline = BACKEND_PIPELINES[target]
     start = time.perf_counter()
     # Gather everything from the big module before running any pass (no stale handles).
-    todo: list[tuple[str, str, str, Any]] = []
-    for op in _walk(torch_module):
+    todo: list[tuple[str, str, str, Any, int]] = []
+    for index, op in enumerate(_walk(torch_module)):
         name = op_name(op)
         if not is_candidate(name):
             continue
-        todo.append((_display_name(op), str(op.location), _isolation_key(op), op))
+        todo.append((_display_name(op), str(op.location), _isolation_key(op), op, index))
     # Build every one-op module first, then run passes: no big-module handle is used after a run.
     smalls: dict[str, Any] = {}
-    for _display, _loc, key, op in todo:
+    for _display, _loc, key, op, _index in todo:
         if key in smalls:
             continue
         try:
             smalls[key] = isolate(op)
         except (RuntimeError, ValueError, KeyError):
             smalls[key] = None  # cannot isolate: say nothing rather than guess
-    todo_data = [(display, loc, key) for display, loc, key, _op in todo]
+    todo_data = [(display, loc, key, index) for display, loc, key, _op, index in todo]
     del todo
     verdicts: dict[str, str | None] = {}
     found: list[FoundOp] = []
     complete = True
-    for display, loc, key in todo_data:
+    for display, loc, key, index in todo_data:
         if key not in verdicts:
             if time.perf_counter() - start > budget_s:
                 complete = False
@@ -252,8 +283,19 @@ def find_by_isolation(torch_module: Any, target: str,
             verdicts[key] = None if errors is None else _first_line(errors[0].message)
         message = verdicts[key]
         if message is not None:
-            found.append(FoundOp(display, loc, message))
+            found.append(FoundOp(display, loc, message, index))
     return found, complete
+
+
+def find_unsupported(torch_module: Any, target: str) -> tuple[list[FoundOp], bool]:
+    """Every op `target` rejects in `torch_module`: ([ops], complete). Leftovers first,
+    isolation when that recipe does not apply or fails."""
+    found = find_leftovers(torch_module, target)
+    if found is not None:
+        return found, True
+    if target in BACKEND_PIPELINES:
+        return find_by_isolation(torch_module, target)
+    return [], True
 
 
 def _first_line(message: str) -> str:
@@ -310,30 +352,37 @@ def _names_an_op(d: Diag) -> bool:
     return bool(_LEGALIZE.search(d.message))
 
 
+def incomplete_warning(target: str) -> LensDiagnostic:
+    """The warning added when the listing of unsupported ops ran out of time."""
+    return LensDiagnostic(
+        severity=Severity.WARNING, kind=ErrorKind.UNSUPPORTED_OP, target=target,
+        message=f"listing of unsupported ops stopped after {ISOLATION_BUDGET_S:.0f} s; "
+                "more ops may be unsupported",
+    )
+
+
 def list_unsupported(torch_module: Any, target: str, errors: list[Diag],
-                     resolver: LocationResolver) -> list[LensDiagnostic]:
+                     resolver: LocationResolver,
+                     to_diagnostics: Callable[[list[FoundOp]], list[LensDiagnostic]] | None = None,
+                     ) -> list[LensDiagnostic]:
     """Every op `target` cannot lower, plus the pipeline errors that name no op.
 
     `errors` are the diagnostics of the failed backend pipeline run on `torch_module`, which is
-    left untouched (the recipes work on clones).
+    left untouched (the recipes work on clones). `to_diagnostics` words the found ops (one
+    diagnostic per op and line when not given).
     """
-    found = find_leftovers(torch_module, target)
-    complete = True
-    if found is None and target in BACKEND_PIPELINES:
-        found, complete = find_by_isolation(torch_module, target)
-    found = found or []
-    diags = unsupported_diagnostics(found, target, resolver)
+    found, complete = find_unsupported(torch_module, target)
+    if to_diagnostics is not None and found:
+        diags = to_diagnostics(found)
+    else:
+        diags = unsupported_diagnostics(found, target, resolver)
     # "failed to legalize" errors are symptoms of the ops listed above; keep the others.
     known = {f.message for f in found}
     others = [d for d in errors
               if not (found and _names_an_op(d)) and _first_line(d.message) not in known]
     diags.extend(error_diagnostics(others, target, resolver))
     if not complete:
-        diags.append(LensDiagnostic(
-            severity=Severity.WARNING, kind=ErrorKind.UNSUPPORTED_OP, target=target,
-            message=f"listing of unsupported ops stopped after {ISOLATION_BUDGET_S:.0f} s; "
-                    "more ops may be unsupported",
-        ))
+        diags.append(incomplete_warning(target))
     return diags
 
 
@@ -343,8 +392,10 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
     found = torch_operator_ops(raw_module)
     diags = unsupported_diagnostics(found, target, resolver)
     for d in diags:
-        d.message = d.message.replace(f"cannot be lowered to {target_title(target)}",
-                                      "is not supported by torch-mlir")
+        short = d.op[len("torch."):] if d.op and d.op.startswith("torch.aten.") else d.op
+        d.cause, d.ops = f"`{short}`", [d.op or ""]
+        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir " \
+                    "does not support it"
     others = [d for d in errors if not (found and _names_an_op(d))]
     diags.extend(error_diagnostics(others, target, resolver))
     return diags

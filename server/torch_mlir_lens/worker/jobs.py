@@ -382,10 +382,13 @@ def _verify(job: dict[str, Any]) -> dict[str, Any]:
         linalg = program.lowerer.module_for("linalg", options=LowerOptions())
     except LensError as err:  # does not lower: a verdict, not a failed job
         first = err.message.splitlines()[0] if err.message else err.kind
+        # The culprits at their lines, as `lower` and `check` list them (not one summary).
+        diagnostics = program.lowerer.failure_diagnostics("linalg") or [
+            err.to_diagnostic(target="linalg")]
         return verify.VerifyResult(
             module=name, ok=False, rtol=rtol, atol=atol,
-            diagnostics=[err.to_diagnostic(target="linalg")], message=f"✗ {first}",
-            kind=err.kind,
+            diagnostics=diagnostics, message=f"✗ {first}",
+            kind=diagnostics[0].kind,
         ).to_json()
     result = verify.verify_linalg_module(
         linalg, program.fn, program.args, program.kwargs, module_name=name, rtol=rtol,

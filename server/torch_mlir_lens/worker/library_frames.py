@@ -101,6 +101,11 @@ def related_frames(chain: Sequence[SourceFrame], op: str) -> list[RelatedLocatio
     return out
 
 
+def _bare(op: str) -> str:
+    """`torch.aten.roll` and `aten.roll` alike."""
+    return op.removeprefix("torch.")
+
+
 def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[str, str]],
                        resolver: LocationResolver) -> None:
     """Name the library lines behind unsupported-op diagnostics found inside library code.
@@ -113,14 +118,17 @@ def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[st
     by_key: dict[tuple[str, str | None, int | None], list[RelatedLocation]] = {}
     for name, loc in locations:
         frames = resolver.user_frames(loc)
-        key = (name, frames[0][0] if frames else None, frames[0][1] if frames else None)
+        key = (_bare(name), frames[0][0] if frames else None, frames[0][1] if frames else None)
         found = by_key.setdefault(key, [])
         for chain in resolver.full_chains(loc):
             for rel in related_frames(chain, name):
                 if rel not in found:
                     found.append(rel)
     for d in diags:
-        related = by_key.get((d.op or "", d.file, d.line))
+        # A diagnostic names one cause: its primary op and the other ops of that cause.
+        related = []
+        for op in dict.fromkeys(_bare(o) for o in [d.op or "", *(d.ops or [])]):
+            related += [r for r in by_key.get((op, d.file, d.line), []) if r not in related]
         if not related:
             continue
         d.related = list(related)

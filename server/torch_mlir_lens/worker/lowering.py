@@ -35,6 +35,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 from torch_mlir.passmanager import PassManager
 
+from torch_mlir_lens import culprits
 from torch_mlir_lens.frames import FrameTable, SourceFrame
 from torch_mlir_lens.results import (
     ErrorKind,
@@ -45,11 +46,11 @@ from torch_mlir_lens.results import (
     PassIr,
 )
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import illegal_ops, ir_text
+from torch_mlir_lens.worker import failures, ir_text, partial
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.literals import LiteralHooks, mark_elided
-from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
+from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 MLIR_TARGETS = ("raw", "torch", "linalg", "tosa", "stablehlo", "llvm")
@@ -326,6 +327,8 @@ class ProgramLowerer:
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
+        # target → (partial lowering or None, its diagnostics): a failed backend, listed once
+        self._listing = failures.Failures(program, self.users)  # failed targets, listed once
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -382,9 +385,16 @@ class ProgramLowerer:
         return self._torch
 
     def _torch_failure_diags(self, target: str) -> list[LensDiagnostic]:
-        resolver = LocationResolver(self.users)
-        return illegal_ops.list_torch_level(self.raw_module(), self._torch_errors or [],
-                                            resolver, target)
+        return self._torch_failure(target, LowerOptions())[1]
+
+    def _torch_failure(self, target: str, options: LowerOptions,
+                       ) -> tuple[tuple[Any, set[str]] | None, list[LensDiagnostic]]:
+        start = time.perf_counter()
+        try:
+            return self._listing.torch_level(target, self.raw_module(), self._torch_errors or [],
+                                             listed=options.list_unsupported)
+        finally:
+            self._timed("lower", start)
 
     def _pipeline_for(self, target: str, pipeline: str | None) -> str:
         if target == CUSTOM_TARGET:
@@ -445,7 +455,7 @@ class ProgramLowerer:
         torch_mod = self.torch_module()
         if torch_mod is None:
             diags = self._torch_failure_diags(target)
-            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, "torch"),
+            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, target),
                             file=diags[0].file if diags else None,
                             line=diags[0].line if diags else None)
         if target == "torch":
@@ -455,14 +465,19 @@ class ProgramLowerer:
                 return self._llvm_module(options)
             module, _ = self._lower_from_torch(target, pipeline, options)
         except _PassFailure as failure:
-            diags = illegal_ops.error_diagnostics(failure.errors, target,
-                                                  LocationResolver(self.users))
-            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, target),
+            backend = "linalg" if target == "llvm" else target
+            _part, diags = self._backend_failure(backend, failure, options)
+            raise LensError(ErrorKind.LOWERING_ERROR, _summary(diags, backend),
                             file=diags[0].file if diags else None,
                             line=diags[0].line if diags else None) from failure
         return module
 
     # -- public API ---------------------------------------------------------------------------
+
+    def failure_diagnostics(self, target: str) -> list[LensDiagnostic]:
+        """The diagnostics of `target`'s failed lowering (one per cause), once module_for or
+        lower has met it; [] otherwise."""
+        return self._listing.cached(target)
 
     def lower(self, target: str | None, *, pipeline: str | None = None,
               options: LowerOptions | None = None) -> LowerResult:
@@ -521,12 +536,18 @@ class ProgramLowerer:
 
     def _result(self, target: str, ok: bool, module_op: Any, options: LowerOptions,
                 diagnostics: list[LensDiagnostic],
-                passes: list[PassIr] | None = None) -> LowerResult:
+                passes: list[PassIr] | None = None,
+                outlined: partial.Partial | None = None,
+                symbols: set[str] | None = None) -> LowerResult:
         rendered = self._render(module_op, options) if module_op is not None else None
         if self.module_file is not None:
             for d in diagnostics:
                 if d.file is None:
                     d.file, d.line = self.module_file, self.module_line
+        if outlined is not None:
+            symbols = {c.symbol for c in outlined.culprits if c.symbol} | (symbols or set())
+        if rendered is not None and symbols is not None:
+            rendered = partial.decorate(rendered, diagnostics, target, symbols, self.module_file)
         return LowerResult(
             module=self.module_name, target=target, ok=ok,
             ir=rendered.text if rendered else "",
@@ -534,6 +555,7 @@ class ProgramLowerer:
             frames=rendered.frames if rendered else FrameTable(),
             diagnostics=diagnostics, stats=rendered.stats if rendered else {},
             passes=passes if options.print_after_all else None,
+            partial=symbols is not None,
         )
 
     def _lower_mlir(self, target: str, pipeline: str | None,
@@ -551,7 +573,10 @@ class ProgramLowerer:
                 torch_passes = failure.passes
         torch_mod = self.torch_module()
         if torch_mod is None:
-            diags = self._torch_failure_diags(target)
+            shown, diags = self._torch_failure(target, options)
+            if shown is not None:
+                return self._result(target, False, shown[0], options, diags, torch_passes,
+                                    symbols=shown[1])
             return self._result(target, False, self.raw_module(), options, diags, torch_passes)
         if target == "torch":
             return self._result(target, True, torch_mod, options, [], torch_passes or [])
@@ -559,7 +584,7 @@ class ProgramLowerer:
             try:
                 return self._result(target, True, self._llvm_module(options), options, [])
             except _PassFailure as failure:  # linalg failed: report its unsupported ops
-                diags = self._backend_failure_diags("linalg", failure, options)
+                _part, diags = self._backend_failure("linalg", failure, options)
                 return self._result(target, False, torch_mod, options, diags)
             except LensError as err:
                 if err.kind == ErrorKind.BAD_REQUEST:
@@ -569,29 +594,41 @@ class ProgramLowerer:
         try:
             module, passes = self._lower_from_torch(target, pipeline, options)
         except _PassFailure as failure:
-            diags = self._backend_failure_diags(target, failure, options)
+            part, diags = self._backend_failure(target, failure, options)
+            if part is not None:
+                passes = self._partial_passes(part, options) if options.print_after_all \
+                    else None
+                return self._result(target, False, part.module, options, diags, passes,
+                                    outlined=part)
             return self._result(target, False, torch_mod, options, diags, failure.passes)
         return self._result(target, True, module, options, [], passes)
 
-    def _backend_failure_diags(self, target: str, failure: _PassFailure,
-                               options: LowerOptions) -> list[LensDiagnostic]:
-        resolver = LocationResolver(self.users)
-        torch_mod = self.torch_module()
+    def _backend_failure(self, target: str, failure: _PassFailure, options: LowerOptions,
+                         ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        """The partial lowering of a failed backend and one diagnostic per cause."""
         start = time.perf_counter()
         try:
-            if options.list_unsupported and target in illegal_ops.BACKEND_PIPELINES:
-                try:
-                    return illegal_ops.list_unsupported(torch_mod, target, failure.errors,
-                                                        resolver)
-                except Exception:  # the listing is best effort; the first error is certain
-                    pass
-            diags = illegal_ops.error_diagnostics(failure.errors, target, resolver)
-            for d in diags:
-                if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
-                    d.kind = ErrorKind.UNSUPPORTED_OP
-            return diags
+            return self._listing.backend(target, self.torch_module(), failure.errors,
+                                         listed=options.list_unsupported)
         finally:
             self._timed("lower", start)
+
+    def _partial_passes(self, part: partial.Partial, options: LowerOptions) -> list[PassIr]:
+        """The pass picker's list for a partial lowering: the Torch IR with the rejected ops
+        outlined, then the IR after each pass of the backend pipeline that lowered it."""
+        start = time.perf_counter()
+        first = PassIr("outline-rejected-ops", ir_text.print_asm(
+            part.outlined, keep_weights=options.keep_weights))
+        try:
+            passes = run_pipeline(part.outlined.clone(), part.pipeline, print_after_all=True,
+                                  keep_weights=options.keep_weights) or []
+        except _PassFailure as failure:  # a contract check failing on the calls: expected
+            passes = failure.passes or []
+        finally:
+            self._timed("lower", start)
+        # Function passes also dump each declared function alone: keep the module's dumps.
+        declaration = re.compile(r"^(//[^\n]*\n)?\s*func\.func private @[^\n{]*\s*$")
+        return [first, *(p for p in passes if not declaration.match(p.ir))]
 
     def write_export(self, target: str, output: str, *, bytecode: bool = False,
                      options: LowerOptions | None = None, pipeline: str | None = None) -> int:
@@ -637,11 +674,8 @@ class ProgramLowerer:
 
 
 def _summary(diags: list[LensDiagnostic], target: str) -> str:
-    if not diags:
-        return f"lowering to {target} failed"
-    first = diags[0].message
-    more = f" (+{len(diags) - 1} more)" if len(diags) > 1 else ""
-    return f"{first}{more}"
+    """One line naming every culprit at its line (the same words as check and verify)."""
+    return culprits.summary(diags, target)
 
 
 def atomic_write(path: str, data: bytes) -> int:

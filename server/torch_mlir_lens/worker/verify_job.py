@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from torch_mlir_lens import culprits
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
 from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
@@ -86,8 +87,8 @@ def verify_lowerer(
         diags = listed.diagnostics or [err.to_diagnostic("linalg")]
         lower_s = round(time.perf_counter() - start, 6)
         timings = {"lower": lower_s, "total": lower_s}
-        first = diags[0].message.splitlines()[0] if diags else err.message
-        return _failed(name, diags, f"cannot lower to linalg: {first}", diags[0].kind,
+        # The same words as `lower`, `export` and `check`: every culprit at its line.
+        return _failed(name, diags, culprits.summary(diags, "linalg"), diags[0].kind,
                        rtol, atol, timings)
     lower_s = round(time.perf_counter() - start, 6)
     result = verify_linalg_module(

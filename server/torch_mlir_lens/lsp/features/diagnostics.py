@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens import discovery
+from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert, library_related, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
@@ -244,6 +244,18 @@ def _record(
         targets=(target,) if target else (),
         related=related,
         library=tuple((r.file, r.line, r.message) for r in diag.related),
+        cause=diag.cause,
+        notes=_knock_on_notes(diag),
+    )
+
+
+def _knock_on_notes(diag: LensDiagnostic) -> tuple[tuple[str, int, str], ...]:
+    """Related information: each knock-on op folded into this diagnostic, at its line."""
+    cause = culprits.cause_of(diag)
+    return tuple(
+        (k["file"], int(k["line"]), f"`{culprits.short_op(k.get('op'))}` fails only because "
+                                    f"of {cause}")
+        for k in diag.knock_on or [] if k.get("file") and k.get("line")
     )
 
 
@@ -266,7 +278,7 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
     groups: dict[tuple[Any, ...], list[DiagRecord]] = {}
     for rec in records:
         if rec.kind == ErrorKind.UNSUPPORTED_OP and rec.op:
-            key: tuple[Any, ...] = ("op", rec.range.start.line, rec.op)
+            key: tuple[Any, ...] = ("op", rec.range.start.line, rec.cause or rec.op)
         else:
             key = ("other", rec.range.start.line, rec.range.start.character, rec.kind,
                    rec.message)
@@ -280,9 +292,11 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
         )
         if key[0] == "op":
             names = ", ".join(target_title(t) for t in targets)
-            message = f"{first.op} cannot be lowered to {names or 'a checked backend'}"
+            message = f"{first.cause or first.op} cannot be lowered to " \
+                      f"{names or 'a checked backend'}"
             detail = first.message.strip()
-            if detail and detail != message and len(recs) == 1:
+            if detail and detail != message and len(recs) == 1 and first.cause is None \
+                    and "cannot be lowered" not in detail:
                 message += f": {detail}"
             code = first.op
         else:
@@ -293,6 +307,7 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
             message = f"{message} (at {', '.join(first.related)})"
         library = library_related.collect(recs)
         message = library_related.name_in_message(message, library)
+        notes = list(dict.fromkeys(n for r in recs for n in r.notes))
         out.append(
             types.Diagnostic(
                 range=first.range,
@@ -301,7 +316,17 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
                 code=code,
                 source=SOURCE,
                 data={"module": first.module, "kind": first.kind, "targets": targets},
-                related_information=library_related.information(library) or None,
+                related_information=library_related.information(library) + [
+                    types.DiagnosticRelatedInformation(
+                        location=types.Location(
+                            uri=convert.path_to_uri(file),
+                            range=types.Range(start=types.Position(line=line - 1, character=0),
+                                              end=types.Position(line=line - 1, character=0)),
+                        ),
+                        message=text,
+                    )
+                    for file, line, text in notes
+                ] or None,
             )
         )
     out.sort(key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))

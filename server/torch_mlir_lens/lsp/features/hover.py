@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens import discovery
+from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.documents import DocumentState
@@ -205,7 +205,13 @@ def render(
     rest = len(wanted) - len(shown)
     title = target_title(result.target)
     header = f"**{title}** · `{module}` · line {line}"
-    if not result.ok:
+    if result.partial:
+        bad = culprits.culprit_diagnostics(result.diagnostics)
+        where = ", ".join(dict.fromkeys(
+            culprits.located(d, doc.path).removeprefix("line ") for d in bad))
+        header += f" — partial {title} IR: ops of line{'s' if len(bad) != 1 else ''} " \
+                  f"{where} left unlowered (marked in the IR)"
+    elif not result.ok:
         header += f" — {title} lowering failed; showing the last IR reached"
     body = "\n".join(_dedent(shown))
     if rest > 0:
@@ -236,7 +242,7 @@ def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int)
                 parts.append(f"{target} …")
             continue
         ops = [
-            convert.short_op(d.op) or "?"
+            d.cause or convert.short_op(d.op) or "?"
             for d in result.diagnostics
             if d.kind == ErrorKind.UNSUPPORTED_OP and d.line == line
             and (d.file is None or os.path.normcase(os.path.normpath(d.file)) == want)

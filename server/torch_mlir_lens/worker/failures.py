@@ -1,0 +1,124 @@
+"""What a failed lowering shows: the partial IR and one diagnostic per cause, once per target.
+
+    Failures(program, users)
+        .backend(target, torch_module, errors)     → (Partial | None, diagnostics)
+        .torch_level(target, raw_module, errors)   → ((module, call symbols) | None, diagnostics)
+        .cached(target)                            → the diagnostics already computed
+
+A backend that rejects some ops gets the partial lowering of partial.py and its culprits
+grouped by culprit_diags.py; when that cannot be built, the rejected ops are still listed
+(illegal_ops.py) and grouped the same way. When torch-mlir itself rejects ops before any
+backend, those are outlined first and the backend's own rejects are added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch_mlir_lens.results import ErrorKind, LensDiagnostic
+from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.worker import culprit_diags, illegal_ops, partial
+from torch_mlir_lens.worker.library_frames import add_library_frames
+from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
+from torch_mlir_lens.worker.mlir_diagnostics import Diag
+
+Shown = tuple[Any, set[str]]  # a module with outlined ops, and the symbols of its calls
+
+
+def _rejected(part: partial.Partial) -> list[culprit_diags.Rejected]:
+    return [culprit_diags.Rejected(c.id, c.name, c.location, c.message, c.tensor, c.feeders)
+            for c in part.culprits]
+
+
+class Failures:
+    """The failures of one exported program, listed once per target."""
+
+    def __init__(self, program: Any, users: UserFiles) -> None:
+        self.program = program
+        self.users = users
+        self._backend: dict[str, tuple[partial.Partial | None, list[LensDiagnostic]]] = {}
+        self._torch: dict[str, tuple[Shown | None, list[LensDiagnostic]]] = {}
+
+    def cached(self, target: str) -> list[LensDiagnostic]:
+        """The diagnostics of `target`'s failure, if it was met already ([] otherwise)."""
+        for cache in (self._backend, self._torch):
+            if target in cache:
+                return list(cache[target][1])
+        return []
+
+    def _group(self, rejected: list[culprit_diags.Rejected], target: str,
+               resolver: LocationResolver, module: Any) -> list[LensDiagnostic]:
+        calls = culprit_diags.fx_calls(self.program, self.users)
+        ir_ops = culprit_diags.ir_ops_by_line(module, resolver)
+        diags = culprit_diags.diagnostics(rejected, target, resolver, calls, ir_ops)
+        add_library_frames(diags, [(r.name, r.location) for r in rejected], resolver)
+        return diags
+
+    def backend(self, target: str, torch_module: Any, errors: list[Diag], *,
+                listed: bool = True) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        """The partial lowering of a failed backend (None if it cannot be built) and one
+        diagnostic per cause. `listed` False: only the pipeline's own errors (not cached)."""
+        listed = listed and target in illegal_ops.BACKEND_PIPELINES
+        if listed and target in self._backend:
+            return self._backend[target]
+        resolver = LocationResolver(self.users)
+        if listed:
+            try:
+                self._backend[target] = self._list(target, torch_module, errors, resolver)
+                return self._backend[target]
+            except Exception:  # the listing is best effort; the first error is certain
+                pass
+        diags = illegal_ops.error_diagnostics(errors, target, resolver)
+        for d in diags:
+            if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
+                d.kind = ErrorKind.UNSUPPORTED_OP
+        return None, diags
+
+    def _list(self, target: str, torch_module: Any, errors: list[Diag],
+              resolver: LocationResolver) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        part = partial.lower_partially(torch_module, target)
+        if part is not None:
+            diags = self._group(_rejected(part), target, resolver, torch_module)
+            if not part.complete:
+                diags.append(illegal_ops.incomplete_warning(target))
+            return part, diags
+
+        def grouped(found: list[illegal_ops.FoundOp]) -> list[LensDiagnostic]:
+            rejected = [culprit_diags.Rejected(i, f.name, f.location, f.message,
+                                               culprit_diags.guess_tensor(f.name))
+                        for i, f in enumerate(found)]
+            return self._group(rejected, target, resolver, torch_module)
+
+        return None, illegal_ops.list_unsupported(torch_module, target, errors, resolver,
+                                                  to_diagnostics=grouped)
+
+    def torch_level(self, target: str, raw_module: Any, errors: list[Diag], *,
+                    listed: bool = True) -> tuple[Shown | None, list[LensDiagnostic]]:
+        """When torch-mlir itself rejects ops: the IR reached with them outlined (the Torch
+        module, or the target's partial lowering) with its call symbols, and every culprit,
+        torch-level and the backend's."""
+        if target in self._torch:
+            return self._torch[target]
+        resolver = LocationResolver(self.users)
+        diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
+        shown: Shown | None = None
+        try:
+            outlined = partial.outline_torch_operators(raw_module, TORCH_BACKEND_PIPELINE)
+            if outlined is not None and listed:
+                module, symbols = outlined
+                if target == "torch":
+                    shown = module, symbols
+                elif target in illegal_ops.BACKEND_PIPELINES:
+                    part = partial.lower_partially(module, target, outlined_already=True)
+                    if part is not None:
+                        more = self._group(_rejected(part), target, resolver, module)
+                        diags = sorted(diags + more, key=lambda d: (d.line is None, d.line or 0))
+                        shown = part.module, symbols | {c.symbol for c in part.culprits
+                                                        if c.symbol}
+        except Exception:  # best effort: the torch-level listing stands without it
+            shown = None
+        self._torch[target] = (shown, diags)
+        return shown, diags
+
+
+__all__ = ["Failures"]

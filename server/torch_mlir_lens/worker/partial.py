@@ -1,0 +1,398 @@
+"""Partial lowering: the target IR for everything a backend accepts, rejected ops kept in place.
+
+When a backend pipeline fails, plain torch-mlir shows nothing. Here each rejected op becomes a
+call to a declared function named after it (`func.call @torch.aten.erfinv(%4)`), and the
+backend pipeline runs on the result: every other op lowers as usual, and the backend's own
+type conversion turns the call's `!torch.vtensor` operands and results into builtin tensors at
+the boundary.
+
+Why calls rather than leaving the Torch op in place: TOSA's conversion marks unsupported ops
+illegal and fails as a whole on the first one (nothing would lower), while a call is an
+ordinary op every backend pipeline carries through. The result is well-formed, parseable
+target IR in which each rejected op sits exactly where it was, with its types converted.
+
+    lower_partially(torch_module, target) → Partial (module, culprits, complete) or None
+
+Rounds: a listing finds what the backend rejects (illegal_ops); ops that fail only once their
+neighbours are outlined, or that a rejected op feeds, are settled by listing again. Scalar
+knock-on ops of a rejected tensor op (the size checks and asserts torch.export adds after a
+data-dependent op) are folded into that op's call when nothing else uses them: TOSA has no
+scalars at a function boundary, and the checks exist only for the rejected op's result.
+
+The backend's final "contract" verification rejects any `func.call`; it is left out (or, when
+the pipeline cannot be split, its failure on our calls alone is accepted), and the result is
+checked instead for what verification is about here: no Torch op, no Torch type cast and no
+unrealized cast left behind.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import func as func_d
+from torch_mlir.passmanager import PassManager
+
+from torch_mlir_lens.worker import illegal_ops, line_context
+from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
+from torch_mlir_lens.worker.mlir_diagnostics import captured
+
+# Listings per partial lowering (a round lists what is still rejected and outlines it).
+MAX_ROUNDS = 4
+ISOLATION_ROUNDS = 3
+BUDGET_S = 20.0  # no new round starts after this many seconds
+_VERIFY_PASS = re.compile(r",?torch-verify-[\w-]+-backend-contract")
+_LEFTOVER_PREFIXES = ("torch.", "torch_c.", "builtin.unrealized_conversion_cast")
+
+
+@dataclass
+class Culprit:
+    """One op left unlowered, as data (no MLIR handle survives a pass run)."""
+
+    id: int  # unique within one partial lowering, in discovery order
+    name: str  # "torch.aten.erfinv"
+    location: str  # location text of the op
+    message: str  # the backend's reason when it gave one ("" otherwise)
+    tensor: bool  # produces a tensor (scalar ops and asserts do not)
+    feeders: list[int] = field(default_factory=list)  # ids of culprits whose results it uses
+    folded: bool = False  # a scalar knock-on folded into its feeder's call (erased)
+    symbol: str = ""  # the declared function it calls ("" when folded)
+
+
+@dataclass
+class Partial:
+    """A module lowered to the target except for its culprits."""
+
+    module: Any  # the lowered module operation
+    culprits: list[Culprit]
+    complete: bool  # False when the listing of rejected ops stopped early (time budget)
+    outlined: Any = None  # the Torch-level module with the calls, before the backend pipeline
+    pipeline: str = ""  # the pipeline that lowered `outlined` to `module`
+
+
+def _no_verify_pipeline(target: str, ctx: ir.Context) -> str:
+    """The backend pipeline, expanded, without its final contract verification."""
+    full = illegal_ops.BACKEND_PIPELINES[target]
+    with ctx, captured(ctx):
+        expanded = str(PassManager.parse(full, context=ctx))
+        candidate = _VERIFY_PASS.sub("", expanded)
+        try:  # some expanded pipelines name passes that are not registered on their own
+            PassManager.parse(candidate, context=ctx)
+        except (ValueError, ir.MLIRError):
+            return full
+    return candidate
+
+
+def _leftovers(module_op: Any) -> list[str]:
+    return [op_name(op) for op in illegal_ops._walk(module_op)
+            if op_name(op).startswith(_LEFTOVER_PREFIXES)]
+
+
+def _is_tensor(value: Any) -> bool:
+    return str(value.type).startswith("!torch.vtensor")
+
+
+def _owner(value: Any) -> Any | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner
+
+
+def _call_operands(op: Any) -> list[Any]:
+    """The values a call passes: every non-constant operand, lists of values unpacked."""
+    out: list[Any] = []
+    for v in op.operands:
+        owner = _owner(v)
+        if owner is not None and illegal_ops._is_constant_op(owner):
+            continue  # constants stay behind: the declared function stands for the op as used
+        if owner is not None and op_name(owner) == "torch.prim.ListConstruct":
+            out.extend(e for e in owner.operation.operands
+                       if _owner(e) is None or not illegal_ops._is_constant_op(_owner(e)))
+            continue
+        out.append(v)
+    return out
+
+
+def _feeders(op: Any, ids: dict[int, int], calls: dict[str, int], walk_pos: dict[Any, int],
+             depth: int = 4) -> list[int]:
+    """Culprit ids whose results reach `op` through at most `depth` ops (nearest first)."""
+    out: list[int] = []
+    todo = [(v, 0) for v in op.operands]
+    seen = 0
+    while todo and seen < 64:
+        value, level = todo.pop(0)
+        seen += 1
+        owner = _owner(value)
+        if owner is None:
+            continue
+        operation = owner.operation
+        if op_name(operation) == "func.call":
+            callee = str(operation.attributes["callee"]).lstrip("@")
+            if callee in calls and calls[callee] not in out:
+                out.append(calls[callee])
+            continue
+        pos = walk_pos.get(operation)
+        if pos is not None and pos in ids:
+            if ids[pos] not in out:
+                out.append(ids[pos])
+            continue
+        if level < depth:
+            todo.extend((v, level + 1) for v in operation.operands)
+    return out
+
+
+class _Outliner:
+    """Replaces ops of one module by calls to declared functions named after them."""
+
+    def __init__(self, module_op: Any) -> None:
+        self.module_op = module_op
+        self.body = module_op.regions[0].blocks[0]
+        self.symbols: dict[str, str] = {}  # op name + signature → symbol
+        self.taken = {str(op.attributes["sym_name"]).strip('"')
+                      for op in self.body.operations if "sym_name" in op.attributes}
+        self.callee_ids: dict[str, int] = {}  # symbol → culprit id of its (first) call
+
+    def _symbol(self, name: str, key: str, ftype: ir.FunctionType) -> str:
+        """One declared function per distinct op: same name, types, attributes and constant
+        operands (two slices with other bounds get two functions)."""
+        if key not in self.symbols:
+            symbol, n = name, 1
+            while symbol in self.taken:
+                symbol, n = f"{name}_{n}", n + 1
+            self.taken.add(symbol)
+            with ir.InsertionPoint.at_block_begin(self.body), ir.Location.unknown():
+                func_d.FuncOp(symbol, ftype, visibility="private")
+            self.symbols[key] = symbol
+        return self.symbols[key]
+
+    def outline(self, op: Any, culprit: Culprit) -> None:
+        operation = op.operation
+        args = _call_operands(operation)
+        results = [r.type for r in operation.results]
+        ftype = ir.FunctionType.get([a.type for a in args], results)
+        symbol = self._symbol(culprit.name, illegal_ops._isolation_key(op), ftype)
+        with ir.InsertionPoint(operation), operation.location:
+            call = func_d.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), args)
+        for old, new in zip(operation.results, call.results, strict=True):
+            old.replace_all_uses_with(new)
+        operation.erase()
+        culprit.symbol = symbol
+        self.callee_ids.setdefault(symbol, culprit.id)
+
+
+def _outline_round(work: Any, found: list[FoundOp], culprits: list[Culprit],
+                   outliner: _Outliner) -> bool:
+    """Outline the ops of `found` (indices into a walk of `work`) in place; False if one of
+    them cannot be outlined (its operand or result types have no backend equivalent)."""
+    ops = illegal_ops._walk(work)
+    walk_pos = {op.operation: i for i, op in enumerate(ops)}
+    ids: dict[int, int] = {}
+    fresh: list[tuple[Any, Culprit]] = []
+    for f in found:
+        index = f.index if 0 <= f.index < len(ops) else _find(ops, f, ids)
+        if index is None:
+            return False
+        if index in ids:
+            continue
+        op = ops[index]
+        culprit = Culprit(len(culprits), f.name, f.location, f.message,
+                          any(_is_tensor(r) for r in op.operation.results))
+        ids[index] = culprit.id
+        culprits.append(culprit)
+        fresh.append((op, culprit))
+    by_id = {c.id: c for c in culprits}
+    for op, culprit in fresh:
+        culprit.feeders = [i for i in _feeders(op.operation, ids, outliner.callee_ids, walk_pos)
+                           if i != culprit.id]
+    tensor_roots = {c.id for c in culprits if c.tensor}
+
+    def knock_on(c: Culprit) -> bool:
+        todo, seen = list(c.feeders), set()
+        while todo:
+            i = todo.pop()
+            if i in tensor_roots:
+                return True
+            if i not in seen:
+                seen.add(i)
+                todo.extend(by_id[i].feeders)
+        return False
+
+    with work.context:
+        # Scalar knock-ons first, last use first: each must be dead once its users are gone.
+        for op, culprit in reversed(fresh):
+            if not culprit.tensor and knock_on(culprit) and all(
+                    not list(r.uses) for r in op.operation.results):
+                op.operation.erase()
+                culprit.folded = True
+        for op, culprit in fresh:
+            if not culprit.folded:
+                outliner.outline(op, culprit)
+        _erase_dead_lists(work)
+    return True
+
+
+def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
+    """The index of the op `f` names, by name and location (an op a pass re-created carries
+    no index tag)."""
+    for i, op in enumerate(ops):
+        if i not in taken and illegal_ops._display_name(op) == f.name and (
+                str(op.location) == f.location):
+            return i
+    return None
+
+
+def _erase_dead_lists(module_op: Any) -> None:
+    for op in reversed(illegal_ops._walk(module_op)):
+        if op_name(op) == "torch.prim.ListConstruct" and not list(op.operation.results[0].uses):
+            op.operation.erase()
+
+
+def _settle_dependents(work: Any, found: list[FoundOp], target: str,
+                       doubted: set[tuple[str, str]]) -> list[FoundOp]:
+    """Drop the leftovers that are left over only because a rejected op feeds them.
+
+    A conversion also leaves an op in place when an operand comes from an op that stayed
+    Torch (the `aten.cat` of slices of an `fft` result). Each leftover fed by another one is
+    tried with the rest of its line (line_context.py); if that lowers, it is not outlined this
+    round. Should the backend still reject it once its feeder is a call, the next round lists
+    it again, and then it stays (`doubted` remembers it).
+    """
+    ops = illegal_ops._walk(work)
+    walk_pos = {op.operation: i for i, op in enumerate(ops)}
+    indices = {f.index: f.index for f in found if 0 <= f.index < len(ops)}
+    dependent = [f for f in found if f.index in indices and (f.name, f.location) not in doubted
+                 and any(i != f.index for i in
+                         _feeders(ops[f.index].operation, indices, {}, walk_pos))]
+    if not dependent:
+        return found
+    fine = line_context.lowers_with_its_line(ops, [f.index for f in dependent], set(indices),
+                                             target)
+    drop = {f.index for f, ok in zip(dependent, fine, strict=True) if ok}
+    doubted.update((f.name, f.location) for f in dependent if f.index in drop)
+    return [f for f in found if f.index not in drop]
+
+
+def _only_contract_errors(messages: list[str]) -> bool:
+    """Whether a failed run failed only in the final contract check, on our calls."""
+    return bool(messages) and all(
+        "backend contract" in m or "failed to legalize operation 'func.call'" in m
+        for m in messages)
+
+
+def _try_lower(work: Any, pipeline: str) -> Any | None:
+    """A lowered clone of `work`, or None if the pipeline fails or leaves Torch ops.
+
+    When the pipeline still ends in the contract verification (StableHLO: its expanded form
+    names passes that cannot be parsed alone), a failure of that check alone is accepted: the
+    verification changes nothing, so the module is the converted one.
+    """
+    lowered = work.clone()
+    ctx = lowered.context
+    with ctx, captured(ctx) as diags:
+        try:
+            PassManager.parse(pipeline, context=ctx).run(lowered.operation)
+        except ir.MLIRError as exc:
+            messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
+            messages = messages or [d.message for d in diags if d.severity == "error"]
+            if not _only_contract_errors(messages):
+                return None
+    return None if _leftovers(lowered) else lowered
+
+
+def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, set[str]] | None:
+    """For a program torch-mlir itself rejects (`torch.operator`: aten ops it does not know):
+    a clone of the raw module with those ops outlined, run to the Torch backend contract.
+    (module, declared symbols), or None if that pipeline still fails."""
+    work = raw_module.clone()
+    found = [FoundOp(illegal_ops._display_name(op), str(op.location), "", i)
+             for i, op in enumerate(illegal_ops._walk(work)) if op_name(op) == "torch.operator"]
+    outliner = _Outliner(work)
+    if not found or not _outline_round(work, found, [], outliner):
+        return None
+    ctx = work.context
+    with ctx, captured(ctx):
+        try:
+            PassManager.parse(torch_pipeline, context=ctx).run(work.operation)
+        except ir.MLIRError:
+            return None
+    return work, set(outliner.callee_ids)
+
+
+def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
+                    outlined_already: bool = False) -> Partial | None:
+    """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
+
+    None when there is nothing to outline, an op cannot be outlined, or the pipeline still
+    fails after the last round or `budget_s` seconds: the caller then shows the Torch IR and
+    lists the rejected ops as before.
+    """
+    if target not in illegal_ops.BACKEND_PIPELINES:
+        return None
+    work = torch_module.clone()
+    pipeline = _no_verify_pipeline(target, work.context)
+    outliner = _Outliner(work)
+    culprits: list[Culprit] = []
+    complete = True
+    doubted: set[tuple[str, str]] = set()
+    rounds = MAX_ROUNDS if target in illegal_ops.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    start = time.perf_counter()
+    if outlined_already:  # calls made earlier (torch level): perhaps nothing else is rejected
+        lowered = _try_lower(work, pipeline)
+        if lowered is not None:
+            return Partial(lowered, [], True, work, pipeline)
+    for _round in range(rounds):
+        if time.perf_counter() - start > budget_s:
+            return None  # a big module with long chains of rejected ops: list them only
+        found, done = illegal_ops.find_unsupported(work, target)
+        complete = complete and done
+        if target in illegal_ops.LEFTOVER_PIPELINES:
+            found = _settle_dependents(work, found, target, doubted)
+        if not found or not _outline_round(work, found, culprits, outliner):
+            return None
+        lowered = _try_lower(work, pipeline)
+        if lowered is not None:
+            return Partial(lowered, culprits, complete, work, pipeline)
+    return None
+
+
+def header(diags: list[Any], target: str, files: Any = None) -> list[str]:
+    """The comment lines above a partial IR: which ops were left unlowered, and where."""
+    from torch_mlir_lens.culprits import cause_of, culprit_diagnostics, located
+    from torch_mlir_lens.targets import target_title
+
+    title = target_title(target)
+    culprits = culprit_diagnostics(diags)
+    lines = [f"// Partial {title} lowering: {len(culprits)} "
+             f"{'line holds' if len(culprits) == 1 else 'lines hold'} ops {title} cannot lower,",
+             "// each kept in place as a call to a declared function named after the op, its",
+             f"// operands and results converted to {title} types. Everything else is lowered."]
+    files = files or next((d.file for d in culprits if d.file), None)
+    for d in culprits:
+        lines.append(f"//   {located(d, files)}: {cause_of(d)}")
+    return lines
+
+
+def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
+             module_file: str | None = None) -> Any:
+    """`rendered` (ir_text.RenderedIr) with the header on top and each call of an outlined op
+    marked; the source map shifted to match."""
+    from torch_mlir_lens.results import IrLineMapping
+    from torch_mlir_lens.targets import target_title
+
+    top = header(diags, target, module_file)
+    calls = re.compile(r"\bcall @(" + "|".join(re.escape(s) for s in sorted(symbols)) +
+                       r")\(") if symbols else None
+    mark = f"  // not lowered to {target_title(target)}"
+    body = []
+    for line in rendered.text.splitlines():
+        body.append(line + mark if calls is not None and calls.search(line) else line)
+    rendered.text = "\n".join([*top, *body]) + "\n"
+    rendered.map = [IrLineMapping(m.ir_line + len(top), m.file, m.line, m.depth)
+                    for m in rendered.map]
+    return rendered
+
+
+__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "decorate", "header", "lower_partially",
+           "outline_torch_operators"]

@@ -1,0 +1,137 @@
+"""Precision suite: the lens' verdict per line against each line lowered alone (plain torch-mlir).
+
+For every module of the corpus (tests/precision/corpus.py and examples/partial_lowering.py) and
+every backend: every line the backend rejects when lowered alone gets a diagnostic (recall),
+and no line that lowers alone gets one (precision); the `# rejects:` comments of the corpus
+agree with that reference. One export per module; the table of scores is printed (-s).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+from typing import Any
+
+import pytest
+import torch
+
+from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.worker.locations import LocationResolver
+from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
+
+from .line_isolation import failing_lines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus.py")
+EXAMPLE = os.path.join(ROOT, "examples", "partial_lowering.py")
+BACKENDS = ("linalg", "tosa", "stablehlo")
+REJECTS = re.compile(r"#\s*rejects:\s*([\w ]+)$")
+
+Line = tuple[str, int]
+
+
+def _modules() -> list[tuple[str, str, tuple[Any, ...]]]:
+    inputs = runpy.run_path(CORPUS)["INPUTS"]
+    out = [(CORPUS, name, make()) for name, make in inputs.items()]
+    out.append((EXAMPLE, "PortingCandidate", (torch.rand(4, 8) * 0.5,)))
+    return out
+
+
+def declared(path: str) -> dict[Line, set[str]]:
+    """{(file, line): backends} from the `# rejects:` comments."""
+    out = {}
+    with open(path) as f:
+        for number, text in enumerate(f, start=1):
+            m = REJECTS.search(text.rstrip())
+            if m:
+                out[(path, number)] = set(m.group(1).split())
+    return out
+
+
+class Verdicts:
+    """One module: the lens' diagnosed lines and the reference's failing lines, per backend."""
+
+    def __init__(self, path: str, name: str, args: tuple[Any, ...]) -> None:
+        torch.manual_seed(0)
+        ns = runpy.run_path(path)
+        files = {path}
+        program = export_program(ns[name](), args, {}, user_files=files)
+        lowerer = ProgramLowerer(program, module_name=name, user_files=files)
+        resolver = LocationResolver(files)
+        torch_module = lowerer.torch_module()
+        assert torch_module is not None
+        self.reference = {t: failing_lines(torch_module, t, resolver) for t in BACKENDS}
+        self.results: dict[str, LowerResult] = {t: lowerer.lower(t) for t in BACKENDS}
+        span = [n for n, _ in _forward_lines(path, name)]
+        self.forward = (min(span), max(span))
+        self.path = path
+
+    def diagnosed(self, target: str) -> set[Line]:
+        return {(d.file, d.line) for d in self.results[target].diagnostics
+                if d.severity == "error" and d.file and d.line}
+
+
+def _forward_lines(path: str, name: str) -> list[tuple[int, str]]:
+    with open(path) as f:
+        lines = f.read().splitlines()
+    start = next(i for i, t in enumerate(lines) if t.startswith(f"class {name}("))
+    body = []
+    inside = False
+    for i in range(start + 1, len(lines)):
+        text = lines[i]
+        if text.startswith("class ") or (text and not text.startswith(" ")):
+            break
+        if text.strip().startswith("def forward"):
+            inside = True
+            continue
+        if inside and text.strip().startswith("def "):
+            break
+        if inside and text.strip():
+            body.append((i + 1, text))
+    return body
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[str, Verdicts]:
+    return {name: Verdicts(path, name, args) for path, name, args in _modules()}
+
+
+NAMES = [name for _path, name, _args in _modules()]
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_culprit_at_its_line_and_nothing_else(verdicts: dict[str, Verdicts], name: str,
+                                                   target: str) -> None:
+    v = verdicts[name]
+    reference = v.reference[target]
+    known = {line for line, backends in declared(v.path).items()
+             if target in backends and v.forward[0] <= line[1] <= v.forward[1]}
+    assert reference == known, "the corpus comments disagree with torch-mlir"
+    got = v.diagnosed(target)
+    assert reference <= got, f"missed: {sorted(reference - got)}"
+    assert got <= reference, f"diagnosed a line that lowers alone: {sorted(got - reference)}"
+    # One diagnostic per line and backend.
+    lines = [(d.file, d.line) for d in v.results[target].diagnostics if d.severity == "error"]
+    assert len(lines) == len(set(lines))
+    # The rest of the module is shown lowered: the partial IR, not the Torch dialect.
+    if reference:
+        assert v.results[target].partial, v.results[target].ir[:300]
+
+
+def test_scores(verdicts: dict[str, Verdicts]) -> None:
+    """Recall and precision per backend over the whole corpus (printed for the README)."""
+    rows = []
+    for target in BACKENDS:
+        tp = fp = fn = 0
+        for v in verdicts.values():
+            ref, got = v.reference[target], v.diagnosed(target)
+            tp, fp, fn = tp + len(ref & got), fp + len(got - ref), fn + len(ref - got)
+        recall = tp / (tp + fn) if tp + fn else 1.0
+        precision = tp / (tp + fp) if tp + fp else 1.0
+        rows.append((target, tp + fn, recall, precision))
+        print(f"{target}: {tp + fn} culprit lines, recall {recall:.2f}, precision {precision:.2f}")
+        assert recall == 1.0 and precision == 1.0
+    assert sum(n for _t, n, _r, _p in rows) >= 20  # a corpus worth measuring
