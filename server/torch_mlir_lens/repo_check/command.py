@@ -50,6 +50,9 @@ def add_check_arguments(check: argparse.ArgumentParser) -> None:
                        help="skip paths matching this gitignore-style pattern (repeatable)")
     check.add_argument("--require-inputs", action="store_true",
                        help="a module without example inputs is an error, not a note")
+    check.add_argument("--list", action="store_true",
+                       help="print the modules this run (or shard) would check, one "
+                            "`file::Module` a line, and exit without lowering anything")
     check.add_argument("--config", metavar="PYPROJECT",
                        help="read [tool.torch-mlir-lens] from this file (default: the "
                             "closest pyproject.toml that has it)")
@@ -172,6 +175,9 @@ async def run_check(args: argparse.Namespace) -> int:
     if args.module and not plan.tasks:
         raise _cli_error(f"no module named {args.module!r} in the given paths")
     tasks = plan.tasks if shard_spec is None else shard(plan.tasks, *shard_spec)
+    if args.list:
+        _emit("".join(f"{t.key}\n" for t in tasks), args.output)
+        return 2 if plan.problems else 0
 
     baseline = None
     baseline_path = args.baseline or cfg.baseline
