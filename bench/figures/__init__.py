@@ -12,6 +12,7 @@ from bench.figures import (
     fig5_edit_loop,
     fig6_memory,
     fig7_cold_start,
+    fig10_repo_check,
 )
 
 FIGURES: list[ModuleType] = [
@@ -22,4 +23,5 @@ FIGURES: list[ModuleType] = [
     fig5_edit_loop,
     fig6_memory,
     fig7_cold_start,
+    fig10_repo_check,
 ]
