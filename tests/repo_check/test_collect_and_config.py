@@ -188,3 +188,32 @@ def test_github_annotations_escape_their_fields() -> None:
     first = render_github(report, "/").splitlines()[0]
     assert first == ("::error file=dir%2Cx/m.py,line=7,title=torch-mlir-lens tosa/aten.roll "
                      "in A::50% of it:%0Afails".replace("50%", "50%25"))
+
+
+def test_default_jobs_are_bounded_by_memory() -> None:
+    from torch_mlir_lens.repo_check.runner import default_jobs, memory_available_mb
+
+    available = memory_available_mb()
+    assert available is not None  # Linux
+    jobs, why = default_jobs(available * 4)  # a limit 4× what is free: one worker only
+    assert jobs == 1 and "per worker" in why
+    jobs, _ = default_jobs(1)
+    assert jobs >= 1
+
+
+def test_progress_bar_draws_in_place_and_erases_itself() -> None:
+    import io
+
+    from torch_mlir_lens.repo_check.progress import Progress
+
+    stream = io.StringIO()
+    bar = Progress(4, stream, enabled=True)
+    for name in ("a.py::A", "a.py::B", "b.py::C", "b.py::D"):
+        bar.step(name)
+    bar.close()
+    frames = stream.getvalue().split("\r")
+    assert "[##########          ] 2/4 a.py::B" in frames[2]
+    assert frames[-1] == "" and frames[-2].strip() == ""  # erased
+    quiet = io.StringIO()
+    Progress(4, quiet).step("x")  # not a terminal: nothing drawn
+    assert quiet.getvalue() == ""

@@ -61,7 +61,7 @@ def short_op(op: str) -> str:
     return op[len("torch."):] if op.startswith("torch.aten.") else op
 
 
-def module_findings(results: list[LowerResult], *, path: str, rel: str, root: str,
+def module_findings(results: list[LowerResult], *, rel: str, root: str,
                     module: str, module_line: int) -> list[Finding]:
     """The findings of one module's lowering results (one per target)."""
     found: dict[tuple[Any, ...], Finding] = {}

@@ -115,7 +115,7 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         return ModuleOutcome(task, entry, [finding])
     entry["seconds"] = round(time.perf_counter() - started, 3)
     entry["targets"] = _entry_for_results(task, results)
-    findings = module_findings(results, path=task.path, rel=task.rel, root=opts.root,
+    findings = module_findings(results, rel=task.rel, root=opts.root,
                                module=task.name, module_line=task.line)
     return ModuleOutcome(task, entry, findings)
 

@@ -13,7 +13,6 @@ for `merge`.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +176,3 @@ def sarif_failed(log: dict[str, Any]) -> bool:
             return True
     return False
 
-
-def root_display(root: str) -> str:
-    """For messages: the root relative to the working directory."""
-    rel = os.path.relpath(root)
-    return root if rel.startswith("..") else rel
