@@ -26,7 +26,12 @@ from torch_mlir_lens.repo_check.paths import PathError, collect
 from torch_mlir_lens.repo_check.plan import parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress
 from torch_mlir_lens.repo_check.report import Report, module_key
-from torch_mlir_lens.repo_check.runner import RunOptions, default_jobs, run_modules
+from torch_mlir_lens.repo_check.runner import (
+    RunOptions,
+    default_jobs,
+    memory_available_mb,
+    run_modules,
+)
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -153,6 +158,10 @@ async def run_check(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise _cli_error("-j needs a number ≥ 1")
     jobs = args.jobs or cfg.jobs or default_jobs(memory)[0]
+    available = memory_available_mb()
+    if available is not None and jobs * memory > available:
+        sys.stderr.write(f"warning: {jobs} workers × {memory} MB (--memory-limit) exceed the "
+                         f"{available} MB available: the machine may run out of memory\n")
     shard_spec = None
     if args.shard:
         try:
