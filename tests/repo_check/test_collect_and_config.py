@@ -217,3 +217,22 @@ def test_progress_bar_draws_in_place_and_erases_itself() -> None:
     quiet = io.StringIO()
     Progress(4, quiet).step("x")  # not a terminal: nothing drawn
     assert quiet.getvalue() == ""
+
+
+def test_editor_settings_take_the_project_table_last(tmp_path: Path) -> None:
+    from torch_mlir_lens.lsp.settings import effective_settings
+
+    editor = {"diagnosticTargets": ["linalg", "tosa", "stablehlo"], "timeoutSeconds": 60,
+              "exampleInputs": {"A": "(1,)", "B": "(2,)"}, "defaultTarget": "tosa"}
+    plain, problems = effective_settings({}, editor, str(tmp_path))
+    assert plain.timeout_seconds == 60 and not problems  # no pyproject: the editor's
+    write(tmp_path, "pyproject.toml", "[tool.torch-mlir-lens]\ntargets = ['stablehlo']\n"
+          "timeoutSeconds = 5\n[tool.torch-mlir-lens.exampleInputs]\nB = '(3,)'\n")
+    merged, problems = effective_settings({}, editor, str(tmp_path))
+    assert not problems
+    assert merged.diagnostic_targets == ("stablehlo",) and merged.timeout_seconds == 5
+    assert dict(merged.example_inputs) == {"A": "(1,)", "B": "(3,)"}
+    assert merged.default_target == "tosa"  # editor-only keys stay the editor's
+    write(tmp_path, "pyproject.toml", "[tool.torch-mlir-lens]\ntargets = 'nope'\n")
+    broken, problems = effective_settings({}, editor, str(tmp_path))
+    assert broken.timeout_seconds == 60 and len(problems) == 1 and "targets" in problems[0]
