@@ -1,4 +1,5 @@
-"""`check PATH…` as a process: bad input in one line, per-module isolation on parallel workers."""
+"""`check PATH…` as a process: bad input in one line, per-module isolation on parallel workers,
+ops in library files reported there for the module that uses them."""
 
 from __future__ import annotations
 
@@ -47,6 +48,33 @@ class Hang(nn.Module):
         time.sleep(3600)
         return x + 1
 '''
+LAYERS = """import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.erfinv(torch.sigmoid(self.fc(x)) - 0.5)
+"""
+MODEL = """import torch
+from torch import nn
+
+from layers import Block
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 8),)
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        return self.block(x) + 1
+"""
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -92,12 +120,14 @@ def test_crash_and_hang_stay_with_their_module_on_parallel_workers(tmp_path: Pat
                            "Healthy", "Other"))):
         (tmp_path / name).write_text(text)
     (tmp_path / "broken.py").write_text("def (:\n")
+    (tmp_path / "layers.py").write_text(LAYERS)
+    (tmp_path / "model.py").write_text(MODEL)
     proc = run("check", ".", "-j", "2", "--targets", "linalg", "--timeout", "20",
                "--memory-limit", "1500", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-3000:]  # the unparsable file
     data = json.loads(proc.stdout)
     by_name = {m["name"]: m for m in data["modules"]}
-    assert list(by_name) == ["Crash", "Hang", "Healthy", "Other"]  # files in order
+    assert list(by_name) == ["Crash", "Hang", "Healthy", "Other", "Block", "Model"]
     assert by_name["Crash"]["error"]["kind"] == "worker-crash"
     assert by_name["Hang"]["error"]["kind"] == "timeout"
     for ok in ("Healthy", "Other"):
@@ -105,5 +135,12 @@ def test_crash_and_hang_stay_with_their_module_on_parallel_workers(tmp_path: Pat
     assert [f["rule"] for f in by_name["Crash"]["findings"]] == ["worker-crash"]
     assert [(p["file"], p["line"], p["rule"]) for p in data["problems"]] == [
         ("broken.py", 1, "syntax-error")]
-    assert data["summary"] == {"files": 5, "modules": 4, "skipped": 0, "failing": 2, "ok": 2,
-                               "findings": 3, "new": 3, "baselined": 0, "problems": 1}
+    # An op in a library file: reported there, for the module that uses it (and the block).
+    (used,) = by_name["Model"]["findings"]
+    assert (used["rule"], used["file"], used["module_file"]) == (
+        "linalg/aten.erfinv", "layers.py", "model.py")
+    assert used["line"] == LAYERS.splitlines().index(
+        "        return torch.erfinv(torch.sigmoid(self.fc(x)) - 0.5)") + 1
+    assert by_name["Block"]["inputs"] == "derived"
+    assert data["summary"] == {"files": 7, "modules": 6, "skipped": 0, "failing": 4, "ok": 2,
+                               "findings": 5, "new": 5, "baselined": 0, "problems": 1}
