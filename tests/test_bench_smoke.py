@@ -30,7 +30,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     assert data["machine"]["cores"] >= 1
     figures = {f["number"]: f for f in data["figures"]}
-    assert sorted(figures) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert sorted(figures) == [1, 2, 3, 4, 5, 6, 7, 8, 10]
     for number, fig in figures.items():
         assert fig["error"] is None, f"figure {number}: {fig['error']}\n{fig['details']}"
         targeted = [m for m in fig["metrics"] if m["target"] is not None]

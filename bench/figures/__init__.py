@@ -14,6 +14,7 @@ from bench.figures import (
     fig7_cold_start,
     fig8_zoo,
     fig9_scale,
+    fig10_repo_check,
 )
 
 FIGURES: list[ModuleType] = [
@@ -26,4 +27,5 @@ FIGURES: list[ModuleType] = [
     fig7_cold_start,
     fig8_zoo,
     fig9_scale,
+    fig10_repo_check,
 ]

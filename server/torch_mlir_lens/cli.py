@@ -6,8 +6,10 @@ A stable contract (scripts depend on it):
                           [--inputs EXPR | --inputs-file PATH] [--init EXPR] [--annotate]
                           [--frames user|all] [--keep-weights] [--debug-info]
                           [--print-after-all] [--json]
-    torch-mlir-lens check FILE [--module NAME] [--targets linalg,tosa,stablehlo] [--inputs …]
-                          [--json]
+    torch-mlir-lens check PATH… [--module NAME] [--targets linalg,tosa,stablehlo] [--inputs …]
+                          [-j N] [--format text|json|sarif|github] [-o OUT] [--baseline FILE]
+                          [--write-baseline] [--shard I/N] [--exclude PATTERN] [--json]
+    torch-mlir-lens merge REPORT… [-o OUT] [--format F]
     torch-mlir-lens export FILE --module NAME [--target T] -o OUT [--bytecode]
     torch-mlir-lens verify FILE [--module NAME | --line N] [--rtol R] [--atol A] [--json]
     torch-mlir-lens serve [--tcp --host 127.0.0.1 --port N]
@@ -144,12 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--json", action="store_true", help="print the result as JSON")
 
     check = sub.add_parser("check", help="list the ops each backend cannot lower")
-    check.add_argument("file")
+    check.add_argument("paths", nargs="*", metavar="PATH",
+                       help="files, folders and globs (default: `paths` in pyproject.toml)")
     check.add_argument("--module", metavar="NAME")
     check.add_argument("--targets", default=",".join(BACKENDS), metavar="LIST",
                        help=f"comma-separated targets (default {','.join(BACKENDS)})")
     _add_inputs(check)
-    check.add_argument("--json", action="store_true")
+    check.add_argument("--json", action="store_true", help="same as --format json")
+    from torch_mlir_lens.repo_check.command import add_check_arguments, add_merge_parser
+
+    add_check_arguments(check)
+    add_merge_parser(sub)
 
     export = sub.add_parser("export", help="write a module's IR to a file (atomically)")
     export.add_argument("file")
@@ -371,6 +378,16 @@ async def _check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+async def _check_paths(args: argparse.Namespace) -> int:
+    """`check PATH…`: a repository (repo_check); explicit inputs: the one module above."""
+    from torch_mlir_lens.repo_check import command
+
+    if command.single_module_run(args):
+        command.fill_single_module_defaults(args)
+        return await _check(args)
+    return await command.run_check(args)
+
+
 def _indented(message: str, prefix: str) -> str:
     """A multi-line message with its continuation lines under the first."""
     lines = message.splitlines() or [""]
@@ -464,7 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         from torch_mlir_lens.verify_cli import run_verify
 
-        command = {"lower": _lower, "check": _check, "export": _export,
+        if args.command == "merge":
+            from torch_mlir_lens.repo_check.command import run_merge
+
+            return run_merge(args)
+        command = {"lower": _lower, "check": _check_paths, "export": _export,
                    "verify": run_verify}[args.command]
         return asyncio.run(command(args))
     except CliError as err:

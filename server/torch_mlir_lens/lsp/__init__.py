@@ -53,5 +53,8 @@ Custom
 
 Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
 section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,
-which may also carry `{"trusted": bool}`); see `settings.py`.
+which may also carry `{"trusted": bool}`); see `settings.py`. The workspace's pyproject.toml
+`[tool.torch-mlir-lens]` is a last layer over them (`settings.effective_settings`); the
+server registers `workspace/didChangeWatchedFiles` for `**/pyproject.toml` (dynamic
+registration, when the client supports it) and re-applies settings when one changes.
 """

@@ -150,3 +150,41 @@ def section_of(payload: Any) -> Mapping[str, Any] | None:
     if any(k in _KEYS for k in payload):
         return payload
     return None
+
+
+def project_layer(workspace_root: str | None) -> tuple[dict[str, Any], str | None, list[str]]:
+    """The workspace's `[tool.torch-mlir-lens]` as a settings layer, its file, its problems.
+
+    The table of the pyproject.toml at (or above, up to the repository root) the workspace
+    root; `targets` becomes `diagnosticTargets`. A malformed table is reported and ignored.
+    """
+    if not workspace_root:
+        return {}, None, []
+    from torch_mlir_lens.repo_check.config import ConfigError, discover_config
+
+    try:
+        config = discover_config(workspace_root)
+    except ConfigError as err:
+        return {}, err.path, [f"{err.path}: {err.message}"]
+    return config.editor_settings(), config.path, []
+
+
+def effective_settings(
+    init: Mapping[str, Any] | None, client: Mapping[str, Any] | None,
+    workspace_root: str | None,
+) -> tuple[Settings, list[str]]:
+    """Editor settings (initializationOptions, then the client's), then the project's.
+
+    The project's pyproject.toml wins for the keys it sets, so the editor checks what CI
+    checks: clients send every setting, defaults included, so an editor value cannot be told
+    from an untouched default. `exampleInputs` are merged, the project's entries winning.
+    """
+    settings, problems = parse_settings(init, client)
+    project, _path, more = project_layer(workspace_root)
+    problems += more
+    if not project:
+        return settings, problems
+    if "exampleInputs" in project:
+        project["exampleInputs"] = {**settings.example_inputs, **project["exampleInputs"]}
+    settings, problems = parse_settings(init, client, project)
+    return settings, problems + more

@@ -17,10 +17,11 @@ def register_all(server: LensServer) -> None:
         custom_requests,
         diagnostics,
         hover,
+        project_config,
         status,
         sync,
     )
 
     for feature in (status, sync, diagnostics, code_lens, hover, code_actions, commands,
-                    custom_requests):
+                    custom_requests, project_config):
         feature.register(server)

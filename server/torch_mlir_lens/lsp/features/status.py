@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.features import diagnostics, project_config
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
-from torch_mlir_lens.lsp.settings import SECTION, parse_settings, section_of
+from torch_mlir_lens.lsp.settings import SECTION, effective_settings, section_of
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -73,6 +73,7 @@ def register(server: LensServer) -> None:
         else:
             server.service.start()
         await pull_settings(server)
+        server.background(project_config.watch(server))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
@@ -145,7 +146,8 @@ def apply_settings(
     server: LensServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
 ) -> None:
     """Make new settings effective: engine limits, caches, lenses and diagnostics."""
-    new, problems = parse_settings(server.init_settings, client_settings)
+    new, problems = effective_settings(server.init_settings, client_settings,
+                                       server.workspace_root)
     for problem in problems:
         log.warning(problem)
     old, server.settings = server.settings, new

@@ -1,0 +1,50 @@
+"""The workspace's pyproject.toml (`[tool.torch-mlir-lens]`): re-read when it changes.
+
+The settings themselves are merged in `settings.effective_settings` (the project's keys win
+over the editor's, so the editor and `torch-mlir-lens check` in CI agree). Here: ask the
+client to watch `**/pyproject.toml` (dynamic registration, where the client supports it) and
+apply the settings again when one changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+WATCH_ID = "torchMlirLens/pyproject"
+GLOB = "**/pyproject.toml"
+
+
+def register(server: LensServer) -> None:
+    """Handle `workspace/didChangeWatchedFiles` for pyproject.toml files."""
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def on_watched(params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
+            from torch_mlir_lens.lsp.features.status import pull_settings
+
+            log.info("pyproject.toml changed: reading [tool.torch-mlir-lens] again")
+            await pull_settings(server)
+
+
+async def watch(server: LensServer) -> None:
+    """Ask the client to report pyproject.toml changes (no-op if it cannot register)."""
+    if not server.client_supports("workspace.did_change_watched_files.dynamic_registration"):
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern=GLOB)])
+    registration = types.Registration(
+        id=WATCH_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=options)
+    try:
+        await server.client_register_capability_async(
+            types.RegistrationParams(registrations=[registration]))
+    except Exception as exc:  # a client that refuses: settings still apply at start-up
+        log.warning("could not watch pyproject.toml: %s", exc)

@@ -1,0 +1,173 @@
+"""Check modules on N isolated workers side by side; results in the plan's order.
+
+Each of the N lanes owns an `Engine` (one worker process, its own time-out and memory limit):
+a module that crashes, hangs or blows its memory fails alone, its lane gets a fresh worker and
+goes on. One lowering job per module covers every target, so the module is exported once.
+A lane prefers the next module of the file it just did (the worker has that file loaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
+from torch_mlir_lens.repo_check.plan import ModuleTask
+from torch_mlir_lens.results import LensError, LowerResult
+
+MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
+                       "above the class)")
+
+
+@dataclass
+class RunOptions:
+    """How to lower: targets, limits, inputs, lanes."""
+
+    targets: list[str]
+    jobs: int
+    timeout_s: float
+    memory_limit_mb: int
+    root: str
+    example_inputs: dict[str, str] = field(default_factory=dict)
+    strict_export: bool = False
+    require_inputs: bool = False
+
+
+@dataclass
+class ModuleOutcome:
+    """The check of one module: the report entry (JSON) and its findings."""
+
+    task: ModuleTask
+    entry: dict[str, Any]
+    findings: list[Finding]
+
+
+def memory_available_mb() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where there is no such file."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
+    """CPU count, bounded so N workers at their memory limit fit in available memory."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    available = memory_available_mb()
+    if available is None:
+        return max(1, cpus), f"{cpus} CPUs"
+    by_memory = max(1, available // max(1, memory_limit_mb))
+    if by_memory < cpus:
+        return by_memory, (f"{cpus} CPUs, but {available} MB available / {memory_limit_mb} MB "
+                           "per worker")
+    return cpus, f"{cpus} CPUs"
+
+
+def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str, Any]:
+    # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
+    from torch_mlir_lens.cli import _target_verdict
+
+    return {t.target: _target_verdict(t) for t in results}
+
+
+async def _check_one(engine: Any, task: ModuleTask, text: str,
+                     opts: RunOptions) -> ModuleOutcome:
+    from torch_mlir_lens.engine import ModuleJob
+
+    entry: dict[str, Any] = {"file": task.rel, "name": task.name, "line": task.line,
+                             "inputs": task.inputs, "targets": {}}
+    if task.inputs == "missing":
+        entry["skipped"] = MISSING_INPUTS_NOTE
+        findings = []
+        if opts.require_inputs:
+            findings = [error_finding("inputs-missing", f"{task.name}: {MISSING_INPUTS_NOTE}",
+                                      rel=task.rel, line=task.line, module=task.name,
+                                      module_line=task.line)]
+        return ModuleOutcome(task, entry, findings)
+    job = ModuleJob(path=task.path, module=task.name, text=text,
+                    settings_inputs=dict(opts.example_inputs), workspace=opts.root,
+                    strict=opts.strict_export)
+    started = time.perf_counter()
+    try:
+        results = await engine.lower(job, targets=opts.targets)
+    except LensError as err:
+        entry["error"] = {"kind": err.kind, "message": err.message, "line": err.line}
+        entry["targets"] = {t: {"ok": False, "unsupported": [], "error": err.message}
+                            for t in opts.targets}
+        file = None
+        if err.file and os.path.abspath(err.file) != task.path:
+            from torch_mlir_lens.repo_check.plan import rel_path
+
+            file = rel_path(err.file, opts.root)
+        finding = error_finding(err.kind, err.message, rel=task.rel, line=err.line,
+                                module=task.name, module_line=task.line, file=file)
+        entry["seconds"] = round(time.perf_counter() - started, 3)
+        return ModuleOutcome(task, entry, [finding])
+    entry["seconds"] = round(time.perf_counter() - started, 3)
+    entry["targets"] = _entry_for_results(task, results)
+    findings = module_findings(results, rel=task.rel, root=opts.root,
+                               module=task.name, module_line=task.line)
+    return ModuleOutcome(task, entry, findings)
+
+
+def _next_task(pending: list[ModuleTask], last_path: str | None) -> ModuleTask:
+    if last_path is not None:
+        for i, task in enumerate(pending):
+            if task.path == last_path:
+                return pending.pop(i)
+    return pending.pop(0)
+
+
+async def run_modules(
+    tasks: list[ModuleTask], texts: dict[str, str], opts: RunOptions,
+    on_done: Callable[[ModuleOutcome], None] | None = None,
+) -> list[ModuleOutcome]:
+    """Check every task on `opts.jobs` lanes; outcomes in the order of `tasks`."""
+    from torch_mlir_lens.engine import Engine, EngineConfig
+
+    order = {id(t): i for i, t in enumerate(tasks)}
+    outcomes: list[ModuleOutcome | None] = [None] * len(tasks)
+    pending = list(tasks)
+    need_worker = [t for t in tasks if t.inputs != "missing"]
+    lanes = max(1, min(opts.jobs, len(need_worker)))
+
+    async def lane() -> None:
+        engine: Any = None
+        last: str | None = None
+        try:
+            while pending:
+                task = _next_task(pending, last)
+                last = task.path
+                if engine is None and task.inputs != "missing":
+                    engine = Engine(EngineConfig(python=sys.executable, timeout_s=opts.timeout_s,
+                                                 memory_limit_mb=opts.memory_limit_mb))
+                    await engine.start()
+                try:
+                    outcome = await _check_one(engine, task, texts[task.path], opts)
+                except Exception as exc:  # a bug of ours: this module fails, the rest go on
+                    message = f"internal error: {type(exc).__name__}: {exc}"
+                    outcome = ModuleOutcome(task, {
+                        "file": task.rel, "name": task.name, "line": task.line,
+                        "inputs": task.inputs, "targets": {},
+                        "error": {"kind": "internal-error", "message": message, "line": None}},
+                        [error_finding("internal-error", message, rel=task.rel, line=None,
+                                       module=task.name, module_line=task.line)])
+                outcomes[order[id(task)]] = outcome
+                if on_done is not None:
+                    on_done(outcome)
+        finally:
+            if engine is not None:
+                await engine.stop()
+
+    await asyncio.gather(*(lane() for _ in range(lanes)))
+    return [o for o in outcomes if o is not None]

@@ -1,0 +1,178 @@
+"""`--format sarif`: SARIF 2.1.0, as GitHub code scanning and other review tools read it.
+
+One run. Rules are backend × op (`tosa/aten.roll`) plus the failures before any backend
+(`export-error`, `timeout`, ...). A result sits at the op's file and line, names its module as
+a logical location, and points at the module's definition as a related location (and, when
+the op comes from another file, e.g. a layer library, at that file's line as the primary one).
+Baselined findings stay in, with `baselineState: unchanged` and an external suppression, so a
+viewer can still show them; new ones are `baselineState: new`. Skipped modules are tool
+notifications. `runs[0].properties.torchMlirLens` records the modules checked and the shard,
+for `merge`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from torch_mlir_lens import __version__
+from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.report import Report
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/llvm/torch-mlir"
+SRCROOT = "%SRCROOT%"
+
+
+def _rule_description(rule: str) -> str:
+    target, sep, what = rule.partition("/")
+    if not sep:
+        return {
+            "export-error": "torch.export or the FX importer cannot capture the module",
+            "load-error": "the file's definitions fail to execute",
+            "syntax-error": "the file does not parse",
+            "timeout": "lowering the module took longer than the time-out",
+            "memory-limit": "lowering the module used more than the memory limit",
+            "worker-crash": "the lowering worker crashed on the module",
+            "inputs-missing": "the module has no example inputs",
+        }.get(rule, f"the module fails before any backend ({rule})")
+    if what in ("lowering-error",):
+        return f"the module does not lower to {target}"
+    return f"{what} cannot be lowered to {target}"
+
+
+def _rule(rule: str) -> dict[str, Any]:
+    target, sep, what = rule.partition("/")
+    props: dict[str, Any] = {"tags": ["torch-mlir"]}
+    if sep:
+        props.update({"target": target, "op": what})
+    return {
+        "id": rule,
+        "name": "".join(p.capitalize() for p in rule.replace("/", "-").replace(".", "-")
+                        .replace("_", "-").split("-") if p),
+        "shortDescription": {"text": _rule_description(rule)},
+        "defaultConfiguration": {"level": "error"},
+        "properties": props,
+    }
+
+
+def _location(file: str, line: int | None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": file, "uriBaseId": SRCROOT}}
+    if line:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}
+
+
+def fingerprint(f: Finding) -> str:
+    """Stable across line moves: the baseline key, hashed."""
+    return hashlib.sha256("\0".join(f.baseline_key).encode()).hexdigest()[:32]
+
+
+def _result(f: Finding, rule_index: int) -> dict[str, Any]:
+    loc = _location(f.file, f.line)
+    if f.module:
+        loc["logicalLocations"] = [{"name": f.module, "kind": "type"}]
+    result: dict[str, Any] = {
+        "ruleId": f.rule, "ruleIndex": rule_index, "level": "error",
+        "message": {"text": f.message if not f.module else f"{f.message} (in {f.module})"},
+        "locations": [loc],
+        "partialFingerprints": {"torchMlirLens/v1": fingerprint(f)},
+        "baselineState": "unchanged" if f.baselined else "new",
+    }
+    if f.module and f.module_line and (f.file, f.line) != (f.module_file, f.module_line):
+        related = _location(f.module_file, f.module_line)
+        related["id"] = 1
+        related["message"] = {"text": f"module {f.module} is defined here"}
+        result["relatedLocations"] = [related]
+    if f.baselined:
+        result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                   "justification": "in the torch-mlir-lens baseline"}]
+    return result
+
+
+def to_sarif(report: Report, root: str) -> dict[str, Any]:
+    """The SARIF log of a report (paths relative to `root`, the %SRCROOT%)."""
+    findings = sorted(report.findings(), key=Finding.sort_key)
+    rule_ids = sorted({f.rule for f in findings})
+    index = {r: i for i, r in enumerate(rule_ids)}
+    notes = [{
+        "level": "note",
+        "message": {"text": f"{e['name']} skipped: {e['skipped']}"},
+        "locations": [_location(e["file"], e.get("line"))],
+    } for e in report.modules if "skipped" in e]
+    run: dict[str, Any] = {
+        "tool": {"driver": {
+            "name": "torch-mlir-lens", "version": report.version or __version__,
+            "informationUri": INFO_URI, "rules": [_rule(r) for r in rule_ids],
+        }},
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(root).resolve().as_uri() + "/"}},
+        "invocations": [{"executionSuccessful": not report.problems,
+                         "toolExecutionNotifications": notes}],
+        "results": [_result(f, index[f.rule]) for f in findings],
+        "columnKind": "unicodeCodePoints",
+        "properties": {"torchMlirLens": {
+            "targets": report.targets,
+            "modules": [f"{e['file']}::{e['name']}" for e in report.modules],
+            "shards": [{"index": i, "count": n} for i, n in report.shards],
+            "summary": report.summary(),
+        }},
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def merge_sarif(logs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One SARIF log from the logs of several shards (rules united, results in order)."""
+    if not logs:
+        raise ValueError("nothing to merge")
+    runs = [run for log in logs for run in log.get("runs", [])]
+    if not runs or any(run.get("tool", {}).get("driver", {}).get("name") != "torch-mlir-lens"
+                       for run in runs):
+        raise ValueError("not a torch-mlir-lens SARIF log")
+    rules: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for rule in run["tool"]["driver"].get("rules", []):
+            rules.setdefault(rule["id"], rule)
+    rule_ids = sorted(rules)
+    index = {r: i for i, r in enumerate(rule_ids)}
+    results, notes, modules, shards, targets = [], [], [], [], []
+    ok = True
+    for run in runs:
+        for r in run.get("results", []):
+            results.append({**r, "ruleIndex": index[r["ruleId"]]})
+        for inv in run.get("invocations", []):
+            notes += inv.get("toolExecutionNotifications", [])
+            ok = ok and bool(inv.get("executionSuccessful", True))
+        props = run.get("properties", {}).get("torchMlirLens", {})
+        modules += props.get("modules", [])
+        shards += props.get("shards", [])
+        targets += [t for t in props.get("targets", []) if t not in targets]
+
+    def where(r: dict[str, Any]) -> tuple[Any, ...]:
+        phys = r["locations"][0]["physicalLocation"] if r.get("locations") else {}
+        return (phys.get("artifactLocation", {}).get("uri", ""),
+                phys.get("region", {}).get("startLine", 0), r["ruleId"])
+
+    first = runs[0]
+    merged = {
+        "tool": {"driver": {**first["tool"]["driver"], "rules": [rules[r] for r in rule_ids]}},
+        "originalUriBaseIds": first.get("originalUriBaseIds", {}),
+        "invocations": [{"executionSuccessful": ok, "toolExecutionNotifications": sorted(
+            notes, key=lambda n: n["message"]["text"])}],
+        "results": sorted(results, key=where),
+        "columnKind": "unicodeCodePoints",
+        "properties": {"torchMlirLens": {"targets": targets, "modules": sorted(modules),
+                                         "shards": shards}},
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [merged]}
+
+
+def sarif_failed(log: dict[str, Any]) -> bool:
+    """Whether a SARIF log holds a new (not baselined) result or a failed invocation."""
+    for run in log.get("runs", []):
+        if any(r.get("baselineState") != "unchanged" for r in run.get("results", [])):
+            return True
+        if any(not inv.get("executionSuccessful", True) for inv in run.get("invocations", [])):
+            return True
+    return False
+

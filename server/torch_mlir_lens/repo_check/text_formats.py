@@ -1,0 +1,99 @@
+"""`--format text` (people) and `--format github` (workflow annotations on the diff)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from itertools import groupby
+from typing import Any
+
+from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.report import Report
+
+
+class _Shown:
+    """What the single-file printer needs of a source: its path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _where(root: str, file: str, line: int | None) -> str:
+    path = os.path.relpath(os.path.join(root, file))
+    path = file if path.startswith("..") else path
+    return f"{path}:{line}" if line else path
+
+
+def summary_line(report: Report) -> str:
+    """The closing line: modules, verdicts, findings."""
+    s = report.summary()
+    parts = [f"{s['ok']} ok", f"{s['failing']} failing"]
+    if s["skipped"]:
+        parts.append(f"{s['skipped']} skipped (no example inputs)")
+    line = f"{s['modules']} modules in {s['files']} files: " + ", ".join(parts)
+    if s["findings"]:
+        line += f"; {s['findings']} findings"
+        if report.baseline is not None:
+            line += f" ({s['new']} new, {s['baselined']} baselined)"
+    if s["problems"]:
+        line += f"; {s['problems']} files could not be read"
+    return line
+
+
+def render_text(report: Report, root: str) -> str:
+    """Per file the single-file `check` listing, then file problems, new findings, summary."""
+    from torch_mlir_lens.cli import _print_check  # the same wording as `check FILE`
+
+    out = io.StringIO()
+    for file, entries in groupby(report.modules, key=lambda e: e["file"]):
+        with contextlib.redirect_stdout(out):
+            _print_check(_Shown(os.path.join(root, file)), list(entries))  # type: ignore[arg-type]
+    for p in report.problems:
+        out.write(f"{_where(root, p.file, p.line)}: error: {p.message}\n")
+    if report.baseline is not None:
+        new = [f for f in report.findings() if not f.baselined and f.module is not None]
+        if new:
+            out.write(f"\nnot in the baseline ({len(new)}):\n")
+            for f in new:
+                out.write(f"  {_where(root, f.file, f.line)}: {f.rule}: {f.module}\n")
+        if report.fixed:
+            out.write(f"\n{len(report.fixed)} baseline entries no longer occur "
+                      "(fixed; refresh with --write-baseline)\n")
+    out.write(f"\n{summary_line(report)}\n")
+    return out.getvalue()
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _annotation(level: str, props: dict[str, Any], message: str) -> str:
+    fields = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props.items()
+                      if v is not None)
+    return f"::{level} {fields}::{_escape_data(message)}"
+
+
+def _title(f: Finding) -> str:
+    return f"torch-mlir-lens {f.rule}" + (f" in {f.module}" if f.module else "")
+
+
+def render_github(report: Report, root: str) -> str:
+    """GitHub Actions workflow commands: an error per new finding, a notice per skip."""
+    lines: list[str] = []
+    for f in report.findings():
+        if f.baselined:
+            continue
+        lines.append(_annotation("error", {"file": f.file, "line": f.line,
+                                           "title": _title(f)}, f.message))
+    for e in report.modules:
+        if "skipped" in e:
+            lines.append(_annotation("notice", {
+                "file": e["file"], "line": e["line"],
+                "title": f"torch-mlir-lens skipped {e['name']}"}, e["skipped"]))
+    lines.append(summary_line(report))
+    return "\n".join(lines) + "\n"
