@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from torch_mlir_lens import notebook
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
@@ -81,12 +82,39 @@ def _display(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
+# Notebooks read by this run (absolute path → their program): their locations are CELL:LINE.
+_notebooks: dict[str, Any] = {}
+
+
 def _where(file: str | None, line: int | None) -> str:
+    program = _notebooks.get(os.path.abspath(file)) if file else None
+    if program is not None and file and line:
+        return notebook.location(_display(file), program, line)
     return f"{_display(file)}:{line}" if file and line else _display(file)
 
 
+def _line_text(src: _Source, line: int | None) -> str:
+    """`line N` of the source; `cell C line L` in a notebook."""
+    if src.notebook is not None and line:
+        where = src.notebook.to_cell(line)
+        if where is not None:
+            return f"cell {where[0].number} line {where[1]}"
+    return f"line {line}"
+
+
+def _json(src: _Source, value: Any) -> str:
+    """A result as JSON; a notebook's lines as cell lines with their `cell` numbers."""
+    if src.notebook is not None:
+        value = notebook.relocate_json(value, src.path, src.notebook)
+    return json.dumps(value, indent=1)
+
+
 def _from_lens(err: LensError, default_file: str) -> CliError:
-    return CliError(err.message, exit_code_for(err.kind), file=err.file or default_file,
+    message = err.message
+    program = _notebooks.get(default_file)
+    if program is not None:
+        message = notebook.relabel(message, default_file, program)
+    return CliError(message, exit_code_for(err.kind), file=err.file or default_file,
                     line=err.line)
 
 
@@ -173,12 +201,15 @@ class _Source:
     path: str  # absolute
     text: str
     modules: list[Any]  # discovery.ModuleInfo
+    notebook: notebook.Program | None = None  # a .ipynb: `text` is its cells' program
 
 
 def _load_source(file: str) -> _Source:
     path = os.path.abspath(file)
     if not os.path.isfile(path):
         raise CliError("no such file", file=file)
+    if notebook.is_notebook(path):
+        return _load_notebook(path, file)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -193,8 +224,27 @@ def _load_source(file: str) -> _Source:
     return _Source(path, text, find_modules(text, path))
 
 
-def _names(modules: list[Any]) -> str:
-    return ", ".join(f"{m.name} (line {m.line})" for m in modules) or "none found"
+def _load_notebook(path: str, file: str) -> _Source:
+    """A notebook's program; cells that do not parse are left out, with a warning each."""
+    try:
+        program = notebook.read_program(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except notebook.NotebookError as exc:
+        raise CliError(exc.message, file=path, line=exc.line) from exc
+    _notebooks[path] = program
+    for problem in program.problems:
+        sys.stderr.write(f"{_display(path)}:{problem.index + 1}:{problem.line}: warning: "
+                         f"{problem.message}: this cell does not parse and is left out\n")
+    from torch_mlir_lens.discovery import find_modules
+
+    return _Source(path, program.text, find_modules(program.text, path), program)
+
+
+def _names(modules: list[Any], src: _Source | None = None) -> str:
+    found = ", ".join(f"{m.name} ({_line_text(src, m.line) if src else f'line {m.line}'})"
+                      for m in modules)
+    return found or "none found"
 
 
 def _pick_module(src: _Source, name: str | None, line: int | None) -> str:
@@ -205,14 +255,14 @@ def _pick_module(src: _Source, name: str | None, line: int | None) -> str:
 
         found = module_at_line(src.modules, line)
         if found is None:
-            raise CliError(f"no module at line {line}; modules: {_names(src.modules)}",
+            raise CliError(f"no module at line {line}; modules: {_names(src.modules, src)}",
                            file=src.path, line=line)
         return str(found.name)
     if len(src.modules) == 1:
         return str(src.modules[0].name)
     if not src.modules:
         raise CliError("no nn.Module class found (name a function with --module)", file=src.path)
-    raise CliError(f"several modules, choose one with --module: {_names(src.modules)}",
+    raise CliError(f"several modules, choose one with --module: {_names(src.modules, src)}",
                    file=src.path)
 
 
@@ -221,8 +271,11 @@ def _module_job(src: _Source, module: str, args: argparse.Namespace) -> Any:
 
     if args.inputs_file and not os.path.isfile(args.inputs_file):
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
+    text = src.text
+    if src.notebook is not None:  # the cells up to the module's: a later cell never runs
+        text = notebook.module_text(src.notebook, src.modules, module)
     return ModuleJob(
-        path=src.path, module=module, text=src.text, inputs=args.inputs,
+        path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
         init=args.init, workspace=os.getcwd(), strict=args.strict,
     )
@@ -241,7 +294,10 @@ def _print_diagnostics(results: Sequence[LowerResult]) -> None:
             op = f" [{d.op}]" if d.op and d.op not in d.message else ""
             target = f" ({d.target})" if d.target else ""
             where = _where(d.file, d.line) or result.module
-            sys.stderr.write(f"{where}: {d.severity}: {d.message}{op}{target}\n")
+            message = d.message
+            if d.file and os.path.abspath(d.file) in _notebooks:
+                message = notebook.relabel(message, d.file, _notebooks[os.path.abspath(d.file)])
+            sys.stderr.write(f"{where}: {d.severity}: {message}{op}{target}\n")
 
 
 def _bad_pipeline(result: LowerResult) -> LensError | None:
@@ -278,7 +334,7 @@ async def _lower(args: argparse.Namespace) -> int:
     if bad is not None:
         raise _from_lens(bad, src.path)
     if args.json:
-        print(json.dumps(result.to_json(), indent=1))
+        print(_json(src, result.to_json()))
     else:
         if args.print_after_all and result.passes:
             for p in result.passes:
@@ -356,7 +412,7 @@ async def _check(args: argparse.Namespace) -> int:
         await engine.stop()
 
     if args.json:
-        print(json.dumps({"file": src.path, "modules": report}, indent=1))
+        print(_json(src, {"file": src.path, "modules": report}))
     else:
         _print_check(src, report)
     return EXIT_FAILED if failed else EXIT_OK
@@ -371,14 +427,14 @@ def _indented(message: str, prefix: str) -> str:
 def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
     print(_display(src.path))
     for entry in report:
-        head = f"  {entry['name']} (line {entry['line']})" if entry["line"] else \
+        head = f"  {entry['name']} ({_line_text(src, entry['line'])})" if entry["line"] else \
             f"  {entry['name']}"
         if "skipped" in entry:
             print(f"{head}: skipped, {entry['skipped']}")
             continue
         if "error" in entry:
             err = entry["error"]
-            at = f" at line {err['line']}" if err.get("line") else ""
+            at = f" at {_line_text(src, err['line'])}" if err.get("line") else ""
             print(f"{head}: error{at}: {_indented(err['message'], '      ')}")
             continue
         verdicts = list(entry["targets"].values())
@@ -387,7 +443,7 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
                 and len(errors) == 1:
             # One failure before any backend (the export): say it once.
             message, line = errors.pop()
-            at = f" at line {line}" if line else ""
+            at = f" at {_line_text(src, line)}" if line else ""
             print(f"{head}: failed{at}: {_indented(message or 'failed', '      ')}")
             continue
         marks = []
@@ -401,10 +457,10 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
         print(f"{head}: " + ", ".join(marks))
         for target, v in entry["targets"].items():
             for u in v["unsupported"]:
-                at = f"line {u['line']}" if u["line"] else "no line"
+                at = _line_text(src, u["line"]) if u["line"] else "no line"
                 print(f"    {target}: {u['op']} at {at}")
             if v["error"] and not v["unsupported"]:
-                at = f" (line {v['error_line']})" if v["error_line"] else ""
+                at = f" ({_line_text(src, v['error_line'])})" if v["error_line"] else ""
                 print(f"    {target}{at}: {_indented(v['error'], '      ')}")
 
 
