@@ -85,7 +85,7 @@ def test_fixture_program_and_what_each_module_runs() -> None:
 
     model_text = notebook.module_text(program, modules, "Model")
     assert "class Model" in model_text and "class Block" in model_text
-    assert "MARKER" not in model_text and "write_text" not in model_text  # training cell
+    assert "training-ran" not in model_text and "optim" not in model_text  # training cell
     assert "def example_inputs" in model_text  # the convention from a later cell is kept
     assert len(model_text.splitlines()) == len(program.text.splitlines())
     # Block's inputs are derived from Model's forward pass: Model's cell comes along.
@@ -97,15 +97,16 @@ def test_fixture_program_and_what_each_module_runs() -> None:
 def test_relocating_results_and_messages() -> None:
     program = notebook.read_program(str(FIXTURE))
     path = "/x/spread_model.ipynb"
-    value = {"map": [{"file": path, "line": 18}, {"file": "/x/other.py", "line": 18}],
-             "modules": [{"line": 20, "error_line": 36}],
-             "message": "loading spread_model.ipynb failed at spread_model.ipynb:10: NameError"}
+    value = {"map": [{"file": path, "line": 22}, {"file": "/x/other.py", "line": 22}],
+             "modules": [{"line": 24, "error_line": 40}],
+             "message": "loading spread_model.ipynb failed at spread_model.ipynb:14: NameError"}
     out = notebook.relocate_json(value, path, program)
     assert isinstance(out, dict)
-    assert out["map"] == [{"file": path, "line": 10, "cell": 3}, {"file": "/x/other.py", "line": 18}]
+    assert out["map"] == [{"file": path, "line": 10, "cell": 3},
+                          {"file": "/x/other.py", "line": 22}]
     assert out["modules"] == [{"line": 2, "cell": 5, "error_line": 3, "error_cell": 7}]
     assert out["message"].endswith("spread_model.ipynb:3:2: NameError")
-    assert notebook.location("nb.ipynb", program, 20) == "nb.ipynb:5:2"
+    assert notebook.location("nb.ipynb", program, 24) == "nb.ipynb:5:2"
 
 
 @pytest.mark.parametrize(("text", "needle"), [

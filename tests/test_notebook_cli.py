@@ -30,6 +30,7 @@ def training_never_runs(nb_dir: Path):
     assert not (nb_dir / MARKER).exists(), "the training cell ran"
 
 
+
 def test_lower_json_maps_ir_to_cells(nb_dir: Path) -> None:
     proc = run_cli("lower", FIXTURE.name, "--module", "Model", "--json", cwd=nb_dir)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -82,3 +83,8 @@ def test_not_a_notebook(nb_dir: Path) -> None:
     bad.write_text('{"cells": [1, ')
     assert_one_line_error(run_cli("check", bad.name, cwd=nb_dir), 2, "bad.ipynb:1:",
                           "invalid JSON")
+
+
+def test_definitions_before_the_module_ran(nb_dir: Path) -> None:
+    # Positive control of the marker above (runs after the lowerings above).
+    assert (nb_dir / "definitions-ran.marker").exists()

@@ -17,10 +17,11 @@ def register_all(server: LensServer) -> None:
         custom_requests,
         diagnostics,
         hover,
+        notebooks,
         status,
         sync,
     )
 
-    for feature in (status, sync, diagnostics, code_lens, hover, code_actions, commands,
-                    custom_requests):
+    for feature in (status, sync, notebooks, diagnostics, code_lens, hover, code_actions,
+                    commands, custom_requests):
         feature.register(server)
