@@ -11,6 +11,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { onDidChangePythonInterpreter, resolveInterpreter, type Interpreter } from './interpreter';
+import { CELL_SELECTORS } from './notebookCells';
 import { SET_TRUSTED, STATUS, type StatusParams } from './protocol';
 import { checkInterpreter, offerFix } from './serverCheck';
 import { SECTION, serverSettings } from './settings';
@@ -101,6 +102,7 @@ export class LensClient implements vscode.Disposable {
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'untitled', language: 'python' },
+        ...CELL_SELECTORS, // notebook cells (synced through notebookDocument/*)
       ],
       outputChannel: this.log,
       initializationOptions: { trusted: isTrusted(), settings: serverSettings(resource) },

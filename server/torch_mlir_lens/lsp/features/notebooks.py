@@ -19,14 +19,11 @@ from torch_mlir_lens.notebook import Cell, Program, synthesize
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
-# What the server asks the client to sync: Jupyter notebooks (any notebook type, for other
-# Jupyter front ends), their Python cells.
+# What the server asks the client to sync: notebooks of any type (other Jupyter front ends
+# name theirs differently) with all their cells: markdown cells add no lines, but they count
+# in the cell numbers people read (`NOTEBOOK.ipynb:CELL:LINE`, as the CLI counts).
 SYNC_OPTIONS = types.NotebookDocumentSyncOptions(
-    notebook_selector=[
-        types.NotebookDocumentFilterWithCells(
-            notebook="*", cells=[types.NotebookCellLanguage(language="python")],
-        ),
-    ],
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(notebook="*")],
     save=True,
 )
 
