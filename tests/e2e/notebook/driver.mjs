@@ -75,7 +75,8 @@ function writeSettings(ud) {
     'chat.disableAIFeatures': true,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
     'editor.hover.delay': 300,
-    'notebook.output.textLineLimit': 5,
+    // An op's definitions are its line and the lines calling it: go to the first (innermost).
+    'editor.gotoLocation.multipleDefinitions': 'goto',
   }, null, 2));
 }
 
@@ -201,7 +202,7 @@ async function uiSteps(page) {
   await step('hover', async () => {
     const hover = page.locator('.monaco-hover:visible', { hasText: /linalg\./ }).first();
     await until('a hover with MLIR over a cell line', 150_000, async () => {
-      await token('class Model', 'return self.head(x)', 'head').hover();
+      await token('class Block', 'torch.relu(self.fc(x))', 'relu').hover();
       return hover.waitFor({ timeout: 5_000 }).then(() => true, () => page.mouse.move(5, 5).then(() => false));
     });
     await shot('nb-04-hover.png');
@@ -225,7 +226,9 @@ async function uiSteps(page) {
     const matmul = pane.locator('.view-line', { hasText: 'linalg.matmul' }).first().locator('span', { hasText: 'linalg.matmul' }).last();
     await matmul.click();
     await matmul.click({ modifiers: ['Control'] });
-    const focused = cell('class Block').locator('.monaco-editor.focused');
+    // It opens in the pane's group, as a file would: any helper-cell editor with the cursor.
+    const focused = page.locator('.cell-editor-container:visible', { has: page.locator('.view-line', { hasText: startsWith('class Block') }) })
+      .locator('.monaco-editor.focused');
     await until('the helper cell to take the cursor', 30_000, async () => (await focused.count()) > 0);
     await shot('nb-06-reveal.png');
     return 'the helper block cell has the cursor';
