@@ -27,13 +27,19 @@ Standard LSP
                                [{uri, module}] → {message, template}; torchMlirLens.verify
                                [{uri, module, rtol?, atol?}] (verdict → lens + diagnostics).
     workspace/codeLens/refresh sent (when supported) after checks and settings changes.
+    notebookDocument/*         didOpen, didChange, didSave, didClose (LSP 3.17, every cell):
+                               a notebook is one program of its Python cells; lenses, hover,
+                               diagnostics and quick fixes are asked and answered per cell
+                               (`vscode-notebook-cell:` URIs); lens arguments name the notebook.
     window/workDoneProgress    "Lowering <Module>" while a request waits for a lowering.
     window/logMessage          all logs (levels kept); window/showMessage for user news.
 
 Custom
     torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
                                printAfterAll?} → {module, target, ok, ir, map, diagnostics,
-                               stats, timings, inputsSource, passes?, error?}.
+                               stats, timings, inputsSource, passes?, error?}. For a notebook,
+                               map/diagnostic entries in its cells carry the cell's URI, the
+                               line in the cell and `cell` (1-based number).
     torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
                                forwardRange, inputs, parents}]}.
     torchMlirLens/verify       request {uri, module} → the worker's verify result.
