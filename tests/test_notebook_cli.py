@@ -43,6 +43,13 @@ def test_lower_json_maps_ir_to_cells(nb_dir: Path) -> None:
     assert all(m["cell"] in (3, 5) for m in here)
 
 
+def test_annotate_writes_cell_lines(nb_dir: Path) -> None:
+    proc = run_cli("lower", FIXTURE.name, "--module", "Model", "--annotate", cwd=nb_dir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "3:9 │         h = torch.relu(self.fc(x))" in proc.stdout
+    assert "5:10 │         return self.head(x)" in proc.stdout
+
+
 def test_check_reports_cell_lines(nb_dir: Path) -> None:
     proc = run_cli("check", FIXTURE.name, cwd=nb_dir)
     assert proc.returncode == 1, proc.stderr[-2000:]  # TOSA cannot take atan2

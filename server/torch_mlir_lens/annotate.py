@@ -47,11 +47,13 @@ def annotate(
     *,
     path: str | None = None,
     read_file: Callable[[str], list[str] | None] = _read,
+    line_label: Callable[[int], str] = str,
 ) -> str:
     """The IR of `result` interleaved with the lines of `source` (the file at `path`).
 
     Frames in other files (a submodule defined in a sibling file) are shown as `name.py:N`
-    with that file's text, read with `read_file`.
+    with that file's text, read with `read_file`. `line_label` writes a line of `source`
+    (a notebook's program: `CELL:LINE`).
     """
     main = os.path.abspath(path) if path else None
     files: dict[str, list[str] | None] = {}
@@ -75,7 +77,7 @@ def annotate(
 
     def label(file: str, line: int) -> str:
         is_main = main is None or os.path.abspath(file) == main
-        return str(line) if is_main else f"{os.path.basename(file)}:{line}"
+        return line_label(line) if is_main else f"{os.path.basename(file)}:{line}"
 
     width = max([GUTTER, *(len(label(f, n)) for f, n in sources.values())])
     indent_ir = " " * (width + 3)
@@ -92,7 +94,7 @@ def annotate(
             header = f"{label(file, line):>{width}} │ {source_text(file, line)}"
             caller = callers.get(number)
             if caller is not None:
-                header += f"    (called from line {caller})"
+                header += f"    (called from line {line_label(caller)})"
             out.append(header)
             last = src
             group_indent = indent

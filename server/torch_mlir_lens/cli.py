@@ -345,7 +345,9 @@ async def _lower(args: argparse.Namespace) -> int:
         if args.annotate:
             from torch_mlir_lens.annotate import annotate
 
-            sys.stdout.write(annotate(src.text, result, path=src.path))
+            program = src.notebook
+            sys.stdout.write(annotate(src.text, result, path=src.path, line_label=(
+                program.label if program is not None else str)))
         else:
             sys.stdout.write(result.ir if result.ir.endswith("\n") or not result.ir
                              else result.ir + "\n")
