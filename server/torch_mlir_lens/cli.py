@@ -25,14 +25,13 @@ import argparse
 import ast
 import asyncio
 import gc
-import json
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from torch_mlir_lens import notebook
+from torch_mlir_lens import notebook, notebook_cli
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
@@ -82,40 +81,24 @@ def _display(path: str | None) -> str:
     return path if rel.startswith("..") else rel
 
 
-# Notebooks read by this run (absolute path → their program): their locations are CELL:LINE.
-_notebooks: dict[str, Any] = {}
-
-
 def _where(file: str | None, line: int | None) -> str:
-    program = _notebooks.get(os.path.abspath(file)) if file else None
+    program = notebook_cli.program_of(file)  # a notebook's lines are CELL:LINE
     if program is not None and file and line:
         return notebook.location(_display(file), program, line)
     return f"{_display(file)}:{line}" if file and line else _display(file)
 
 
 def _line_text(src: _Source, line: int | None) -> str:
-    """`line N` of the source; `cell C line L` in a notebook."""
-    if src.notebook is not None and line:
-        where = src.notebook.to_cell(line)
-        if where is not None:
-            return f"cell {where[0].number} line {where[1]}"
-    return f"line {line}"
+    return notebook_cli.line_text(src.notebook, line)
 
 
 def _json(src: _Source, value: Any) -> str:
-    """A result as JSON; a notebook's lines as cell lines with their `cell` numbers."""
-    if src.notebook is not None:
-        value = notebook.relocate_json(value, src.path, src.notebook)
-    return json.dumps(value, indent=1)
+    return notebook_cli.to_json(src.notebook, src.path, value)
 
 
 def _from_lens(err: LensError, default_file: str) -> CliError:
-    message = err.message
-    program = _notebooks.get(default_file)
-    if program is not None:
-        message = notebook.relabel(message, default_file, program)
-    return CliError(message, exit_code_for(err.kind), file=err.file or default_file,
-                    line=err.line)
+    return CliError(notebook_cli.relabel(err.message, default_file), exit_code_for(err.kind),
+                    file=err.file or default_file, line=err.line)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -227,15 +210,11 @@ def _load_source(file: str) -> _Source:
 def _load_notebook(path: str, file: str) -> _Source:
     """A notebook's program; cells that do not parse are left out, with a warning each."""
     try:
-        program = notebook.read_program(path)
+        program = notebook_cli.read(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
     except notebook.NotebookError as exc:
         raise CliError(exc.message, file=path, line=exc.line) from exc
-    _notebooks[path] = program
-    for problem in program.problems:
-        sys.stderr.write(f"{_display(path)}:{problem.index + 1}:{problem.line}: warning: "
-                         f"{problem.message}: this cell does not parse and is left out\n")
     from torch_mlir_lens.discovery import find_modules
 
     return _Source(path, program.text, find_modules(program.text, path), program)
@@ -294,9 +273,7 @@ def _print_diagnostics(results: Sequence[LowerResult]) -> None:
             op = f" [{d.op}]" if d.op and d.op not in d.message else ""
             target = f" ({d.target})" if d.target else ""
             where = _where(d.file, d.line) or result.module
-            message = d.message
-            if d.file and os.path.abspath(d.file) in _notebooks:
-                message = notebook.relabel(message, d.file, _notebooks[os.path.abspath(d.file)])
+            message = notebook_cli.relabel(d.message, d.file)
             sys.stderr.write(f"{where}: {d.severity}: {message}{op}{target}\n")
 
 
