@@ -4,6 +4,7 @@
 
 import * as vscode from 'vscode';
 import type { DocumentSelector } from 'vscode-languageclient/node';
+import { CELL_SCHEME, CELL_SELECTORS, notebookOf } from './notebookCells';
 
 /** Key of the default server (files outside every folder, untitled files). */
 export const DEFAULT_KEY = '';
@@ -13,6 +14,7 @@ export function documentSelector(): DocumentSelector {
   return [
     { scheme: 'file', language: 'python' },
     { scheme: 'untitled', language: 'python' },
+    ...CELL_SELECTORS, // notebook cells (synced through notebookDocument/*)
   ];
 }
 
@@ -24,8 +26,11 @@ export function isServed(doc: vscode.TextDocument): boolean {
 /** The workspace folder a document belongs to (none for untitled files and files outside). */
 export function folderOf(uri: vscode.Uri): vscode.WorkspaceFolder | undefined {
   if (uri.scheme === 'untitled') return undefined;
-  // A notebook cell belongs where its notebook file is.
-  const file = uri.scheme === 'vscode-notebook-cell' ? uri.with({ scheme: 'file', fragment: '' }) : uri;
+  // A notebook cell belongs where its notebook is. Ask the open notebook for its URI: a cell's
+  // URI does not keep the notebook's scheme (`vscode-remote:` in a remote window, not `file:`).
+  const notebook = uri.scheme === CELL_SCHEME ? notebookOf(uri.toString()) : undefined;
+  const file = notebook ? vscode.Uri.parse(notebook)
+    : uri.scheme === CELL_SCHEME ? uri.with({ scheme: 'file', fragment: '' }) : uri;
   return vscode.workspace.getWorkspaceFolder(file);
 }
 

@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import type { LensClient } from './languageClient';
 import { LineMap } from './lineMap';
+import { sourceKey } from './notebookCells';
 import { paneText, placeholder, SCHEME, fromQuery, toUriParts, type PaneSpec } from './paneSpec';
 import { LOWER, type LowerParams, type LowerResponse } from './protocol';
 import { setting } from './settings';
@@ -34,6 +35,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     this.disposables.push(
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, this),
       vscode.workspace.onDidSaveTextDocument((doc) => this.refreshSource(doc.uri.toString())),
+      vscode.workspace.onDidSaveNotebookDocument((nb) => this.refreshSource(nb.uri.toString())),
       vscode.workspace.onDidChangeTextDocument((e) => this.onTyped(e.document)),
       vscode.workspace.onDidCloseTextDocument((doc) => {
         if (doc.uri.scheme === SCHEME) this.forget(doc.uri.toString());
@@ -111,7 +113,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
 
   private onTyped(doc: vscode.TextDocument): void {
     if (doc.uri.scheme === SCHEME || setting<string>('diagnostics', 'onSave', doc.uri) !== 'onType') return;
-    const source = doc.uri.toString();
+    const source = sourceKey(doc.uri.toString()); // a notebook cell: its notebook's panes
     if (!this.forSource(source).length) return;
     clearTimeout(this.typingTimers.get(source));
     this.typingTimers.set(

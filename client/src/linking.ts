@@ -8,6 +8,7 @@
 import * as vscode from 'vscode';
 import type { IrPanes, Pane } from './irPanes';
 import { bandRanges, revealTarget, toRanges, type LineRange } from './lineMap';
+import { sourceKey } from './notebookCells';
 import { SCHEME } from './paneSpec';
 import { SECTION, setting } from './settings';
 
@@ -20,6 +21,12 @@ const BAND_COLOURS = [
   'rgba(178, 132, 255, 0.16)',
   'rgba(64, 224, 208, 0.16)',
 ];
+
+/** Cursor lines in one editor (a notebook's cell, or the source file itself). */
+interface Cursor {
+  uri: string;
+  lines: number[];
+}
 
 function toVsRanges(ranges: LineRange[]): vscode.Range[] {
   return ranges.map((r) => new vscode.Range(r.start, 0, r.end, 0));
@@ -45,8 +52,8 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     vscode.window.createTextEditorDecorationType({ isWholeLine: true, backgroundColor }),
   );
   private readonly disposables: vscode.Disposable[] = [];
-  /** Last cursor line per source URI, to redraw panes that open or refresh later. */
-  private readonly cursor = new Map<string, number[]>();
+  /** Last cursor per source URI (the editor's URI: a notebook's cell), to redraw panes later. */
+  private readonly cursor = new Map<string, Cursor>();
 
   constructor(private readonly panes: IrPanes) {
     this.disposables.push(
@@ -90,13 +97,14 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
       if (pane) this.fromPane(pane, editor);
       return;
     }
-    const source = doc.uri.toString();
-    const panes = this.panes.covering(source);
+    const uri = doc.uri.toString();
+    const source = sourceKey(uri); // a notebook cell's panes are its notebook's
+    const panes = this.panes.covering(source); // a library file's too, while a pane uses it
     if (!panes.length) return;
     const lines = editor.selections.map((s) => s.active.line);
-    this.cursor.set(source, lines);
+    this.cursor.set(source, { uri, lines });
     this.paint(editor, this.sourceHighlight, []); // that came from a pane's cursor: stale now
-    for (const pane of panes) this.highlightPane(pane, lines, true, source);
+    for (const pane of panes) this.highlightPane(pane, { uri, lines }, true);
   }
 
   /** Cursor in a pane: light up the source lines of that op (innermost frame first). */
@@ -107,7 +115,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     for (const ed of vscode.window.visibleTextEditors) {
       if (ed.document.uri.scheme === SCHEME) continue;
       const lines = byUri.get(ed.document.uri.toString());
-      if (!lines && !this.panes.covering(ed.document.uri.toString()).length) continue;
+      if (!lines && !this.panes.covering(sourceKey(ed.document.uri.toString())).length) continue;
       this.paint(ed, this.sourceHighlight, toVsRanges(toRanges(lines ?? [])));
       const first = lines?.[0];
       if (first !== undefined) {
@@ -116,8 +124,8 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     }
   }
 
-  private highlightPane(pane: Pane, sourceLines: number[], reveal: boolean, uri = pane.spec.source): void {
-    const irLines = sourceLines.flatMap((l) => pane.map.irLinesFor(uri, l));
+  private highlightPane(pane: Pane, at: Cursor, reveal: boolean): void {
+    const irLines = at.lines.flatMap((l) => pane.map.irLinesFor(at.uri, l));
     for (const ed of this.editorsOf(pane.uri)) {
       this.paint(ed, this.irHighlight, toVsRanges(toRanges(irLines)));
       const first = revealTarget(irLines);
@@ -128,15 +136,15 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
   }
 
   private redrawPane(pane: Pane): void {
-    const lines = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
-    this.highlightPane(pane, lines, true);
+    const at = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
+    this.highlightPane(pane, at, true);
     this.drawBands(pane);
   }
 
   private redrawAll(): void {
     for (const pane of this.panes.all()) {
-      const lines = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
-      this.highlightPane(pane, lines, false);
+      const at = this.cursor.get(pane.spec.source) ?? this.sourceCursor(pane.spec.source);
+      this.highlightPane(pane, at, false);
       this.drawBands(pane);
     }
   }
@@ -166,9 +174,10 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     }
   }
 
-  private sourceCursor(source: string): number[] {
-    const ed = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === source);
-    return ed ? ed.selections.map((s) => s.active.line) : [];
+  private sourceCursor(source: string): Cursor {
+    const editors = [vscode.window.activeTextEditor, ...vscode.window.visibleTextEditors];
+    const ed = editors.find((e) => e && sourceKey(e.document.uri.toString()) === source);
+    return ed ? { uri: ed.document.uri.toString(), lines: ed.selections.map((s) => s.active.line) } : { uri: source, lines: [] };
   }
 
   private editorsOf(uri: vscode.Uri): vscode.TextEditor[] {

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
+import { sourceKey } from './notebookCells';
 import { SCHEME } from './paneSpec';
 import { MODULES, TARGETS, targetTitle, type ModulesResponse } from './protocol';
 import { setting } from './settings';
@@ -25,7 +26,7 @@ export function sourceOf(panes: IrPanes, arg?: unknown): string | undefined {
   const doc = vscode.window.activeTextEditor?.document;
   if (!doc) return undefined;
   if (doc.uri.scheme === SCHEME) return panes.get(doc.uri)?.spec.source;
-  return doc.languageId === 'python' ? doc.uri.toString() : undefined;
+  return doc.languageId === 'python' ? sourceKey(doc.uri.toString()) : undefined;
 }
 
 export async function pickModule(client: LensClient, panes: IrPanes, arg?: unknown): Promise<ModuleChoice | undefined> {

@@ -55,11 +55,13 @@ def annotate(
     path: str | None = None,
     read_file: Callable[[str], list[str] | None] = _read,
     frames: str = "user",
+    line_label: Callable[[int], str] = str,
 ) -> str:
     """The IR of `result` interleaved with the lines of `source` (the file at `path`).
 
     Frames in other files (a submodule defined in a sibling file) are shown as `name.py:N`
     with that file's text, read with `read_file`. `frames="all"` shows library lines too.
+    `line_label` writes a line of `source` (a notebook's program: `CELL:LINE`).
     """
     main = os.path.abspath(path) if path else None
     files: dict[str, list[str] | None] = {}
@@ -90,7 +92,7 @@ def annotate(
 
     def label(file: str, line: int) -> str:
         is_main = main is None or os.path.abspath(file) == main
-        return str(line) if is_main else f"{os.path.basename(file)}:{line}"
+        return line_label(line) if is_main else f"{os.path.basename(file)}:{line}"
 
     width = max([GUTTER, *(len(label(f, n)) for f, n in sources.values())])
     indent_ir = " " * (width + 3)
@@ -110,7 +112,7 @@ def annotate(
             if number in trails:
                 header += "    " + _trail(trails[number], label)
             elif caller is not None:
-                header += f"    (called from line {caller})"
+                header += f"    (called from line {line_label(caller)})"
             out.append(header)
             last = src
             group_indent = indent

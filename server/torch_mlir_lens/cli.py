@@ -28,14 +28,13 @@ import argparse
 import ast
 import asyncio
 import gc
-import json
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from torch_mlir_lens import culprits
+from torch_mlir_lens import culprits, notebook, notebook_cli
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
@@ -86,12 +85,23 @@ def _display(path: str | None) -> str:
 
 
 def _where(file: str | None, line: int | None) -> str:
+    program = notebook_cli.program_of(file)  # a notebook's lines are CELL:LINE
+    if program is not None and file and line:
+        return notebook.location(_display(file), program, line)
     return f"{_display(file)}:{line}" if file and line else _display(file)
 
 
+def _line_text(src: _Source, line: int | None) -> str:
+    return notebook_cli.line_text(src.notebook, line)
+
+
+def _json(src: _Source, value: Any) -> str:
+    return notebook_cli.to_json(src.notebook, src.path, value)
+
+
 def _from_lens(err: LensError, default_file: str) -> CliError:
-    return CliError(err.message, exit_code_for(err.kind), file=err.file or default_file,
-                    line=err.line)
+    return CliError(notebook_cli.relabel(err.message, default_file), exit_code_for(err.kind),
+                    file=err.file or default_file, line=err.line)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -185,12 +195,15 @@ class _Source:
     path: str  # absolute
     text: str
     modules: list[Any]  # discovery.ModuleInfo
+    notebook: notebook.Program | None = None  # a .ipynb: `text` is its cells' program
 
 
 def _load_source(file: str) -> _Source:
     path = os.path.abspath(file)
     if not os.path.isfile(path):
         raise CliError("no such file", file=file)
+    if notebook.is_notebook(path):
+        return _load_notebook(path, file)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -205,8 +218,23 @@ def _load_source(file: str) -> _Source:
     return _Source(path, text, find_modules(text, path))
 
 
-def _names(modules: list[Any]) -> str:
-    return ", ".join(f"{m.name} (line {m.line})" for m in modules) or "none found"
+def _load_notebook(path: str, file: str) -> _Source:
+    """A notebook's program; cells that do not parse are left out, with a warning each."""
+    try:
+        program = notebook_cli.read(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except notebook.NotebookError as exc:
+        raise CliError(exc.message, file=path, line=exc.line) from exc
+    from torch_mlir_lens.discovery import find_modules
+
+    return _Source(path, program.text, find_modules(program.text, path), program)
+
+
+def _names(modules: list[Any], src: _Source | None = None) -> str:
+    found = ", ".join(f"{m.name} ({_line_text(src, m.line) if src else f'line {m.line}'})"
+                      for m in modules)
+    return found or "none found"
 
 
 def _pick_module(src: _Source, name: str | None, line: int | None) -> str:
@@ -217,14 +245,14 @@ def _pick_module(src: _Source, name: str | None, line: int | None) -> str:
 
         found = module_at_line(src.modules, line)
         if found is None:
-            raise CliError(f"no module at line {line}; modules: {_names(src.modules)}",
+            raise CliError(f"no module at line {line}; modules: {_names(src.modules, src)}",
                            file=src.path, line=line)
         return str(found.name)
     if len(src.modules) == 1:
         return str(src.modules[0].name)
     if not src.modules:
         raise CliError("no nn.Module class found (name a function with --module)", file=src.path)
-    raise CliError(f"several modules, choose one with --module: {_names(src.modules)}",
+    raise CliError(f"several modules, choose one with --module: {_names(src.modules, src)}",
                    file=src.path)
 
 
@@ -233,8 +261,11 @@ def _module_job(src: _Source, module: str, args: argparse.Namespace) -> Any:
 
     if args.inputs_file and not os.path.isfile(args.inputs_file):
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
+    text = src.text
+    if src.notebook is not None:  # the cells up to the module's: a later cell never runs
+        text = notebook.module_text(src.notebook, src.modules, module)
     return ModuleJob(
-        path=src.path, module=module, text=src.text, inputs=args.inputs,
+        path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
         init=args.init, workspace=os.getcwd(), strict=args.strict,
     )
@@ -253,7 +284,8 @@ def _print_diagnostics(results: Sequence[LowerResult]) -> None:
             op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
             target = f" ({d.target})" if d.target and not d.cause else ""
             where = _where(d.file, d.line) or result.module
-            sys.stderr.write(f"{where}: {d.severity}: {d.message}{op}{target}\n")
+            message = notebook_cli.relabel(d.message, d.file)
+            sys.stderr.write(f"{where}: {d.severity}: {message}{op}{target}\n")
             if d.knock_on:
                 sys.stderr.write(f"{where}: note: {culprits.knock_on_text(d)}\n")
 
@@ -294,7 +326,7 @@ async def _lower(args: argparse.Namespace) -> int:
     if bad is not None:
         raise _from_lens(bad, src.path)
     if args.json:
-        print(json.dumps(result.to_json(), indent=1))
+        print(_json(src, result.to_json()))
     else:
         if args.print_after_all and result.passes:
             for p in result.passes:
@@ -305,7 +337,9 @@ async def _lower(args: argparse.Namespace) -> int:
         if args.annotate:
             from torch_mlir_lens.annotate import annotate
 
-            sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames))
+            program = src.notebook
+            sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames,
+                                      line_label=program.label if program is not None else str))
         else:
             sys.stdout.write(result.ir if result.ir.endswith("\n") or not result.ir
                              else result.ir + "\n")
@@ -372,7 +406,7 @@ async def _check(args: argparse.Namespace) -> int:
         await engine.stop()
 
     if args.json:
-        print(json.dumps({"file": src.path, "modules": report}, indent=1))
+        print(_json(src, {"file": src.path, "modules": report}))
     else:
         _print_check(src, report)
     return EXIT_FAILED if failed else EXIT_OK
@@ -397,14 +431,14 @@ def _indented(message: str, prefix: str) -> str:
 def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
     print(_display(src.path))
     for entry in report:
-        head = f"  {entry['name']} (line {entry['line']})" if entry["line"] else \
+        head = f"  {entry['name']} ({_line_text(src, entry['line'])})" if entry["line"] else \
             f"  {entry['name']}"
         if "skipped" in entry:
             print(f"{head}: skipped, {entry['skipped']}")
             continue
         if "error" in entry:
             err = entry["error"]
-            at = f" at line {err['line']}" if err.get("line") else ""
+            at = f" at {_line_text(src, err['line'])}" if err.get("line") else ""
             print(f"{head}: error{at}: {_indented(err['message'], '      ')}")
             continue
         verdicts = list(entry["targets"].values())
@@ -413,7 +447,7 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
                 and len(errors) == 1:
             # One failure before any backend (the export): say it once.
             message, line = errors.pop()
-            at = f" at line {line}" if line else ""
+            at = f" at {_line_text(src, line)}" if line else ""
             print(f"{head}: failed{at}: {_indented(message or 'failed', '      ')}")
             continue
         marks = []
@@ -427,10 +461,10 @@ def _print_check(src: _Source, report: list[dict[str, Any]]) -> None:
         print(f"{head}: " + ", ".join(marks))
         for target, v in entry["targets"].items():
             for u in v["unsupported"]:
-                at = f"line {u['line']}" if u["line"] else "no line"
-                print(f"    {target}: {u['cause']} at {at}")
+                at = _line_text(src, u["line"]) if u["line"] else "no line"
+                print(f"    {target}: {u.get('cause') or u['op']} at {at}")
             if v["error"] and not v["unsupported"]:
-                at = f" (line {v['error_line']})" if v["error_line"] else ""
+                at = f" ({_line_text(src, v['error_line'])})" if v["error_line"] else ""
                 print(f"    {target}{at}: {_indented(v['error'], '      ')}")
 
 

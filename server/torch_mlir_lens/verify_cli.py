@@ -14,7 +14,6 @@ Wiring into cli.py (two lines): in build_parser(), `add_verify_parser(sub)`; in 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
@@ -103,7 +102,7 @@ async def run_verify(args: argparse.Namespace) -> int:
     finally:
         await engine.stop()
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(cli._json(src, result))
     else:
         sys.stdout.write(format_result(result, src.path))
     return exit_code(result)

@@ -31,10 +31,16 @@ def make_client() -> LanguageClient:
     client = make_test_lsp_client()
     client.statuses = []  # type: ignore[attr-defined]
     client.lens_refreshes = 0  # type: ignore[attr-defined]
+    client.registrations = []  # type: ignore[attr-defined]
 
     @client.feature("torchMlirLens/status")
     def on_status(params: Any) -> None:
         client.statuses.append(plain(params))  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params: types.RegistrationParams) -> None:
+        # Accepted, as VS Code does (e.g. the server's pyproject.toml watcher).
+        client.registrations.append(params)  # type: ignore[attr-defined]
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def on_refresh(params: Any) -> None:

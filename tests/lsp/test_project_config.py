@@ -60,12 +60,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, project: Path):
-    lsp_client.registrations = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def on_register(params: types.RegistrationParams) -> None:
-        lsp_client.registrations.append(params)  # type: ignore[attr-defined]
-
+    # helpers.make_client records the server's capability registrations.
     lsp_client.set_configuration(EDITOR_DEFAULTS, section="torchMlirLens")
     await lsp_client.initialize_session(init_params(project, settings=EDITOR_DEFAULTS))
     yield

@@ -30,6 +30,10 @@ Standard LSP
                                [{uri, module}] → {message, template}; torchMlirLens.verify
                                [{uri, module, rtol?, atol?}] (verdict → lens + diagnostics).
     workspace/codeLens/refresh sent (when supported) after checks and settings changes.
+    notebookDocument/*         didOpen, didChange, didSave, didClose (LSP 3.17, every cell):
+                               a notebook is one program of its Python cells; lenses, hover,
+                               diagnostics and quick fixes are asked and answered per cell
+                               (`vscode-notebook-cell:` URIs); lens arguments name the notebook.
     window/workDoneProgress    "Lowering <Module>" while a request waits for a lowering.
     window/logMessage          all logs (levels kept); window/showMessage for user news.
 
@@ -41,7 +45,9 @@ Custom
                                (docs/contracts.md); partial: ok is false but ir is the target
                                IR with each rejected op kept as a call. Diagnostics: one per
                                cause, with cause, ops, knockOn, and related [{uri, line,
-                               message}] (library lines).
+                               message}] (library lines). For a notebook, map/diagnostic
+                               entries in its cells carry the cell's URI, the line in the cell
+                               and `cell` (1-based number).
     torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
                                forwardRange, inputs, parents}]}.
     torchMlirLens/verify       request {uri, module} → the worker's verify result.

@@ -18,6 +18,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery, fingerprint
 from torch_mlir_lens.lsp.convert import uri_to_path
+from torch_mlir_lens.notebook import NotebookError, Program, is_notebook, read_program
 from torch_mlir_lens.results import LensError, LowerResult
 
 STATIC = ""  # diagnostics bucket of findings that need no lowering
@@ -73,6 +74,9 @@ class DocumentState:
     # of keystrokes costs one fingerprint comparison, not one per keystroke.
     _results_text: str | None = None
     _errored: set[str] = field(default_factory=set)
+    # A notebook: `text` is its program (notebook.py), this maps its lines to cells.
+    notebook: Program | None = None
+    published_cells: set[str] = field(default_factory=set)  # cells holding its diagnostics
 
     @property
     def lines(self) -> list[str]:
@@ -257,6 +261,12 @@ class DocumentStore:
 
     def __init__(self) -> None:
         self._docs: dict[str, DocumentState] = {}
+        self._cells: dict[str, str] = {}  # notebook cell URI → the notebook's URI
+
+    def set_cells(self, notebook_uri: str, cell_uris: Sequence[str]) -> None:
+        """Make `get(cell)` answer the notebook's document for each of its cells."""
+        self._cells = {c: n for c, n in self._cells.items() if n != notebook_uri}
+        self._cells.update(dict.fromkeys(cell_uris, notebook_uri))
 
     def open(self, uri: str, text: str, version: int | None) -> DocumentState:
         doc = DocumentState(uri=uri, text=text, version=version, path=uri_to_path(uri))
@@ -264,9 +274,14 @@ class DocumentStore:
         return doc
 
     def get(self, uri: str) -> DocumentState | None:
-        return self._docs.get(uri)
+        """The document of `uri`; for a notebook cell, the notebook's (program lines)."""
+        doc = self._docs.get(uri)
+        if doc is None and uri in self._cells:
+            return self._docs.get(self._cells[uri])
+        return doc
 
     def close(self, uri: str) -> DocumentState | None:
+        self.set_cells(uri, [])
         return self._docs.pop(uri, None)
 
     def __iter__(self) -> Iterator[DocumentState]:
@@ -290,6 +305,13 @@ def load_document(store: DocumentStore, uri: str) -> DocumentState:
     path = uri_to_path(uri)
     if path is None:
         raise OSError(f"not a file URI: {uri}")
+    if is_notebook(path):
+        try:
+            program = read_program(path)
+        except (NotebookError, UnicodeDecodeError) as exc:
+            raise OSError(str(exc)) from exc
+        return DocumentState(uri=uri, text=program.text, version=None, path=path,
+                             notebook=program)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     return DocumentState(uri=uri, text=text, version=None, path=path)

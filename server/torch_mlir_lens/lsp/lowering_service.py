@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens import culprits
+from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -222,7 +223,7 @@ class LoweringService:
         settings = self._server.settings
         return ModuleJob(
             path=doc.path,
-            text=doc.text,
+            text=notebook_view.job_text(self._server, doc, module),
             module=module,
             settings_inputs=dict(settings.example_inputs),
             workspace=self._server.workspace_root,

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.lsp.documents import DocumentStore
+from torch_mlir_lens.lsp.features.notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from torch_mlir_lens.lsp.lowering_service import LoweringService
 from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
@@ -38,6 +39,7 @@ class LensServer(LanguageServer):
         super().__init__(
             "torch-mlir-lens", __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=LensProtocol, converter_factory=lens_converter,
         )
         self.settings = Settings()

@@ -75,7 +75,12 @@ def add_merge_parser(sub: Any) -> None:
 
 
 def single_module_run(args: argparse.Namespace) -> bool:
-    """Explicit inputs name one module of one file: the single-file `check` handles it."""
+    """Explicit inputs name one module of one file, or the one path is a notebook (its
+    `CELL:LINE` locations): the single-file `check` handles it."""
+    from torch_mlir_lens.notebook import is_notebook
+
+    if len(args.paths) == 1 and is_notebook(args.paths[0]):
+        return True
     return bool(args.inputs or args.inputs_file or args.init) and len(args.paths) <= 1
 
 

@@ -17,11 +17,12 @@ def register_all(server: LensServer) -> None:
         custom_requests,
         diagnostics,
         hover,
+        notebooks,
         project_config,
         status,
         sync,
     )
 
-    for feature in (status, sync, diagnostics, code_lens, hover, code_actions, commands,
-                    custom_requests, project_config):
+    for feature in (status, sync, notebooks, diagnostics, code_lens, hover, code_actions,
+                    commands, custom_requests, project_config):
         feature.register(server)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.lsp.features.diagnostics import INPUTS_MISSING, SOURCE
 
@@ -26,36 +27,55 @@ def register(server: LensServer) -> None:
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
     )
     def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        doc = server.store.get(params.text_document.uri)
+        doc, cell = notebook_view.resolve(server, params.text_document.uri)
         if doc is None:
             return []
         only = params.context.only
         if only and not any(str(k).startswith(types.CodeActionKind.QuickFix) for k in only):
             return []
-        modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
-        by_name = {m.name: m for m in modules}
-        wanted: dict[str, types.Diagnostic | None] = {}
-        diag: types.Diagnostic | None
-        for diag in params.context.diagnostics:
-            if diag.source == SOURCE and diag.code == INPUTS_MISSING:
-                data = diag.data if isinstance(diag.data, dict) else {}
-                info = by_name.get(str(data.get("module"))) or discovery.module_at_line(
-                    modules, diag.range.start.line + 1
-                )
-                if info is not None:
-                    wanted[info.name] = diag
-        # Without a diagnostic in the request (e.g. a lightbulb on the class line), still
-        # offer the fix for the module under the cursor when it lacks inputs.
-        here = discovery.module_at_line(modules, params.range.start.line + 1)
-        if here is not None and here.inputs == "missing" and here.kind == "class":
-            wanted.setdefault(here.name, None)
-        actions = []
-        for name, diag in wanted.items():
-            info = by_name.get(name)
-            # Statically missing, or found missing by the worker (e.g. inference failed).
-            if info is not None and (info.inputs == "missing" or diag is not None):
-                actions.append(insert_inputs_action(doc, info, diag))
-        return actions
+        if cell is not None:  # a notebook cell: ask in program lines, answer in the cells'
+            program_params = types.CodeActionParams(
+                text_document=params.text_document,
+                range=notebook_view.to_program_range(cell, params.range),
+                context=types.CodeActionContext(
+                    diagnostics=[notebook_view.diagnostic_in_program(cell, d)
+                                 for d in params.context.diagnostics],
+                    only=only,
+                ),
+            )
+            return notebook_view.actions_to_cells(doc, quick_fixes(server, doc, program_params),
+                                                  cell)
+        return quick_fixes(server, doc, params)
+
+
+def quick_fixes(
+    server: LensServer, doc: DocumentState, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    """The quick fixes for a request in the document's own lines."""
+    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    by_name = {m.name: m for m in modules}
+    wanted: dict[str, types.Diagnostic | None] = {}
+    diag: types.Diagnostic | None
+    for diag in params.context.diagnostics:
+        if diag.source == SOURCE and diag.code == INPUTS_MISSING:
+            data = diag.data if isinstance(diag.data, dict) else {}
+            info = by_name.get(str(data.get("module"))) or discovery.module_at_line(
+                modules, diag.range.start.line + 1
+            )
+            if info is not None:
+                wanted[info.name] = diag
+    # Without a diagnostic in the request (e.g. a lightbulb on the class line), still
+    # offer the fix for the module under the cursor when it lacks inputs.
+    here = discovery.module_at_line(modules, params.range.start.line + 1)
+    if here is not None and here.inputs == "missing" and here.kind == "class":
+        wanted.setdefault(here.name, None)
+    actions = []
+    for name, diag in wanted.items():
+        info = by_name.get(name)
+        # Statically missing, or found missing by the worker (e.g. inference failed).
+        if info is not None and (info.inputs == "missing" or diag is not None):
+            actions.append(insert_inputs_action(doc, info, diag))
+    return actions
 
 
 def insert_inputs_action(

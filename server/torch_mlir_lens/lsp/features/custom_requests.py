@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp import convert, notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import commands
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -122,7 +122,11 @@ def _module_name(server: LensServer, doc: DocumentState, args: Mapping[str, Any]
     position = args.get("position")
     if isinstance(position, Mapping) and isinstance(position.get("line"), int):
         modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
-        info = discovery.module_at_line(modules, position["line"] + 1)
+        line = position["line"]
+        _doc, cell = notebook_view.resolve(server, str(args.get("uri")))
+        if cell is not None:  # a notebook cell's line
+            line = notebook_view.program_line(cell, line)
+        info = discovery.module_at_line(modules, line + 1)
         if info is not None:
             return info.name
         raise JsonRpcInvalidParams("no module at that position")
@@ -158,8 +162,9 @@ async def lower_request(server: LensServer, args: Mapping[str, Any]) -> dict[str
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise commands.lens_error(err) from None
-        return error_json(module, CUSTOM_TARGET if pipeline else target, err)
-    return convert.lower_result_json(result)
+        return notebook_view.relocate_lower_json(
+            doc, error_json(module, CUSTOM_TARGET if pipeline else target, err))
+    return notebook_view.relocate_lower_json(doc, convert.lower_result_json(result))
 
 
 async def _lower(

@@ -21,7 +21,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert, library_related, verify_view
+from torch_mlir_lens.lsp import convert, library_related, notebook_view, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
@@ -74,6 +74,11 @@ def on_close(server: LensServer, doc: DocumentState) -> None:
     task = server.check_tasks.pop(doc.uri, None)
     if task is not None:
         task.cancel()
+    if doc.notebook is not None:  # its cells hold its diagnostics
+        doc.notebook.spans.clear()
+        doc.notebook.problems.clear()
+        publish(server, doc)
+        return
     server.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[])
     )
@@ -336,6 +341,10 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
 def publish(server: LensServer, doc: DocumentState) -> None:
     """Send the document's merged diagnostics."""
     diagnostics = [] if server.settings.diagnostics == "off" else merge(doc.all_diagnostics())
+    if doc.notebook is not None:
+        doc.published_cells = notebook_view.publish(server, doc, diagnostics,
+                                                    doc.published_cells)
+        return
     server.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)
     )

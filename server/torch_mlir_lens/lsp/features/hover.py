@@ -20,7 +20,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp import convert, notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.lsp.features import library_hover
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -41,10 +41,19 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(params: types.HoverParams) -> types.Hover | None:
-        doc = server.store.get(params.text_document.uri)
+        doc, cell = notebook_view.resolve(server, params.text_document.uri)
         if doc is None or not doc.path:
             return None
-        return await hover_line(server, doc, params.position.line + 1, params.work_done_token)
+        if cell is None:
+            return await hover_line(server, doc, params.position.line + 1,
+                                    params.work_done_token)
+        if not 0 <= params.position.line < cell.count:
+            return None
+        line = notebook_view.program_line(cell, params.position.line) + 1
+        found = await hover_line(server, doc, line, params.work_done_token)
+        if found is not None:
+            notebook_view.hover_in_cell(cell, found, line)
+        return found
 
 
 async def hover_line(

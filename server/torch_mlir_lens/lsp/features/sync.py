@@ -17,18 +17,35 @@ if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
 
+CELL_SCHEME = "vscode-notebook-cell:"
+
+
+def _notebook_cell(server: LensServer, uri: str) -> bool:
+    """A notebook's cell: synced through notebookDocument/* (features/notebooks.py). A client
+    that also sends text-document sync for it must not make it a document of its own, whose
+    (empty) diagnostics would replace the notebook's on that cell."""
+    if uri.startswith(CELL_SCHEME):
+        return True
+    doc = server.store.get(uri)
+    return doc is not None and doc.notebook is not None and doc.uri != uri
+
+
 def register(server: LensServer) -> None:
     """Register the text-document sync handlers."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document
+        if _notebook_cell(server, item.uri):
+            return
         doc = server.store.open(item.uri, item.text, item.version)
         diagnostics.on_open(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        if _notebook_cell(server, uri):
+            return
         text = server.workspace.get_text_document(uri).source
         doc = server.store.get(uri)
         if doc is None:
@@ -40,12 +57,16 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
+        if _notebook_cell(server, params.text_document.uri):
+            return
         doc = server.store.get(params.text_document.uri)
         if doc is not None:
             diagnostics.on_save(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        if _notebook_cell(server, params.text_document.uri):
+            return
         doc = server.store.close(params.text_document.uri)
         if doc is not None:
             diagnostics.on_close(server, doc)
