@@ -13,10 +13,12 @@ from torch_mlir_lens.repo_check.report import Report
 
 
 class _Shown:
-    """What the single-file printer needs of a source: its path."""
+    """What the single-file printer needs of a source: its path (and notebook: none here,
+    the repository check reads Python files only)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.notebook = None
 
 
 def _where(root: str, file: str, line: int | None) -> str:
