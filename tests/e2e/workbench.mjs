@@ -195,11 +195,16 @@ export function ui(page, name, reportFile) {
   };
   /** Quick Open (Ctrl+P): works for any file of any workspace folder. */
   const quickOpen = async (file) => {
-    await page.keyboard.press('Control+P');
+    // A fresh (multi-root) window may still be indexing its files, or not yet take the key:
+    // open Quick Open again until it lists the file.
     const input = page.locator('.quick-input-widget input').first();
-    await input.waitFor({ timeout: 15_000 });
-    await input.fill(file);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: file }).first().waitFor({ timeout: 15_000 });
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: file }).first();
+    await until(`Quick Open to list ${file}`, 60_000, async () => {
+      if (!(await input.isVisible())) await page.keyboard.press('Control+P');
+      await input.waitFor({ timeout: 5_000 });
+      await input.fill(file);
+      return row.waitFor({ timeout: 5_000 }).then(() => true, () => undefined);
+    });
     await page.keyboard.press('Enter');
     await activeTab(file).waitFor({ timeout: 30_000 });
   };
