@@ -18,6 +18,7 @@ import sysconfig
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from torch_mlir_lens.culprits import short_op
 from torch_mlir_lens.frames import SourceFrame, short_path
 from torch_mlir_lens.results import LensDiagnostic, RelatedLocation
 
@@ -101,11 +102,6 @@ def related_frames(chain: Sequence[SourceFrame], op: str) -> list[RelatedLocatio
     return out
 
 
-def _bare(op: str) -> str:
-    """`torch.aten.roll` and `aten.roll` alike."""
-    return op.removeprefix("torch.")
-
-
 def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[str, str]],
                        resolver: LocationResolver) -> None:
     """Name the library lines behind unsupported-op diagnostics found inside library code.
@@ -118,7 +114,7 @@ def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[st
     by_key: dict[tuple[str, str | None, int | None], list[RelatedLocation]] = {}
     for name, loc in locations:
         frames = resolver.user_frames(loc)
-        key = (_bare(name), frames[0][0] if frames else None, frames[0][1] if frames else None)
+        key = (short_op(name), frames[0][0] if frames else None, frames[0][1] if frames else None)
         found = by_key.setdefault(key, [])
         for chain in resolver.full_chains(loc):
             for rel in related_frames(chain, name):
@@ -127,7 +123,7 @@ def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[st
     for d in diags:
         # A diagnostic names one cause: its primary op and the other ops of that cause.
         related = []
-        for op in dict.fromkeys(_bare(o) for o in [d.op or "", *(d.ops or [])]):
+        for op in dict.fromkeys(short_op(o) for o in [d.op or "", *(d.ops or [])]):
             related += [r for r in by_key.get((op, d.file, d.line), []) if r not in related]
         if not related:
             continue
