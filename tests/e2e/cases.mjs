@@ -156,7 +156,8 @@ export async function exportDialog(w) {
 // ---- multi-root window (alpha: server; beta: bare interpreter) --------------------------------
 
 export async function alphaFolder(w) {
-  await w.quickOpen('alpha_model.py');
+  // By absolute path: Quick Open lists it without waiting for the window's file search.
+  await w.quickOpen(path.join(w.tmp, 'mr', 'alpha', 'alpha_model.py'));
   await w.lens('Show StableHLO IR').waitFor({ timeout: 150_000 }); // alpha's own lensTargets
   if (await w.lens('Show TOSA IR').count()) throw new Error("alpha shows a TOSA lens, its settings exclude it");
   await until("alpha's status", 60_000, async () => {
@@ -168,7 +169,7 @@ export async function alphaFolder(w) {
 }
 
 export async function betaMissing(w) {
-  await w.quickOpen('beta_model.py');
+  await w.quickOpen(path.join(w.tmp, 'mr', 'beta', 'beta_model.py'));
   await w.statusItem('Torch-MLIR: server missing (beta)').waitFor({ timeout: 60_000 });
   const toast = await w.notification('lacks');
   const text = (await toast.innerText()).replace(/\s+/g, ' ');

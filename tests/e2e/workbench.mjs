@@ -198,7 +198,7 @@ export function ui(page, name, reportFile) {
     // A fresh (multi-root) window may still be indexing its files, or not yet take the key:
     // open Quick Open again until it lists the file.
     const input = page.locator('.quick-input-widget input').first();
-    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: file }).first();
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }).first();
     await until(`Quick Open to list ${file}`, 60_000, async () => {
       if (!(await input.isVisible())) await page.keyboard.press('Control+P');
       await input.waitFor({ timeout: 5_000 });
@@ -206,7 +206,7 @@ export function ui(page, name, reportFile) {
       return row.waitFor({ timeout: 5_000 }).then(() => true, () => undefined);
     });
     await page.keyboard.press('Enter');
-    await activeTab(file).waitFor({ timeout: 30_000 });
+    await activeTab(path.basename(file)).waitFor({ timeout: 30_000 });
   };
   const activeTab = (file) => page.locator('.tabs-container .tab.active', { hasText: file }).first();
   const lens = (title) => page.locator('.contentWidgets .codelens-decoration a', { hasText: title }).first();
