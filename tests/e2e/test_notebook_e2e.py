@@ -25,15 +25,10 @@ RESULT = ROOT / "test-artifacts" / "e2e-notebook" / "result.json"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(480)]
 
-UI_STEPS = ("open", "lens", "pane", "highlight", "hover", "reveal")
-SUITE_CHECKS = ("activated", "cellLenses", "cellHover", "paneDefinition")
-# A known bug, checked to still be there (strict, as an xfail): with one language client per
-# workspace folder, a cell's diagnostics (published by the server, see tests/lsp/
-# test_notebooks.py) do not reach the cell's editor. When these pass, fix this list and the
-# KNOWN_BROKEN sets of driver.mjs and suite.ts.
-KNOWN_BROKEN_UI = ("squiggle",)
-KNOWN_BROKEN_SUITE = ("cellDiagnostics",)
-SHOTS = ("nb-01-lens", "nb-02-pane", "nb-03-highlight", "nb-04-hover", "nb-06-reveal")
+UI_STEPS = ("open", "lens", "pane", "highlight", "hover", "squiggle", "reveal")
+SUITE_CHECKS = ("activated", "cellLenses", "cellHover", "cellDiagnostics", "paneDefinition")
+SHOTS = ("nb-01-lens", "nb-02-pane", "nb-03-highlight", "nb-04-hover", "nb-05-squiggle",
+         "nb-06-reveal")
 
 
 def test_notebook_in_real_vscode() -> None:
@@ -57,10 +52,6 @@ def test_notebook_in_real_vscode() -> None:
     suite = result.get("suite") or {}
     for name in SUITE_CHECKS:
         assert suite.get(name, {}).get("ok"), f"in-editor check {name!r} failed: {suite.get(name)}"
-    for name in KNOWN_BROKEN_UI:
-        assert result["steps"][name]["ok"] is False, f"{name} passes now: drop it from the list"
-    for name in KNOWN_BROKEN_SUITE:
-        assert suite[name]["ok"] is False, f"{name} passes now: drop it from the list"
     assert result.get("suiteExit") == 0, log
     assert result.get("trainingRan") is False, "the training cell ran"
     for shot in SHOTS:

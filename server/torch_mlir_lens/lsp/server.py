@@ -51,6 +51,8 @@ class LensServer(LanguageServer):
         self.initialized = False
         self.untrusted_announced = False
         self.check_tasks: dict[str, asyncio.Task[None]] = {}  # uri → diagnostics check
+        # uri → the text generation a lowering check was asked for and has not finished
+        self.owed_lowering: dict[str, int] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
         # Spawned by `serve` before pygls was imported; adopted at start, killed if untrusted.

@@ -28,8 +28,10 @@ _KEYS = {
     "exampleInputs": "example_inputs",
     "pipelines": "pipelines",
     "strictExport": "strict_export",
-    "python": "python",
 }
+# Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
+# the panes' colours); were `python` read, the settings pulled after start-up would differ from
+# the initialization options in every window that sets it, and re-check every open file.
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,6 @@ class Settings:
     example_inputs: Mapping[str, str] = field(default_factory=dict)
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
-    python: str = ""
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -102,8 +103,6 @@ def _coerce(name: str, value: Any) -> Any:
         return _str_map(value)
     if name == "strict_export":
         return value if isinstance(value, bool) else None
-    if name == "python":
-        return value if isinstance(value, str) else None
     return None
 
 

@@ -135,9 +135,6 @@ async function session(tmp, exts, installed, ws, chromium) {
   }
 }
 
-// UI steps that fail today (see KNOWN_BROKEN in suite.ts): they run, the run goes on after them.
-const KNOWN_BROKEN = new Set(['squiggle']);
-
 async function uiSteps(page) {
   const shot = (file) => page.screenshot({ path: path.join(ARTIFACTS, file) });
   const step = async (name, fn) => {
@@ -151,7 +148,6 @@ async function uiSteps(page) {
       log('FAIL', name, String(e).split('\n')[0]);
       await shot(`fail-${name}.png`).catch(() => undefined);
       await page.content().then((html) => fs.writeFileSync(path.join(ARTIFACTS, `fail-${name}.html`), html), () => undefined);
-      if (KNOWN_BROKEN.has(name)) return; // recorded; the Python test checks it still fails
       throw e;
     }
   };
@@ -266,7 +262,7 @@ async function main() {
     if (!process.env.TML_E2E_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
     else log('kept', tmp);
   }
-  result.ok = Object.entries(result.steps).every(([name, s]) => s.ok || KNOWN_BROKEN.has(name)) && result.suiteExit === 0 && !result.trainingRan;
+  result.ok = Object.values(result.steps).every((s) => s.ok) && result.suiteExit === 0 && !result.trainingRan;
 }
 
 function finish(code) {

@@ -9,12 +9,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 
-// Checks that fail today, kept so that they run: the Python test expects them to fail and
-// fails once they pass (then drop them from here). With one language client per workspace
-// folder, diagnostics the server publishes on a cell (over LSP, tests/lsp/test_notebooks.py
-// sees them) do not reach the cell's editor.
-const KNOWN_BROKEN = new Set(['cellDiagnostics']);
-
 const EXTENSION_ID = 'torch-mlir-lens.torch-mlir-lens';
 const NOTEBOOK = 'spread_model.ipynb';
 
@@ -135,5 +129,5 @@ export async function run(): Promise<void> {
   });
 
   await waitFor('the UI part of the test', 400_000, async () => (fs.existsSync(path.join(base, 'nb-ui-done')) ? true : undefined)).catch(() => undefined);
-  if (!Object.entries(steps).every(([name, s]) => s.ok || KNOWN_BROKEN.has(name))) throw new Error('some in-editor notebook checks failed');
+  if (!Object.values(steps).every((s) => s.ok)) throw new Error('some in-editor notebook checks failed');
 }

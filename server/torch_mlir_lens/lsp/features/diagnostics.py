@@ -74,6 +74,7 @@ def on_close(server: LensServer, doc: DocumentState) -> None:
     task = server.check_tasks.pop(doc.uri, None)
     if task is not None:
         task.cancel()
+    server.owed_lowering.pop(doc.uri, None)
     if doc.notebook is not None:  # its cells hold its diagnostics
         doc.notebook.spans.clear()
         doc.notebook.problems.clear()
@@ -102,6 +103,14 @@ def schedule(
     previous = tasks.pop(doc.uri, None)
     if previous is not None:
         previous.cancel()
+    # A lowering check of this very text that has not finished is still owed: the check that
+    # replaces it (e.g. the settings pulled just after a file opens) must not drop it.
+    owed = server.owed_lowering.get(doc.uri) == doc.generation
+    lowering = lowering or owed
+    if lowering:
+        server.owed_lowering[doc.uri] = doc.generation
+    else:
+        server.owed_lowering.pop(doc.uri, None)
     task = asyncio.ensure_future(_check_later(server, doc, lowering, delay))
     tasks[doc.uri] = task
     task.add_done_callback(lambda t: tasks.pop(doc.uri, None) if tasks.get(doc.uri) is t else None)
@@ -118,6 +127,8 @@ async def _check_later(
         raise
     except Exception:
         log.exception("checking %s failed", doc.uri)
+    if server.owed_lowering.get(doc.uri) == doc.generation and lowering:
+        del server.owed_lowering[doc.uri]
 
 
 # -- what -------------------------------------------------------------------------------
