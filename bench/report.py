@@ -1,8 +1,7 @@
-"""Figure results, the verdict table, and the results files (JSON and Markdown)."""
+"""Figure results and the verdict table (the results files: `bench.results_file`)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import os
@@ -56,6 +55,18 @@ class Metric:
                 d[k] = None
         return d
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Metric:
+        """A metric as `to_json` wrote it (None values back to NaN)."""
+        def num(key: str) -> float:
+            value = data.get(key)
+            return math.nan if value is None else float(value)
+
+        return cls(str(data["name"]), num("value"), str(data.get("unit", "")),
+                   data.get("target"), str(data.get("op", "<=")),
+                   list(data.get("samples", [])), num("lo"), num("hi"),
+                   str(data.get("note", "")))
+
 
 def metric_from_samples(
     name: str, samples: list[float], unit: str, target: float | None, op: str = "<=",
@@ -97,7 +108,38 @@ class FigureResult:
             "details": self.details,
             "error": self.error,
             "seconds": round(self.seconds, 2),
+            "method": self.method,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FigureResult:
+        """A figure as `to_json` wrote it; without a recorded method (older files), the
+        figure module's current docstring."""
+        number = int(data["number"])
+        method = data.get("method")
+        if method is None:
+            from bench.figures import FIGURES
+
+            docs = {fig.NUMBER: fig.__doc__ or "" for fig in FIGURES}
+            method = docs.get(number, "")
+        return cls(number, str(data.get("title", "")),
+                   [Metric.from_json(m) for m in data.get("metrics", [])],
+                   dict(data.get("details", {})), data.get("error"),
+                   float(data.get("seconds", 0.0)), str(method))
+
+    def markdown_body(self) -> list[str]:
+        """The lines of its RESULTS.md section after the heading: method, error, details."""
+        md: list[str] = []
+        if self.method:
+            body = self.method.strip().split("\n", 1)[-1].strip()
+            md += [" ".join(body.split()), ""]
+        if self.error:
+            last = self.error.strip().splitlines()[-1] if self.error.strip() else self.error
+            md += [f"Error: `{last}`", ""]
+        for k, val in self.details.items():
+            md.append(f"- {k}: {_detail(val)}")
+        md.append("")
+        return md
 
 
 def _fmt(x: float | None, unit: str) -> str:
@@ -120,18 +162,22 @@ def _fmt(x: float | None, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
-def rows(figures: list[FigureResult]) -> list[list[str]]:
-    """Table rows: figure, metric, median, spread, target, verdict."""
+def rows(figures: list[FigureResult],
+         measured: dict[int, str] | None = None) -> list[list[str]]:
+    """Table rows: figure, metric, median, spread, target, verdict (and, with `measured`, when
+    each figure was measured, on its first row)."""
     out = []
     for f in figures:
+        when = [] if measured is None else [measured.get(f.number, "?")]
         if f.error and not f.metrics:
-            out.append([f"{f.number}. {f.title}", "(error)", "-", "-", "-", "ERROR"])
+            out.append([f"{f.number}. {f.title}", "(error)", "-", "-", "-", "ERROR", *when])
             continue
         for i, m in enumerate(f.metrics):
             label = f"{f.number}. {f.title}" if i == 0 else ""
             spr = "-" if math.isnan(m.lo) else f"{_fmt(m.lo, m.unit)} … {_fmt(m.hi, m.unit)}"
             tgt = "-" if m.target is None else f"{m.op} {_fmt(m.target, m.unit)}"
-            out.append([label, m.name, _fmt(m.value, m.unit), spr, tgt, m.verdict])
+            out.append([label, m.name, _fmt(m.value, m.unit), spr, tgt, m.verdict,
+                        *(when if i == 0 else [""] * len(when))])
     return out
 
 
@@ -147,10 +193,12 @@ def text_table(figures: list[FigureResult]) -> str:
     return "\n".join(lines)
 
 
-def markdown_table(figures: list[FigureResult]) -> str:
-    """The same table in Markdown."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for r in rows(figures):
+def markdown_table(figures: list[FigureResult],
+                   measured: dict[int, str] | None = None) -> str:
+    """The same table in Markdown (with a `measured` column when given)."""
+    header = HEADER if measured is None else [*HEADER, "measured"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows(figures, measured):
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
     return "\n".join(lines)
 
@@ -203,56 +251,6 @@ def machine(python: str = sys.executable) -> dict[str, Any]:
         "versions": _versions(python),
         "loadavg_at_start": [round(x, 2) for x in load],
     }
-
-
-def write_results(
-    figures: list[FigureResult], out_dir: Path, meta: dict[str, Any], notes: list[str]
-) -> tuple[Path, Path]:
-    """Write results.json and RESULTS.md into `out_dir`; return both paths."""
-    date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    data = {"date": date, **meta, "figures": [f.to_json() for f in figures], "notes": notes}
-    jpath = out_dir / "results.json"
-    jpath.write_text(scrub(json.dumps(data, indent=2) + "\n"))
-
-    m = meta.get("machine", {})
-    v = m.get("versions", {})
-    md = [
-        "# Benchmark results",
-        "",
-        f"Run {date} with `{meta.get('command', 'make bench')}`.",
-        "",
-        f"- Machine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('ram_gb')} GB RAM, "
-        f"{m.get('os')}; load average at start {m.get('loadavg_at_start')}",
-        f"- Python {m.get('python')}, torch {v.get('torch')}, torch-mlir {v.get('torch-mlir')}, "
-        f"pygls {v.get('pygls')}, torch-mlir-lens {v.get('torch-mlir-lens')}",
-        f"- Repeats: {meta.get('repeats')}; load average at end {meta.get('loadavg_at_end')}; "
-        f"total {meta.get('total_seconds')} s",
-        "",
-        "Ratios compare runs interleaved in the same run; absolute times vary with the machine's "
-        "load, ratios much less. Why figures fell short, and what fixed them: "
-        "[DIAGNOSES.md](DIAGNOSES.md).",
-        "",
-        markdown_table(figures),
-        "",
-    ]
-    if notes:
-        md += ["## Notes", "", *[f"- {n}" for n in notes], ""]
-    md += ["## Per figure", ""]
-    for f in figures:
-        md.append(f"### {f.number}. {f.title} — {f.verdict}")
-        md.append("")
-        if f.method:
-            body = f.method.strip().split("\n", 1)[-1].strip()
-            md += [" ".join(body.split()), ""]
-        if f.error:
-            md += [f"Error: `{f.error.strip().splitlines()[-1] if f.error.strip() else f.error}`",
-                   ""]
-        for k, val in f.details.items():
-            md.append(f"- {k}: {_detail(val)}")
-        md.append("")
-    mpath = out_dir / "RESULTS.md"
-    mpath.write_text(scrub("\n".join(md)))
-    return jpath, mpath
 
 
 REPO = Path(__file__).resolve().parent.parent

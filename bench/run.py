@@ -1,7 +1,9 @@
-"""`python -m bench.run [--quick] [--smoke] [--only NAME,...] [--out DIR]`: run the figures.
+"""`python -m bench.run [--quick] [--smoke] [--only NAME,...] [--fresh] [--out DIR]`.
 
 Runs the figures of issue 5 one after another (each side by side with its baseline), prints
-the table (median, spread, target, verdict) and writes results.json and RESULTS.md.
+the table (median, spread, target, verdict) and merges them into results.json and RESULTS.md:
+figures not run keep their last results, with the run they come from (`--fresh`: only this
+run's figures).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from bench.context import Config, Context
 from bench.figures import FIGURES
 from bench.models import WORK
-from bench.report import FigureResult, machine, text_table, write_results
+from bench.report import FigureResult, machine, text_table
+from bench.results_file import write_results
 
 BENCH_DIR = Path(__file__).resolve().parent
 FIGURE_TIMEOUT_S = 900.0  # a hung server must not hang the whole run
@@ -71,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where results files go")
     ap.add_argument("--work", type=Path, default=WORK, help="scratch directory")
     ap.add_argument("--note", action="append", default=[], help="a note for RESULTS.md")
+    ap.add_argument("--fresh", action="store_true",
+                    help="write only this run's figures (default: keep the other figures' "
+                         "last results in the files)")
     args = ap.parse_args(argv)
 
     config = Config.make(quick=args.quick, smoke=args.smoke, work=args.work)
@@ -102,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         "Default settings unless a figure says otherwise: a lowering through the server is then "
         "the check shared with hover and diagnostics (linalg + tosa + stablehlo, one export).",
     ]
-    jpath, mpath = write_results(results, args.out, meta, [*args.note, *notes, *standing])
+    jpath, mpath = write_results(results, args.out, meta, [*args.note, *notes, *standing],
+                                 fresh=args.fresh, known={f.NUMBER for f in FIGURES})
     print()
     print(text_table(results))
     print(f"\n{mode} run in {meta['total_seconds']} s; wrote {jpath.name} and {mpath.name}")

@@ -88,8 +88,12 @@ def test_load_error_names_cell_and_line(nb_dir: Path) -> None:
 def test_not_a_notebook(nb_dir: Path) -> None:
     bad = nb_dir / "bad.ipynb"
     bad.write_text('{"cells": [1, ')
-    assert_one_line_error(run_cli("check", bad.name, cwd=nb_dir), 2, "bad.ipynb:1:",
+    assert_one_line_error(run_cli("lower", bad.name, cwd=nb_dir), 2, "bad.ipynb:1:",
                           "invalid JSON")
+    # `check` reports it as it reports a Python file that does not parse: located, exit 2.
+    proc = run_cli("check", bad.name, cwd=nb_dir)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "bad.ipynb:1: error: not a notebook: invalid JSON" in proc.stdout
 
 
 def test_definitions_before_the_module_ran(nb_dir: Path) -> None:

@@ -22,6 +22,7 @@ from torch_mlir_lens.repo_check.config import (
     load_config,
 )
 from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.notebooks import where
 from torch_mlir_lens.repo_check.paths import PathError, collect
 from torch_mlir_lens.repo_check.plan import parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress
@@ -75,12 +76,8 @@ def add_merge_parser(sub: Any) -> None:
 
 
 def single_module_run(args: argparse.Namespace) -> bool:
-    """Explicit inputs name one module of one file, or the one path is a notebook (its
-    `CELL:LINE` locations): the single-file `check` handles it."""
-    from torch_mlir_lens.notebook import is_notebook
-
-    if len(args.paths) == 1 and is_notebook(args.paths[0]):
-        return True
+    """Explicit inputs name one module of one file (or notebook): the single-file `check`
+    handles it."""
     return bool(args.inputs or args.inputs_file or args.init) and len(args.paths) <= 1
 
 
@@ -186,6 +183,8 @@ async def run_check(args: argparse.Namespace) -> int:
     for named, pattern in collected.excluded:
         sys.stderr.write(f"note: {named}: excluded by '{pattern}'\n")
     plan = plan_modules(collected.files, root, dict(cfg.example_inputs), args.module)
+    for w in plan.cell_warnings:
+        sys.stderr.write(f"{where(w.rel, w.line, w.cell)}: warning: {w.message}\n")
     if args.module and not plan.tasks:
         raise _cli_error(f"no module named {args.module!r} in the given paths")
     tasks = plan.tasks if shard_spec is None else shard(plan.tasks, *shard_spec)
@@ -210,12 +209,13 @@ async def run_check(args: argparse.Namespace) -> int:
     )
     progress = Progress(len(tasks))
     try:
-        outcomes = await run_modules(tasks, plan.texts, opts,
+        outcomes = await run_modules(tasks, plan, opts,
                                      on_done=lambda o: progress.step(o.task.key))
     finally:
         progress.close()
 
-    problems = [Finding(p.kind, p.kind, p.message, p.rel, p.line, p.rel, None, None)
+    problems = [Finding(p.kind, p.kind, p.message, p.rel, p.line, p.rel, None, None,
+                        cell=p.cell)
                 for p in plan.problems if shard_spec is None or shard_spec[0] == 1]
     report = Report(targets=targets, problems=problems,
                     shards=[shard_spec] if shard_spec else [])

@@ -38,6 +38,9 @@ class Finding:
     target: str | None = None
     op: str | None = None
     baselined: bool = False
+    # In a notebook: the cell numbers of `line` and `module_line` (then lines within the cell)
+    cell: int | None = None
+    module_cell: int | None = None
 
     @property
     def baseline_key(self) -> tuple[str, str, str]:
@@ -52,8 +55,8 @@ class Finding:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
 
     def sort_key(self) -> tuple[Any, ...]:
-        return (self.module_file, self.module_line or 0, self.module or "", self.file,
-                self.line or 0, self.rule)
+        return (self.module_file, self.module_cell or 0, self.module_line or 0,
+                self.module or "", self.file, self.cell or 0, self.line or 0, self.rule)
 
 
 def short_op(op: str) -> str:

@@ -1,11 +1,12 @@
-"""From the PATHs of `check` to the Python files to look at, in a fixed order.
+"""From the PATHs of `check` to the Python files and notebooks to look at, in a fixed order.
 
 Files, folders (walked recursively) and globs (`models/**/*.py`, expanded here so quoting
 does not matter). Folders skip what a repository does not track: `.gitignore` rules (of the
 walked folders and their parents up to the repository root), hidden folders, `__pycache__`,
-`node_modules`, `site-packages` and virtual environments. The `exclude` patterns (relative to
-the project root) apply to everything, also to files named on the command line, so a
-pre-commit hook that passes changed files still honours them.
+`node_modules`, `site-packages`, Jupyter's `.ipynb_checkpoints` and virtual environments
+(globs do not reach into hidden folders either). The `exclude` patterns (relative to the
+project root) apply to everything, also to files named on the command line, so a pre-commit
+hook that passes changed files still honours them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 
 from torch_mlir_lens.repo_check.ignore import Pattern, compile_pattern, matches, read_ignore_file
 
-_SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages"}
+_SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", ".ipynb_checkpoints"}
+_SUFFIXES = (".py", ".ipynb")  # Python files and Jupyter notebooks
 _GLOB_CHARS = set("*?[")
 
 
@@ -77,13 +79,14 @@ def _walk(top: str, inherited: list[Pattern], exclude: list[Pattern], out: Colle
                 continue
             if is_dir:
                 subdirs.append((path, here))
-            elif entry.name.endswith(".py") and entry.is_file():
+            elif entry.name.endswith(_SUFFIXES) and entry.is_file():
                 out.files.append(path)
         stack.extend(reversed(subdirs))
 
 
 def collect(paths: list[str], exclude: list[str], root: str) -> Collected:
-    """The Python files under `paths`; `exclude` patterns are relative to `root`."""
+    """The Python files and notebooks under `paths`; `exclude` patterns are relative to
+    `root`."""
     ex = [p for p in (compile_pattern(line, root) for line in exclude) if p is not None]
     out = Collected()
     for named in paths:
@@ -103,7 +106,7 @@ def collect(paths: list[str], exclude: list[str], root: str) -> Collected:
                 continue
             if os.path.isdir(path):
                 _walk(path, _parent_ignores(path), ex, out)
-            elif path.endswith(".py") or target == named:
+            elif path.endswith(_SUFFIXES) or target == named:
                 out.files.append(path)
     out.files = sorted(dict.fromkeys(out.files))
     return out

@@ -1,7 +1,9 @@
 """What to check: every module of every file (the editor's discovery), then this shard's part.
 
 Static only (the AST, no user code), so every shard of a CI matrix computes the same list
-from the same checkout and takes a disjoint, contiguous slice of it.
+from the same checkout and takes a disjoint, contiguous slice of it. A notebook is planned as
+the program of its code cells (`repo_check.notebooks`); its modules' lines are program lines
+here (the order and the jobs), cell lines in the report.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -19,7 +22,7 @@ class ModuleTask:
     path: str  # absolute
     rel: str  # relative to the project root, '/'-separated (report and baseline key)
     name: str
-    line: int
+    line: int  # for a notebook: the line of its cells' program
     inputs: str  # discovery's status: "comment", "convention", ..., "missing"
 
     @property
@@ -37,15 +40,24 @@ class FileProblem:
     line: int | None
     kind: str  # "syntax-error" | "load-error"
     message: str
+    cell: int | None = None  # a notebook's cell (then `line` is within it)
 
 
 @dataclass
 class Plan:
-    """Modules in a fixed order (path, line), files that failed, and the source texts."""
+    """Modules in a fixed order (path, line), files that failed, the source texts, the
+    notebooks among the files and the cells left out of them (warnings, not failures)."""
 
     tasks: list[ModuleTask]
     problems: list[FileProblem]
     texts: dict[str, str]
+    notebooks: dict[str, Any] = field(default_factory=dict)  # path → NotebookSource
+    cell_warnings: list[FileProblem] = field(default_factory=list)
+
+    def text_of(self, task: ModuleTask) -> str:
+        """The text `task`'s module is lowered from (in a notebook: the cells up to its own)."""
+        source = self.notebooks.get(task.path)
+        return source.module_text(task.name) if source is not None else self.texts[task.path]
 
 
 def rel_path(path: str, root: str) -> str:
@@ -62,27 +74,54 @@ def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
     tasks: list[ModuleTask] = []
     problems: list[FileProblem] = []
     texts: dict[str, str] = {}
+    plan = Plan(tasks, problems, texts)
     for path in files:
         rel = rel_path(path, root)
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(FileProblem(path, rel, None, "load-error",
-                                        f"cannot read the file: {exc}"))
-            continue
-        try:
-            ast.parse(text, filename=path)
-        except SyntaxError as exc:
-            problems.append(FileProblem(path, rel, exc.lineno, "syntax-error",
-                                        f"syntax error: {exc.msg}"))
+        text = _read(path, rel, plan)
+        if text is None:
             continue
         texts[path] = text
-        for info in find_modules(text, path, settings_inputs=example_inputs, workspace=root):
+        infos = find_modules(text, path, settings_inputs=example_inputs, workspace=root)
+        if path in plan.notebooks:
+            plan.notebooks[path].modules = infos
+        for info in infos:
             if module is None or info.name == module:
                 tasks.append(ModuleTask(path, rel, info.name, info.line, info.inputs))
     tasks.sort(key=lambda t: (t.rel, t.line, t.name))
-    return Plan(tasks, problems, texts)
+    return plan
+
+
+def _read(path: str, rel: str, plan: Plan) -> str | None:
+    """The Python text of a file (a notebook: its cells' program), or None after recording
+    why it cannot be checked."""
+    from torch_mlir_lens import notebook
+    from torch_mlir_lens.repo_check.notebooks import NotebookSource
+
+    try:
+        if notebook.is_notebook(path):
+            program = notebook.read_program(path)
+            plan.notebooks[path] = NotebookSource(program, [])
+            plan.cell_warnings += [
+                FileProblem(path, rel, p.line, "syntax-error",
+                            f"{p.message}: this cell does not parse and is left out",
+                            p.index + 1) for p in program.problems]
+            return program.text
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        plan.problems.append(FileProblem(path, rel, None, "load-error",
+                                         f"cannot read the file: {exc}"))
+        return None
+    except notebook.NotebookError as exc:  # a file line of the .ipynb (its JSON)
+        plan.problems.append(FileProblem(path, rel, exc.line, "load-error", exc.message))
+        return None
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        plan.problems.append(FileProblem(path, rel, exc.lineno, "syntax-error",
+                                         f"syntax error: {exc.msg}"))
+        return None
+    return text
 
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")

@@ -96,6 +96,6 @@ class Report:
         )
 
 
-def module_key(entry: dict[str, Any]) -> tuple[str, int, str]:
-    """The order of modules in every report: file, line, name."""
-    return (entry["file"], entry.get("line") or 0, entry["name"])
+def module_key(entry: dict[str, Any]) -> tuple[str, int, int, str]:
+    """The order of modules in every report: file, (notebook) cell, line, name."""
+    return (entry["file"], entry.get("cell") or 0, entry.get("line") or 0, entry["name"])

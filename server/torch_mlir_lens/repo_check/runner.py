@@ -4,6 +4,7 @@ Each of the N lanes owns an `Engine` (one worker process, its own time-out and m
 a module that crashes, hangs or blows its memory fails alone, its lane gets a fresh worker and
 goes on. One lowering job per module covers every target, so the module is exported once.
 A lane prefers the next module of the file it just did (the worker has that file loaded).
+A notebook's modules run the same way; their outcomes are then given in cell lines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
-from torch_mlir_lens.repo_check.plan import ModuleTask
+from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
 from torch_mlir_lens.results import LensError, LowerResult
 
 MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
@@ -128,11 +129,25 @@ def _next_task(pending: list[ModuleTask], last_path: str | None) -> ModuleTask:
     return pending.pop(0)
 
 
+def _in_cells(outcome: ModuleOutcome, plan: Plan) -> ModuleOutcome:
+    """A notebook module's outcome with its lines as cell lines (others: as they are)."""
+    source = plan.notebooks.get(outcome.task.path)
+    if source is None:
+        return outcome
+    from torch_mlir_lens.repo_check.notebooks import relocate_entry, relocate_finding
+
+    rel = outcome.task.rel
+    for f in outcome.findings:
+        relocate_finding(f, rel, source.program)
+    return ModuleOutcome(outcome.task, relocate_entry(outcome.entry, rel, source.program),
+                         outcome.findings)
+
+
 async def run_modules(
-    tasks: list[ModuleTask], texts: dict[str, str], opts: RunOptions,
+    tasks: list[ModuleTask], plan: Plan, opts: RunOptions,
     on_done: Callable[[ModuleOutcome], None] | None = None,
 ) -> list[ModuleOutcome]:
-    """Check every task on `opts.jobs` lanes; outcomes in the order of `tasks`."""
+    """Check every task (of `plan`) on `opts.jobs` lanes; outcomes in the order of `tasks`."""
     from torch_mlir_lens.engine import Engine, EngineConfig
 
     order = {id(t): i for i, t in enumerate(tasks)}
@@ -153,7 +168,7 @@ async def run_modules(
                                                  memory_limit_mb=opts.memory_limit_mb))
                     await engine.start()
                 try:
-                    outcome = await _check_one(engine, task, texts[task.path], opts)
+                    outcome = await _check_one(engine, task, plan.text_of(task), opts)
                 except Exception as exc:  # a bug of ours: this module fails, the rest go on
                     message = f"internal error: {type(exc).__name__}: {exc}"
                     outcome = ModuleOutcome(task, {
@@ -162,6 +177,7 @@ async def run_modules(
                         "error": {"kind": "internal-error", "message": message, "line": None}},
                         [error_finding("internal-error", message, rel=task.rel, line=None,
                                        module=task.name, module_line=task.line)])
+                outcome = _in_cells(outcome, plan)
                 outcomes[order[id(task)]] = outcome
                 if on_done is not None:
                     on_done(outcome)

@@ -8,6 +8,12 @@ Baselined findings stay in, with `baselineState: unchanged` and an external supp
 viewer can still show them; new ones are `baselineState: new`. Skipped modules are tool
 notifications. `runs[0].properties.torchMlirLens` records the modules checked and the shard,
 for `merge`.
+
+A notebook's result: SARIF locations are lines of an artifact as stored, and review tools
+show them there, so the physical location is the .ipynb file with the region on the line of
+its JSON text that holds the cell's line; the cell and the line within it are in the
+location's properties (`notebookCell`, `notebookCellLine`) and in the message
+(`NOTEBOOK.ipynb:CELL:LINE`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.notebooks import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -57,11 +64,16 @@ def _rule(rule: str) -> dict[str, Any]:
     }
 
 
-def _location(file: str, line: int | None) -> dict[str, Any]:
+def _location(file: str, line: int | None, cell: int | None,
+              lines: FileLines) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": {"uri": file, "uriBaseId": SRCROOT}}
-    if line:
-        physical["region"] = {"startLine": line}
-    return {"physicalLocation": physical}
+    file_line = lines.line(file, cell, line)
+    if file_line:
+        physical["region"] = {"startLine": file_line}
+    location: dict[str, Any] = {"physicalLocation": physical}
+    if cell and line:
+        location["properties"] = {"notebookCell": cell, "notebookCellLine": line}
+    return location
 
 
 def fingerprint(f: Finding) -> str:
@@ -69,19 +81,23 @@ def fingerprint(f: Finding) -> str:
     return hashlib.sha256("\0".join(f.baseline_key).encode()).hexdigest()[:32]
 
 
-def _result(f: Finding, rule_index: int) -> dict[str, Any]:
-    loc = _location(f.file, f.line)
+def _result(f: Finding, rule_index: int, lines: FileLines) -> dict[str, Any]:
+    loc = _location(f.file, f.line, f.cell, lines)
     if f.module:
         loc["logicalLocations"] = [{"name": f.module, "kind": "type"}]
+    text = f.message if not f.module else f"{f.message} (in {f.module})"
+    if f.cell and f.line:
+        text = f"{where(f.file, f.line, f.cell)}: {text}"
     result: dict[str, Any] = {
         "ruleId": f.rule, "ruleIndex": rule_index, "level": "error",
-        "message": {"text": f.message if not f.module else f"{f.message} (in {f.module})"},
+        "message": {"text": text},
         "locations": [loc],
         "partialFingerprints": {"torchMlirLens/v1": fingerprint(f)},
         "baselineState": "unchanged" if f.baselined else "new",
     }
-    if f.module and f.module_line and (f.file, f.line) != (f.module_file, f.module_line):
-        related = _location(f.module_file, f.module_line)
+    if f.module and f.module_line and (f.file, f.cell, f.line) != (
+            f.module_file, f.module_cell, f.module_line):
+        related = _location(f.module_file, f.module_line, f.module_cell, lines)
         related["id"] = 1
         related["message"] = {"text": f"module {f.module} is defined here"}
         result["relatedLocations"] = [related]
@@ -93,13 +109,14 @@ def _result(f: Finding, rule_index: int) -> dict[str, Any]:
 
 def to_sarif(report: Report, root: str) -> dict[str, Any]:
     """The SARIF log of a report (paths relative to `root`, the %SRCROOT%)."""
+    lines = FileLines(root)
     findings = sorted(report.findings(), key=Finding.sort_key)
     rule_ids = sorted({f.rule for f in findings})
     index = {r: i for i, r in enumerate(rule_ids)}
     notes = [{
         "level": "note",
         "message": {"text": f"{e['name']} skipped: {e['skipped']}"},
-        "locations": [_location(e["file"], e.get("line"))],
+        "locations": [_location(e["file"], e.get("line"), e.get("cell"), lines)],
     } for e in report.modules if "skipped" in e]
     run: dict[str, Any] = {
         "tool": {"driver": {
@@ -109,7 +126,7 @@ def to_sarif(report: Report, root: str) -> dict[str, Any]:
         "originalUriBaseIds": {SRCROOT: {"uri": Path(root).resolve().as_uri() + "/"}},
         "invocations": [{"executionSuccessful": not report.problems,
                          "toolExecutionNotifications": notes}],
-        "results": [_result(f, index[f.rule]) for f in findings],
+        "results": [_result(f, index[f.rule], lines) for f in findings],
         "columnKind": "unicodeCodePoints",
         "properties": {"torchMlirLens": {
             "targets": report.targets,

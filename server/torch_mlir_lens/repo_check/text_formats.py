@@ -1,30 +1,34 @@
-"""`--format text` (people) and `--format github` (workflow annotations on the diff)."""
+"""`--format text` (people) and `--format github` (workflow annotations on the diff).
+
+A notebook's lines read `NOTEBOOK.ipynb:CELL:LINE` in both. A workflow annotation also needs
+a line of the file as stored, where GitHub shows it on the diff: for a notebook, the line of
+its JSON text that holds the cell's line (`notebooks.FileLines`).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 from itertools import groupby
 from typing import Any
 
+from torch_mlir_lens.repo_check import notebooks
 from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.repo_check.report import Report
 
 
-class _Shown:
-    """What the single-file printer needs of a source: its path (and notebook: none here,
-    the repository check reads Python files only)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.notebook = None
+def _shown(root: str, file: str) -> str:
+    """A report path as people read it: relative to the working directory when inside it."""
+    path = os.path.join(root, file)
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
-def _where(root: str, file: str, line: int | None) -> str:
+def _where(root: str, file: str, line: int | None, cell: int | None = None) -> str:
     path = os.path.relpath(os.path.join(root, file))
     path = file if path.startswith("..") else path
-    return f"{path}:{line}" if line else path
+    return notebooks.where(path, line, cell)
 
 
 def summary_line(report: Report) -> str:
@@ -45,20 +49,17 @@ def summary_line(report: Report) -> str:
 
 def render_text(report: Report, root: str) -> str:
     """Per file the single-file `check` listing, then file problems, new findings, summary."""
-    from torch_mlir_lens.cli import _print_check  # the same wording as `check FILE`
-
     out = io.StringIO()
     for file, entries in groupby(report.modules, key=lambda e: e["file"]):
-        with contextlib.redirect_stdout(out):
-            _print_check(_Shown(os.path.join(root, file)), list(entries))  # type: ignore[arg-type]
+        out.write(file_listing(_shown(root, file), list(entries)))
     for p in report.problems:
-        out.write(f"{_where(root, p.file, p.line)}: error: {p.message}\n")
+        out.write(f"{_where(root, p.file, p.line, p.cell)}: error: {p.message}\n")
     if report.baseline is not None:
         new = [f for f in report.findings() if not f.baselined and f.module is not None]
         if new:
             out.write(f"\nnot in the baseline ({len(new)}):\n")
             for f in new:
-                out.write(f"  {_where(root, f.file, f.line)}: {f.rule}: {f.module}\n")
+                out.write(f"  {_where(root, f.file, f.line, f.cell)}: {f.rule}: {f.module}\n")
         if report.fixed:
             out.write(f"\n{len(report.fixed)} baseline entries no longer occur "
                       "(fixed; refresh with --write-baseline)\n")
@@ -85,17 +86,28 @@ def _title(f: Finding) -> str:
 
 
 def render_github(report: Report, root: str) -> str:
-    """GitHub Actions workflow commands: an error per new finding, a notice per skip."""
+    """GitHub Actions workflow commands: an error per new finding, a notice per skip.
+
+    A notebook's annotation sits at the file line holding the cell's line, its message
+    starting with `NOTEBOOK.ipynb:CELL:LINE`."""
+    file_lines = notebooks.FileLines(root)
     lines: list[str] = []
     for f in report.findings():
         if f.baselined:
             continue
-        lines.append(_annotation("error", {"file": f.file, "line": f.line,
-                                           "title": _title(f)}, f.message))
+        message = f.message
+        if f.cell:
+            message = f"{notebooks.where(f.file, f.line, f.cell)}: {message}"
+        lines.append(_annotation("error", {
+            "file": f.file, "line": file_lines.line(f.file, f.cell, f.line),
+            "title": _title(f)}, message))
     for e in report.modules:
         if "skipped" in e:
+            message = e["skipped"]
+            if e.get("cell"):
+                message = f"{notebooks.where(e['file'], e['line'], e['cell'])}: {message}"
             lines.append(_annotation("notice", {
-                "file": e["file"], "line": e["line"],
-                "title": f"torch-mlir-lens skipped {e['name']}"}, e["skipped"]))
+                "file": e["file"], "line": file_lines.line(e["file"], e.get("cell"), e["line"]),
+                "title": f"torch-mlir-lens skipped {e['name']}"}, message))
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
