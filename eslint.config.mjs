@@ -19,4 +19,10 @@ export default tseslint.config(
       globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', URL: 'readonly', window: 'readonly' },
     },
   },
+  {
+    // The e2e's Python extension stand-in: a plain CommonJS extension (no build step).
+    files: ['tests/e2e/fake-python-extension/**/*.js'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

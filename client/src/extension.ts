@@ -30,7 +30,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TestAp
     }),
   );
   if (!trust.trusted) log.info('workspace not trusted: the servers run no user code until you trust it');
-  const api = testHooks(context, { client, trust, panes, linking });
+  const api = testHooks(context, { client, trust, panes, linking, status });
   await client.start();
   return api;
 }

@@ -55,6 +55,12 @@ export class StatusBar implements vscode.Disposable {
       state === 'error' || state === 'missing' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }
 
+  /** What the item shows now (for the test report). */
+  shown(): { text: string; tooltip: string } {
+    const tip = this.item.tooltip;
+    return { text: this.item.text, tooltip: typeof tip === 'string' ? tip : (tip?.value ?? '') };
+  }
+
   dispose(): void {
     this.item.dispose();
   }

@@ -1,6 +1,7 @@
 // What the end-to-end tests read to check what the user sees, without depending on VS Code's
 // internal CSS: the decorations the extension drew per editor, the hover VS Code would show at
-// the cursor, the servers and the panes. Never active in normal use:
+// the cursor, the servers (with how many times each started) and the panes, and the status bar.
+// Never active in normal use:
 // - in extension test mode, `activate` returns `TestApi` (the in-editor suite uses it);
 // - with TORCH_MLIR_LENS_TEST_REPORT=<file> in the environment, the command
 //   `torchMlirLens.test.report` writes `TestReport` as JSON to that file (UI tests bind a key).
@@ -8,8 +9,10 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { IrPanes } from './irPanes';
+import type { FolderServer } from './folderServer';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
+import type { StatusBar } from './statusBar';
 import type { Trust } from './trust';
 
 export const REPORT_ENV = 'TORCH_MLIR_LENS_TEST_REPORT';
@@ -32,7 +35,19 @@ export interface TestReport {
     /** The text of the first decorated lines of each kind. */
     decoratedText: Record<string, string[]>;
   }[];
-  servers: { key: string; folder: string | null; state: string; detail?: string; interpreter?: string; source?: string; running: boolean }[];
+  servers: {
+    key: string;
+    folder: string | null;
+    state: string;
+    detail?: string;
+    interpreter?: string;
+    source?: string;
+    running: boolean;
+    /** Starts (and restarts) of this server since it was created: a restart adds one. */
+    starts: number;
+  }[];
+  /** The status bar item as shown: its text and its tooltip (which names the interpreter). */
+  status: { text: string; tooltip: string };
   panes: { uri: string; source: string; module: string; target: string; loading: boolean; text: string }[];
 }
 
@@ -47,11 +62,29 @@ interface Parts {
   trust: Trust;
   panes: IrPanes;
   linking: Linking;
+  status: StatusBar;
 }
 
 let seq = 0;
+const starts = new WeakMap<FolderServer, number>();
 
-async function report({ client, panes, linking }: Parts): Promise<TestReport> {
+/** Counts each server's starts (every start resolves its interpreter first). */
+function countStarts(client: LensClient): vscode.Disposable {
+  const watched = new WeakSet<FolderServer>();
+  const watch = () => {
+    for (const s of client.all()) {
+      if (watched.has(s)) continue;
+      watched.add(s);
+      s.onPhase((p) => {
+        if (p === 'interpreter') starts.set(s, (starts.get(s) ?? 0) + 1);
+      });
+    }
+  };
+  watch();
+  return client.onDidChangeServers(watch);
+}
+
+async function report({ client, panes, linking, status }: Parts): Promise<TestReport> {
   const active = vscode.window.activeTextEditor;
   let hover = '';
   if (active) {
@@ -88,7 +121,9 @@ async function report({ client, panes, linking }: Parts): Promise<TestReport> {
       interpreter: s.interpreter?.path,
       source: s.interpreter?.source,
       running: s.running,
+      starts: starts.get(s) ?? 0,
     })),
+    status: status.shown(),
     panes: panes.all().map((p) => ({
       uri: p.uri.toString(),
       source: p.spec.source,
@@ -103,6 +138,8 @@ async function report({ client, panes, linking }: Parts): Promise<TestReport> {
 /** Registers the test hooks that apply; returns the API for extension test mode, else undefined. */
 export function testHooks(context: vscode.ExtensionContext, parts: Parts): TestApi | undefined {
   const file = process.env[REPORT_ENV];
+  const testMode = context.extensionMode === vscode.ExtensionMode.Test;
+  if (file || testMode) context.subscriptions.push(countStarts(parts.client));
   if (file) {
     context.subscriptions.push(
       vscode.commands.registerCommand('torchMlirLens.test.report', async () => {
@@ -112,6 +149,6 @@ export function testHooks(context: vscode.ExtensionContext, parts: Parts): TestA
       }),
     );
   }
-  if (context.extensionMode !== vscode.ExtensionMode.Test) return undefined;
+  if (!testMode) return undefined;
   return { client: parts.client, trust: parts.trust, report: () => report(parts) };
 }

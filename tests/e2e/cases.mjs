@@ -153,7 +153,7 @@ export async function exportDialog(w) {
   return `wrote ${written.length} chars of Linalg IR; "${question}": Cancel kept the user's file, OK replaced it`;
 }
 
-// ---- multi-root window (alpha: server; beta: bare interpreter) --------------------------------
+// ---- multi-root window (alpha: server; beta: bare interpreter; gamma: Python extension's) -----
 
 export async function alphaFolder(w) {
   // By absolute path: Quick Open lists it without waiting for the window's file search.
@@ -199,6 +199,38 @@ export async function alphaUnaffected(w) {
     throw new Error(`servers: ${JSON.stringify([rep.a, rep.b])}`);
   }
   return `alpha (${rep.a.interpreter}) lowers: ${text.split('\n')[0]}; beta (${rep.b.interpreter}) missing`;
+}
+
+/**
+ * gamma: its own interpreter (the Python extension's, a venv of its own) and its own settings
+ * (TOSA only): its lenses, hover and pane are TOSA while alpha's are Linalg/StableHLO.
+ */
+export async function gammaFolder(w) {
+  const interpreters = JSON.parse(fs.readFileSync(path.join(w.tmp, 'interpreters.json'), 'utf8'));
+  await w.quickOpen(path.join(w.tmp, 'mr', 'gamma', 'gamma_model.py'));
+  await w.lens('Show TOSA IR').waitFor({ timeout: 150_000 });
+  for (const other of ['Show Linalg IR', 'Show StableHLO IR']) {
+    if (await w.lens(other).count()) throw new Error(`gamma shows "${other}", its lensTargets are TOSA only`);
+  }
+  const text = await hoverShows(w, fc1Token(w), /tosa\./, "a hover with TOSA IR (gamma's defaultTarget) in gamma's file");
+  if (/linalg\./.test(text)) throw new Error(`gamma's hover shows Linalg IR: ${text.slice(0, 200)}`);
+  await w.page.keyboard.press('Escape');
+  await w.lens('Show TOSA IR').click();
+  await w.page.locator('.tabs-container .tab', { hasText: 'MLP · tosa.mlir' }).first().waitFor({ timeout: 30_000 });
+  await w.report("gamma's TOSA pane", 150_000, (r) =>
+    r.panes.find((p) => p.source.endsWith('/gamma_model.py') && p.target === 'tosa' && !p.loading && p.text.includes('tosa.')),
+  );
+  await w.shot('11-multiroot-gamma.png');
+  const rep = await w.report('alpha and gamma running, each with its own interpreter', 30_000, (r) => {
+    const a = r.servers.find((s) => s.folder === 'alpha');
+    const g = r.servers.find((s) => s.folder === 'gamma');
+    return a?.running && g?.running ? { a, g } : undefined;
+  });
+  if (rep.a.interpreter !== interpreters.project || rep.a.source !== 'setting') throw new Error(`alpha: ${JSON.stringify(rep.a)}`);
+  if (rep.g.interpreter !== interpreters.gamma || rep.g.source !== 'python-extension') {
+    throw new Error(`gamma: ${JSON.stringify(rep.g)}, want ${interpreters.gamma} from the Python extension`);
+  }
+  return `gamma (${rep.g.interpreter}, ${rep.g.source}): TOSA lens, hover and pane; alpha (${rep.a.interpreter}, ${rep.a.source})`;
 }
 
 // ---- trust window ---------------------------------------------------------------------------

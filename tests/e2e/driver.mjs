@@ -12,8 +12,15 @@
 //              hovers, colour bands, a squiggle with its message, the export dialog. Its
 //              in-editor suite (suite/main.ts) checks through the API meanwhile, then a pane
 //              refreshed on save and trust granted mid-start many times (suite/trustRace.ts).
-//   multiRoot  two folders with their own interpreters and settings (alpha: the server; beta: a
-//              bare venv) and a file outside both (suite/multiRoot.ts).
+//   multiRoot  three folders with their own interpreters and settings (alpha: the project's
+//              venv from `torchMlirLens.python`; beta: a bare venv, "server missing"; gamma: a
+//              second venv that can import the project's packages, chosen through the Python
+//              extension's API) and a file outside them (suite/multiRoot.ts). The in-host suite
+//              then changes interpreters through that API: only gamma's server restarts, once
+//              for a burst of changes, and alpha's setting wins over the extension.
+// The Python extension itself cannot be installed offline: fake-python-extension/ is a
+// test-only stand-in (id ms-python.python) implementing the part of its published API the
+// client uses; it is packaged and installed beside the .vsix.
 // A second code-server (trust on) serves the trust window: restricted until trusted, IR after
 // trusting without a reload.
 // A case is one function in cases.mjs; add it to a window's list below. Every wait has a
@@ -37,7 +44,7 @@ const SUITE_BUDGET_MS = 300_000;
 /** The windows: where they open, their cases in order, and whether an in-editor suite runs. */
 const WINDOWS = {
   main: { target: (ws) => ({ folder: ws.single }), suite: 'main', cases: ['lenses', 'pane', 'highlight', 'hover', 'bands', 'squiggle', 'exportDialog'] },
-  multiRoot: { target: (ws) => ({ workspace: ws.multiRoot }), suite: 'multiRoot', cases: ['alphaFolder', 'betaMissing', 'alphaUnaffected'] },
+  multiRoot: { target: (ws) => ({ workspace: ws.multiRoot }), suite: 'multiRoot', cases: ['alphaFolder', 'betaMissing', 'alphaUnaffected', 'gammaFolder'] },
   trust: { target: (ws) => ({ folder: ws.single }), suite: null, cases: ['untrusted', 'trusted'] },
 };
 
@@ -61,19 +68,53 @@ async function runWindow(server, name, ctx) {
   }
 }
 
-/** Workspaces: a single folder; two folders (alpha, beta) with their own settings; a file outside. */
+const purelib = (python) =>
+  execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8', timeout: 60_000 }).trim();
+
+/**
+ * A second working interpreter, cheaply: a venv of its own (its own sys.prefix and executable)
+ * whose site-packages reads the project venv's (torch, torch-mlir, torch_mlir_lens) through a
+ * .pth file. Returns its python.
+ */
+function linkedVenv(dir) {
+  execFileSync(PYTHON, ['-m', 'venv', '--without-pip', dir], { timeout: 60_000 });
+  const python = path.join(dir, 'bin', 'python');
+  // addsitedir (not a plain path line) also runs the project venv's own .pth files (the editable install).
+  fs.writeFileSync(path.join(purelib(python), 'project-venv.pth'), `import site; site.addsitedir(${JSON.stringify(purelib(PYTHON))})\n`);
+  return python;
+}
+
+/**
+ * Workspaces: a single folder; three folders (alpha, beta, gamma) with their own interpreters
+ * and settings; a file outside them. Writes the interpreters to <tmp>/interpreters.json for the
+ * in-host suite.
+ */
 function makeWorkspaces(tmp) {
   const single = path.join(tmp, 'ws');
-  fs.mkdirSync(single);
+  fs.mkdirSync(path.join(single, '.vscode'), { recursive: true });
   for (const f of ['mlp.py', 'unsupported_ops.py']) fs.copyFileSync(path.join(ROOT, 'examples', f), path.join(single, f));
+  fs.writeFileSync(path.join(single, '.vscode', 'settings.json'), JSON.stringify({ 'torchMlirLens.python': PYTHON }, null, 2));
 
   // An interpreter without the server: a venv with nothing installed, from the same base Python.
   const bare = path.join(tmp, 'bare-venv');
   execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare], { timeout: 60_000 });
+  const interpreters = {
+    project: PYTHON,
+    bare: path.join(bare, 'bin', 'python'),
+    gamma: linkedVenv(path.join(tmp, 'gamma-venv')), // what the Python extension reports for gamma
+    gammaNext: linkedVenv(path.join(tmp, 'gamma-next-venv')), // the one the suite switches gamma to
+  };
+  fs.writeFileSync(path.join(tmp, 'interpreters.json'), JSON.stringify(interpreters, null, 2));
   const mr = path.join(tmp, 'mr');
   const folders = {
     alpha: { 'torchMlirLens.python': PYTHON, 'torchMlirLens.lensTargets': ['linalg', 'stablehlo'] },
-    beta: { 'torchMlirLens.python': path.join(bare, 'bin', 'python') },
+    beta: { 'torchMlirLens.python': interpreters.bare },
+    // No torchMlirLens.python: the interpreter comes from the Python extension (its setting).
+    gamma: {
+      'python.defaultInterpreterPath': interpreters.gamma,
+      'torchMlirLens.lensTargets': ['tosa'],
+      'torchMlirLens.defaultTarget': 'tosa',
+    },
   };
   for (const [name, settings] of Object.entries(folders)) {
     fs.mkdirSync(path.join(mr, name, '.vscode'), { recursive: true });
@@ -83,8 +124,21 @@ function makeWorkspaces(tmp) {
   fs.mkdirSync(path.join(mr, 'outside'));
   fs.copyFileSync(path.join(ROOT, 'examples', 'mlp.py'), path.join(mr, 'outside', 'solo.py'));
   const multiRoot = path.join(mr, 'two.code-workspace');
-  fs.writeFileSync(multiRoot, JSON.stringify({ folders: [{ path: 'alpha' }, { path: 'beta' }], settings: {} }, null, 2));
+  // Files outside every folder: the Python extension's workspace-wide interpreter.
+  const settings = { 'python.defaultInterpreterPath': PYTHON };
+  fs.writeFileSync(multiRoot, JSON.stringify({ folders: Object.keys(folders).map((f) => ({ path: f })), settings }, null, 2));
   return { single, multiRoot };
+}
+
+/** Packages the test-only Python extension stand-in (fake-python-extension/) into <tmp>. */
+function packageFakePython(tmp) {
+  const out = path.join(tmp, 'fake-python-extension.vsix');
+  execFileSync(path.join(ROOT, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', out], {
+    cwd: path.join(ROOT, 'tests', 'e2e', 'fake-python-extension'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 60_000,
+  });
+  return out;
 }
 
 async function main() {
@@ -105,15 +159,18 @@ async function main() {
   const wanted = (name) => !only || only === name;
   try {
     const ws = makeWorkspaces(tmp);
-    log('installing', path.basename(VSIX));
-    execFileSync(CODE_SERVER, ['--user-data-dir', path.join(tmp, 'ud-install'), '--extensions-dir', exts, '--install-extension', VSIX], {
+    const fakePython = packageFakePython(tmp);
+    log('installing', path.basename(VSIX), 'and the Python extension stand-in');
+    const install = [VSIX, fakePython].flatMap((v) => ['--install-extension', v]);
+    execFileSync(CODE_SERVER, ['--user-data-dir', path.join(tmp, 'ud-install'), '--extensions-dir', exts, ...install], {
       env: { ...process.env, PATH: `${N24}${path.delimiter}${process.env.PATH}`, XDG_DATA_HOME: path.join(tmp, 'xdg', 'data') },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 120_000,
     });
     const ctx = { tmp, ws };
     if (wanted('main') || wanted('multiRoot')) {
-      const server = await startCodeServer({ name: 'shared', tmp, exts, trust: false, chromium });
+      // No machine-wide interpreter: the single folder sets its own, gamma takes the Python extension's.
+      const server = await startCodeServer({ name: 'shared', tmp, exts, trust: false, python: null, chromium });
       try {
         if (wanted('main')) await runWindow(server, 'main', ctx).catch((e) => log('main window:', String(e).split('\n')[0]));
         if (wanted('multiRoot')) await runWindow(server, 'multiRoot', ctx).catch((e) => log('multiRoot window:', String(e).split('\n')[0]));

@@ -1,12 +1,14 @@
 """The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against
 the real language server: lenses, the Linalg pane with the cursor's line highlighted in it, a
 hover with MLIR, colour bands, a squiggle with its message, the export dialog (writes, asks
-before overwriting); trust granted mid-start many times; a two-folder workspace whose folders
-have their own interpreters (one without the server) and settings, plus a file outside both;
-then workspace trust in the UI: restricted until trusted, and IR after trusting without a
-reload. Highlights and hovers are read from the extension's own test report and the hover
-widget, not from VS Code's internal CSS. Driven by tests/e2e/driver.mjs; screenshots and logs
-go to test-artifacts/e2e/.
+before overwriting); trust granted mid-start many times; a three-folder workspace whose folders
+have their own interpreters and settings (two lower with their own venvs, one lacks the server),
+plus a file outside them; the Python extension's interpreter changes (through a test-only
+stand-in of its published API): a burst restarts only that folder's server, once, and the
+`torchMlirLens.python` setting still wins; then workspace trust in the UI: restricted until
+trusted, and IR after trusting without a reload. Highlights and hovers are read from the
+extension's own test report and the hover widget, not from VS Code's internal CSS. Driven by
+tests/e2e/driver.mjs; screenshots and logs go to test-artifacts/e2e/.
 
 Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
 first. Skipped, with the reason, when they are missing.
@@ -34,7 +36,7 @@ UI_STEPS = [
         f"main.{s}"
         for s in ("lenses", "pane", "highlight", "hover", "bands", "squiggle", "exportDialog")
     ),
-    *(f"multiRoot.{s}" for s in ("alphaFolder", "betaMissing", "alphaUnaffected")),
+    *(f"multiRoot.{s}" for s in ("alphaFolder", "betaMissing", "alphaUnaffected", "gammaFolder")),
     "trust.untrusted",
     "trust.trusted",
 ]
@@ -49,7 +51,15 @@ SUITE_STEPS = {
         "refreshOnSave",
         "trustRace",
     ),
-    "multiRoot": ("alphaOwnSettings", "betaMissingServer", "outsideDefaultServer", "folderRemoved"),
+    "multiRoot": (
+        "alphaOwnSettings",
+        "betaMissingServer",
+        "outsideDefaultServer",
+        "gammaOwnInterpreter",
+        "interpreterChange",
+        "settingWins",
+        "folderRemoved",
+    ),
 }
 SHOTS = (
     "01-lenses",
@@ -64,6 +74,7 @@ SHOTS = (
     "08-server-missing",
     "09-multiroot-alpha",
     "10-multiroot-alpha-hover",
+    "11-multiroot-gamma",
 )
 
 

@@ -68,12 +68,13 @@ function writeJson(file, value) {
 
 /**
  * A code-server with the installed extension. `trust`: workspace trust enabled. `python`: the
- * machine-wide `torchMlirLens.python`. Windows (`open`) share it; `close()` stops everything.
+ * machine-wide `torchMlirLens.python` (null: none, the workspaces set their own). Windows
+ * (`open`) share it; `close()` stops everything.
  */
 export async function startCodeServer({ name, tmp, exts, trust, python = PYTHON, chromium }) {
   const ud = path.join(tmp, `ud-${name}`);
   // `torchMlirLens.python` is machine-overridable: code-server reads it from Machine settings.
-  writeJson(path.join(ud, 'Machine', 'settings.json'), { 'torchMlirLens.python': python });
+  writeJson(path.join(ud, 'Machine', 'settings.json'), python ? { 'torchMlirLens.python': python } : {});
   writeJson(path.join(ud, 'User', 'settings.json'), {
     'security.workspace.trust.enabled': trust,
     'security.workspace.trust.startupPrompt': 'always',
@@ -97,7 +98,7 @@ export async function startCodeServer({ name, tmp, exts, trust, python = PYTHON,
     XDG_CACHE_HOME: path.join(tmp, 'xdg', 'cache'),
     TORCH_MLIR_LENS_TEST_REPORT: reportFile, // turns on the extension's report command
     TML_E2E_BASE: tmp, // the in-editor suites' scratch folder
-    TML_E2E_PYTHON: python,
+    TML_E2E_PYTHON: PYTHON, // the project's interpreter, with the server
   };
   const port = await freePort();
   const csLog = fs.openSync(path.join(ARTIFACTS, `code-server-${name}.log`), 'w');

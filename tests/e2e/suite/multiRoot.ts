@@ -1,18 +1,47 @@
-// The two-folder workspace (alpha: an interpreter with the server and its own lens targets;
-// beta: a bare interpreter) plus a file outside both: one server per folder and a default one,
-// each with its own interpreter and settings; removing a folder stops its server.
+// The three-folder workspace (alpha: the project's interpreter from `torchMlirLens.python` and
+// its own lens targets; beta: a bare interpreter; gamma: another venv, from the Python extension,
+// TOSA only) plus a file outside them: one server per folder and a default one, each with its
+// own interpreter and settings. Then the Python extension's interpreter changes (through the
+// test-only stand-in of its API, fake-python-extension/): a burst of changes for gamma restarts
+// gamma's server once, with the new interpreter, and no other server; a change for alpha loses
+// to alpha's setting. Removing a folder stops its server.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { extensionApi, lensTitles, Steps, untilDriverDone, waitFor } from './common';
+import type { TestReport } from '../../../client/src/testHooks';
+import { baseDir, extensionApi, lensTitles, Steps, untilDriverDone, waitFor } from './common';
+
+type ServerReport = TestReport['servers'][number];
+
+/** The interpreters the driver made (driver.mjs, makeWorkspaces). */
+interface Interpreters {
+  project: string;
+  bare: string;
+  gamma: string;
+  gammaNext: string;
+}
+
+/** The executable a process was started with (argv[0]): which interpreter runs a server. */
+function commandOf(pid: number): string {
+  return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+}
 
 export async function runMultiRoot(): Promise<void> {
   const steps = new Steps('multiRoot');
   const folders = vscode.workspace.workspaceFolders ?? [];
   const alpha = folders.find((f) => f.name === 'alpha');
   const beta = folders.find((f) => f.name === 'beta');
-  if (!alpha || !beta) throw new Error(`want folders alpha and beta, have ${folders.map((f) => f.name).join(', ')}`);
+  const gamma = folders.find((f) => f.name === 'gamma');
+  if (!alpha || !beta || !gamma) throw new Error(`want folders alpha, beta and gamma, have ${folders.map((f) => f.name).join(', ')}`);
+  const interpreters = JSON.parse(fs.readFileSync(path.join(baseDir(), 'interpreters.json'), 'utf8')) as Interpreters;
+  const serverInfo = (uri: vscode.Uri) =>
+    api.client.request<{ pid: number; settings: { lensTargets: string[]; defaultTarget: string } }>('torchMlirLens/serverInfo', {
+      uri: uri.toString(),
+      waitForWorker: false,
+    });
+  const alphaDoc = vscode.Uri.joinPath(alpha.uri, 'alpha_model.py');
+  const gammaDoc = vscode.Uri.joinPath(gamma.uri, 'gamma_model.py');
   const api = await extensionApi();
   const venvPython = process.env.TML_E2E_PYTHON ?? '';
   const barePython = fs.readFileSync(path.join(beta.uri.fsPath, '.vscode', 'settings.json'), 'utf8');
@@ -25,7 +54,7 @@ export async function runMultiRoot(): Promise<void> {
     });
     if (titles.includes('Show TOSA IR')) throw new Error(`alpha's lensTargets exclude TOSA, got ${titles.join(' | ')}`);
     const s = api.client.serverFor(doc.uri);
-    if (s.folder?.name !== 'alpha' || s.interpreter?.path !== venvPython) {
+    if (s.folder?.name !== 'alpha' || s.interpreter?.path !== venvPython || s.interpreter.source !== 'setting') {
       throw new Error(`alpha's server: folder ${s.folder?.name}, interpreter ${s.interpreter?.path}, want ${venvPython}`);
     }
     return `alpha: ${titles.join(' | ')} (interpreter ${s.interpreter.path} from ${s.interpreter.source})`;
@@ -60,15 +89,104 @@ export async function runMultiRoot(): Promise<void> {
     return `default server (${s.interpreter?.path}): ${titles.join(' | ')}; lowered MLP`;
   });
 
+  await steps.run('gammaOwnInterpreter', async () => {
+    // gamma has no torchMlirLens.python: the Python extension's interpreter for gamma runs its
+    // server, with gamma's settings; alpha's server runs alpha's.
+    const doc = await vscode.workspace.openTextDocument(gammaDoc);
+    const titles = await waitFor("gamma's lenses", 150_000, async () => {
+      const t = await lensTitles(doc.uri);
+      return t.includes('Show TOSA IR') ? t : undefined;
+    });
+    if (titles.some((t) => /Show (Linalg|StableHLO) IR/.test(t))) throw new Error(`gamma's lensTargets are TOSA only, got ${titles.join(' | ')}`);
+    const s = api.client.serverFor(doc.uri);
+    if (s.interpreter?.path !== interpreters.gamma || s.interpreter.source !== 'python-extension') {
+      throw new Error(`gamma's interpreter ${s.interpreter?.path} from ${s.interpreter?.source}, want ${interpreters.gamma} from the Python extension`);
+    }
+    const g = await serverInfo(gammaDoc);
+    const a = await serverInfo(alphaDoc);
+    if (commandOf(g.pid) !== interpreters.gamma) throw new Error(`gamma's server runs ${commandOf(g.pid)}`);
+    if (commandOf(a.pid) !== interpreters.project) throw new Error(`alpha's server runs ${commandOf(a.pid)}`);
+    if (g.settings.defaultTarget !== 'tosa' || a.settings.defaultTarget !== 'linalg') {
+      throw new Error(`default targets: gamma ${g.settings.defaultTarget}, alpha ${a.settings.defaultTarget}`);
+    }
+    return `gamma: pid ${g.pid} runs ${commandOf(g.pid)} (${g.settings.lensTargets}); alpha: pid ${a.pid} runs ${commandOf(a.pid)} (${a.settings.lensTargets})`;
+  });
+
   await untilDriverDone('ui-done-multiRoot').catch(() => undefined);
+
+  // Before and after the interpreter changes: each server's report, and alpha's and gamma's pids.
+  const byFolder = (r: TestReport) => new Map(r.servers.map((s) => [s.folder ?? '(none)', s] as [string, ServerReport]));
+  let before = new Map<string, ServerReport>();
+  const pids = { alpha: 0, gamma: 0 };
+
+  await steps.run('interpreterChange', async () => {
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(gammaDoc)); // the status bar shows gamma
+    pids.alpha = (await serverInfo(alphaDoc)).pid;
+    pids.gamma = (await serverInfo(gammaDoc)).pid;
+    before = byFolder(await api.report());
+    // Alpha first (its setting must win), then a burst for gamma, as a discovery or a
+    // selection does: each a moment apart, well within the client's 1 s debounce.
+    const burst: [vscode.WorkspaceFolder, string][] = [
+      [alpha, interpreters.bare],
+      [gamma, interpreters.bare],
+      [gamma, interpreters.project],
+      [gamma, interpreters.gammaNext],
+    ];
+    for (const [folder, python] of burst) {
+      await vscode.commands.executeCommand('fakePython.setInterpreter', folder.uri.toString(), python);
+      await new Promise((r) => setTimeout(r, 150)); // the pace of the burst (input), not a wait for a result
+    }
+    const g = await waitFor("gamma's server restarted with the new interpreter", 120_000, async () => {
+      const r = byFolder(await api.report()).get('gamma');
+      return r?.interpreter === interpreters.gammaNext && r.running ? r : undefined;
+    });
+    const status = await waitFor('the status bar naming the new interpreter', 30_000, async () => {
+      const r = await api.report();
+      return r.status.text.includes('(gamma)') && r.status.tooltip.includes(`Interpreter: ${interpreters.gammaNext}`) ? r.status : undefined;
+    });
+    // The restarted server runs the new interpreter, with gamma's settings, and lowers.
+    const info = await serverInfo(gammaDoc);
+    if (info.pid === pids.gamma || commandOf(info.pid) !== interpreters.gammaNext) {
+      throw new Error(`gamma's server: pid ${pids.gamma} → ${info.pid}, running ${commandOf(info.pid)}`);
+    }
+    const ir = await api.client.request<{ ir: string }>('torchMlirLens/lower', { uri: gammaDoc.toString(), module: 'MLP', target: 'tosa' });
+    if (!ir.ir.includes('tosa.')) throw new Error(`no TOSA IR after the restart: ${ir.ir.slice(0, 200)}`);
+    const after = byFolder(await api.report());
+    // One restart for the whole burst; the other servers never restarted.
+    const starts = (m: Map<string, ServerReport>, f: string) => m.get(f)?.starts ?? -1;
+    if (starts(after, 'gamma') !== starts(before, 'gamma') + 1) {
+      throw new Error(`gamma started ${starts(after, 'gamma') - starts(before, 'gamma')} times for one burst of changes (want 1)`);
+    }
+    const restarted = ['alpha', 'beta', '(none)'].filter((f) => !before.has(f) || starts(after, f) !== starts(before, f));
+    if (restarted.length) {
+      throw new Error(`other servers restarted: ${restarted.map((f) => `${f} starts ${starts(before, f)} → ${starts(after, f)}`).join(', ')}`);
+    }
+    const alphaPid = (await serverInfo(alphaDoc)).pid;
+    if (alphaPid !== pids.alpha) throw new Error(`alpha's server pid changed ${pids.alpha} → ${alphaPid}`);
+    return `gamma: ${interpreters.gamma} → ${g.interpreter} (one restart, pid ${pids.gamma} → ${info.pid}, lowers TOSA); status "${status.text}"; alpha, beta, default: not restarted`;
+  });
+
+  await steps.run('settingWins', async () => {
+    // The Python extension now says "bare venv" for alpha (changed before gamma's burst, so its
+    // debounce ran out first); alpha's torchMlirLens.python wins: same interpreter, no restart.
+    const python = vscode.extensions.getExtension<{ environments: { getActiveEnvironmentPath(r: vscode.Uri): { path: string } } }>('ms-python.python');
+    const said = python?.exports.environments.getActiveEnvironmentPath(alpha.uri).path;
+    if (said !== interpreters.bare) throw new Error(`the Python extension says ${said} for alpha`);
+    const a = byFolder(await api.report()).get('alpha');
+    if (a?.interpreter !== interpreters.project || a.source !== 'setting' || !a.running || a.starts !== before.get('alpha')?.starts) {
+      throw new Error(`alpha: ${JSON.stringify(a)}, starts before the change ${before.get('alpha')?.starts}`);
+    }
+    return `alpha keeps ${a.interpreter} (setting, not restarted) while the Python extension says ${said}`;
+  });
 
   await steps.run('folderRemoved', async () => {
     const betaKey = beta.uri.toString();
     if (!api.client.all().some((s) => s.key === betaKey)) throw new Error("beta's server never existed");
     if (!vscode.workspace.updateWorkspaceFolders(1, 1)) throw new Error('could not remove beta');
     await waitFor("beta's server to go", 30_000, async () => (api.client.all().some((s) => s.key === betaKey) ? undefined : true));
-    const alphaServer = api.client.all().find((s) => s.folder?.name === 'alpha');
-    if (!alphaServer?.running) throw new Error("alpha's server stopped too");
+    for (const name of ['alpha', 'gamma']) {
+      if (!api.client.all().find((s) => s.folder?.name === name)?.running) throw new Error(`${name}'s server stopped too`);
+    }
     return `servers left: ${api.client.all().map((s) => s.label).join(', ')}`;
   });
   steps.check();
