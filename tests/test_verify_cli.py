@@ -8,12 +8,13 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torch_mlir_lens import cli, verify_cli
+from torch_mlir_lens.cli import common, verify
 
 USER_FILE = textwrap.dedent(
     """\
@@ -30,8 +31,8 @@ USER_FILE = textwrap.dedent(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = cli._Parser(prog="torch-mlir-lens")
-    verify_cli.add_verify_parser(parser.add_subparsers(dest="command", parser_class=cli._Parser))
+    parser = common.Parser(prog="torch-mlir-lens")
+    verify.add_parser(parser.add_subparsers(dest="command", parser_class=common.Parser))
     return parser
 
 
@@ -61,20 +62,27 @@ def test_parse_tolerances_and_defaults() -> None:
 def test_bad_options_exit_2(bad: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         _parser().parse_args(["verify", "m.py", *bad])
-    assert info.value.code == cli.EXIT_BAD_INPUT
+    assert info.value.code == common.EXIT_BAD_INPUT
 
 
 def test_exit_codes_and_text() -> None:
-    assert verify_cli.exit_code(MISMATCH) == 1
-    assert verify_cli.exit_code({**MISMATCH, "ok": True}) == 0
-    text = verify_cli.format_result(MISMATCH, "m.py")
+    assert verify.exit_code(MISMATCH) == 1
+    assert verify.exit_code({**MISMATCH, "ok": True}) == 0
+    text = verify.format_result(MISMATCH, "m.py")
     assert text.splitlines()[0] == "Scale: ✗ differs: output 0, max err 0.3 at [1, 4]"
     assert "✗ output 0: 3x8 float32" in text and "worst at [1, 4]" in text
     assert "✓ output 1: scalar int64" in text
 
 
 class _InProcessEngine:
-    """Stands in for Engine: runs the worker's verify job in this process."""
+    """Stands in for Engine: runs the worker's verify job in this process.
+
+    `mutate_ir` alters the linalg IR before it is compiled (the eager side is untouched), so
+    the compiled module computes something else and verify must say so.
+    """
+
+    def __init__(self, mutate_ir: Callable[[str], str] | None = None) -> None:
+        self.mutate_ir = mutate_ir
 
     async def start(self) -> None:
         pass
@@ -86,44 +94,50 @@ class _InProcessEngine:
         from torch_mlir_lens.worker.verify_job import run_verify_job
 
         assert request["op"] == "verify"
-        return run_verify_job(request)
+        return run_verify_job(request, mutate_ir=self.mutate_ir)
 
 
-def _run(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(cli, "_engine", lambda args: _InProcessEngine())
+def _run(argv: list[str], engine: _InProcessEngine | None = None) -> int:
     args = _parser().parse_args(argv)
-    return asyncio.run(verify_cli.run_verify(args))
+    return asyncio.run(verify.run(args, make_engine=lambda _args: engine or _InProcessEngine()))
 
 
-def test_verify_command_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_command_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "lens_verify_cli_user.py"
     path.write_text(USER_FILE)
-    assert _run(["verify", str(path), "--json"], monkeypatch) == 0
+    assert _run(["verify", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] and result["message"].startswith("✓ matches eager")
     assert [o["dtype"] for o in result["outputs"]] == ["float32", "int64"]
 
 
-def test_verify_command_mismatch_exits_1_with_zero_tolerance(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_verify_command_reports_an_altered_lowering_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "lens_verify_cli_user2.py"
-    # sigmoid is computed differently by the JIT (exp-based) and eager (vectorized)
-    path.write_text(USER_FILE.replace("x * 3.0", "torch.sigmoid(x * 7.3) / 3.1"))
-    code = _run(["verify", str(path), "--module", "Scale", "--inputs",
-                 "(torch.randn(64, 64),)", "--rtol", "0", "--atol", "0"], monkeypatch)
+    path.write_text(USER_FILE)
+    seen: list[str] = []
+
+    def times_3_5(ir: str) -> str:  # the `x * 3.0` of output 0 becomes `x * 3.5`
+        seen.append(ir)
+        return ir.replace("3.000000e+00", "3.500000e+00")
+
+    code = _run(["verify", str(path), "--module", "Scale"], _InProcessEngine(times_3_5))
     out = capsys.readouterr().out
-    if code == 0:
-        pytest.skip("JIT and eager agree bit for bit on this machine")
+    assert seen and seen[0].count("3.000000e+00") == 1  # the constant exists, exactly once
     assert code == 1
-    assert "✗ differs: output 0" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("Scale: ✗ differs: output 0"), out
+    assert any(ln.startswith("  ✗ output 0: 3x8 float32") for ln in lines), out
+    assert any(ln.startswith("  ✓ output 1: scalar int64") for ln in lines), out
+    # ... and the user's line whose values differ first: `return x * 3.0, ...`
+    assert f"{path}:8: error: compiled values first differ from eager" in out, out
 
 
 def test_verify_cli_never_imports_torch() -> None:
     code = (
         "import sys\n"
-        "import torch_mlir_lens.verify_cli\n"
+        "import torch_mlir_lens.cli.verify\n"
         "sys.exit(1 if 'torch' in sys.modules else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -41,18 +41,14 @@ async def client() -> Any:
 
 
 async def test_start_returns_at_once_and_warms_in_background() -> None:
+    # How fast: bench figure 7 (cold start: lenses and first hover since spawn).
     c = WorkerClient(sys.executable)
-    t0 = time.monotonic()
     await c.start()
-    assert time.monotonic() - t0 < 1.0
-    assert c.pid is not None and not c.ready
+    assert c.pid is not None and not c.ready  # start() did not wait for the imports
     try:
         await c.wait_ready()
         assert c.ready
-        # Warm: a job no longer pays for the imports.
-        t1 = time.monotonic()
-        assert (await c.request({"op": "ping"}))["pid"] == c.pid
-        assert time.monotonic() - t1 < 1.0
+        assert (await c.request({"op": "ping"}))["pid"] == c.pid  # the same, warm process
     finally:
         await c.stop()
 

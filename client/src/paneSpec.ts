@@ -63,11 +63,6 @@ export function fromQuery(query: string): PaneSpec | undefined {
   return spec;
 }
 
-/** Key of the lowering a pane needs: panes differing only in `pass` share one request. */
-export function loweringKey(spec: PaneSpec): string {
-  return JSON.stringify([spec.source, spec.module, spec.target, spec.pipeline ?? null, spec.pass !== undefined]);
-}
-
 /** Text shown in a pane while lowering or when it failed. */
 export function placeholder(spec: PaneSpec, what: 'loading' | 'no-server'): string {
   const t = label(spec);

@@ -188,12 +188,6 @@ def library_breakdown(table: FrameTable, file: str, line: int,
     return out
 
 
-def innermost_frame(table: FrameTable, ir_line: int) -> SourceFrame | None:
-    """The innermost frame (library or user) of the first chain of `ir_line`, if listed."""
-    chains = table.chains_of(ir_line)
-    return chains[0][0] if chains and chains[0] else None
-
-
 def in_installed_package(path: str | None) -> bool:
     """Whether a file is part of an installed package (site-packages or dist-packages): library
     code opened for reading, e.g. from an IR pane, which the language server does not lower."""

@@ -1,7 +1,7 @@
 """The command line's side of Jupyter notebooks: reading one, and writing its locations.
 
 Each notebook read in this run is remembered by absolute path, so every message naming it
-(`_where` in cli.py, diagnostics, errors from the worker) writes `NOTEBOOK.ipynb:CELL:LINE`.
+(`cli.common.where`, diagnostics, errors from the worker) writes `NOTEBOOK.ipynb:CELL:LINE`.
 """
 
 from __future__ import annotations

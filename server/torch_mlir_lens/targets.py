@@ -1,7 +1,8 @@
 """The lowering targets Torch-MLIR Lens knows, and their pass pipelines.
 
 Pure data (no torch import) so that the CLI and the language server can validate and list
-targets without loading the worker.
+targets without loading the worker. Every pipeline string of the project is here: the worker
+(lowering, unsupported-op listing, partial lowering, verify) reads them from this module.
 """
 
 from __future__ import annotations
@@ -55,6 +56,22 @@ TARGETS: dict[str, Target] = {
 }
 
 BACKENDS: tuple[str, ...] = tuple(name for name, t in TARGETS.items() if t.is_backend)
+
+# torch-backend IR → each backend, the whole pipeline (with the backend-contract check).
+BACKEND_PIPELINES: dict[str, str] = {
+    name: t.backend_pipeline for name, t in TARGETS.items() if t.backend_pipeline is not None
+}
+
+# Conversion prefixes of the backend pipelines (no backend-contract verification at the end):
+# what is left unconverted after them is what the backend cannot lower.
+LEFTOVER_PIPELINES: dict[str, str] = {
+    "linalg": (
+        "builtin.module(func.func(torch-restructure-non-constant-axes,torch-fuse-quantized-ops,"
+        "convert-torch-to-tmtensor,canonicalize,convert-torch-to-linalg,canonicalize,"
+        "convert-torch-to-scf,convert-torch-to-arith,convert-torch-to-tensor))"
+    ),
+    "stablehlo": "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-arith))",
+}
 CUSTOM_TARGET = "custom"  # the result target name of a user-supplied pipeline
 
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fromQuery, loweringKey, paneText, paneTitle, toUriParts, type PaneSpec } from '../../client/src/paneSpec';
+import { fromQuery, paneText, paneTitle, toUriParts, type PaneSpec } from '../../client/src/paneSpec';
 
 const SPEC: PaneSpec = { source: 'file:///ws/my%20model.py', module: 'MLP', target: 'linalg' };
 
@@ -21,12 +21,6 @@ describe('pane URIs', () => {
     assert.deepEqual(fromQuery(toUriParts(spec).query), spec);
     assert.deepEqual(fromQuery(toUriParts(SPEC).query), SPEC);
     assert.equal(fromQuery('module=MLP'), undefined);
-  });
-
-  it('shares one lowering between a pane and its pass views only by printAfterAll', () => {
-    assert.equal(loweringKey(SPEC), loweringKey({ ...SPEC }));
-    assert.notEqual(loweringKey(SPEC), loweringKey({ ...SPEC, pass: 1 }));
-    assert.equal(loweringKey({ ...SPEC, pass: 1 }), loweringKey({ ...SPEC, pass: 3 }));
   });
 });
 

@@ -1,9 +1,12 @@
 """Load: many requests while the worker is busy, and a very large file.
 
 - 20 concurrent hover and code-lens requests over 5 files while a long lowering runs: all are
-  answered, every code lens (static: from the AST) within 100 ms.
-- A 5,000-line file with 200 modules: lenses and the module list stay fast after edits, and
+  answered with content before the lowering ends (nothing waits behind the worker).
+- A 5,000-line file with 200 modules: lenses and the module list stay right after edits, and
   the server's memory stays bounded.
+
+Speed is measured in bench/ (figure 3: lens latency and RSS on a 3,000-line file), not here:
+the latencies below are printed for people reading the log, never asserted.
 """
 
 from __future__ import annotations
@@ -17,12 +20,6 @@ import pytest
 from . import procs
 from .rawrpc import RawServer
 
-LENS_BUDGET_S = 0.100
-# A 5,000-line file is re-analysed after each edit. Wall time on a shared 2-core machine says
-# more about the neighbours than about the server, so the budget is the server's own CPU time
-# per edit + lens + module list; the wall-clock bound only catches a wedged server.
-BIG_CPU_BUDGET_S = 0.3
-BIG_WALL_BUDGET_S = 2.0
 FILES = 5
 
 
@@ -66,14 +63,11 @@ def test_requests_while_a_long_lowering_runs(raw_trusted: RawServer, workspace: 
                           {"uri": slow_uri, "module": "Slow", "target": "linalg"})
     procs.wait_until(lambda: (workspace / "slow_started").exists(), 60, "the slow lowering")
 
-    # Two bursts during the same lowering: on a shared machine one scheduling hiccup of a
-    # neighbour can cost 100 ms; a server that is slow is slow in both.
+    # Two bursts during the same lowering: the server keeps answering while the worker is busy.
     bursts = [burst(server, uris) for _ in range(2)]
-    assert slow not in server.arrived_at, "the slow lowering ended first: nothing was measured"
+    assert slow not in server.arrived_at, "the lowering ended first: no overlap"
     for lens_s, hover_s in bursts:
         print(f"lens max {lens_s[-1] * 1000:.1f} ms, hover max {hover_s[-1] * 1000:.1f} ms")
-    best = min(bursts, key=lambda b: b[0][-1])
-    assert best[0][-1] < LENS_BUDGET_S, f"code lens latencies (s) in both bursts: {bursts}"
     assert server.response(slow, 120)["result"]["ok"]
     assert not server.stderr_log.tracebacks, server.stderr_log.tracebacks[0]
 
@@ -157,9 +151,6 @@ def check_big_file(server: RawServer, workspace: Path) -> None:
     print(f"big file: lens median {statistics.median(lens_s) * 1000:.0f} ms "
           f"max {max(lens_s) * 1000:.0f} ms; modules max {max(modules_s) * 1000:.0f} ms; "
           f"server CPU per edit median {statistics.median(cpu_s) * 1000:.0f} ms")
-    assert statistics.median(cpu_s) < BIG_CPU_BUDGET_S, f"server CPU per edit (s): {cpu_s}"
-    assert max(lens_s) < BIG_WALL_BUDGET_S, lens_s
-    assert max(modules_s) < BIG_WALL_BUDGET_S, modules_s
     grown = procs.rss_mb(server.proc.pid) - rss_before
     assert grown < 150, f"server RSS grew {grown:.0f} MB for one 5,000-line file"
     assert not server.stderr_log.tracebacks, server.stderr_log.tracebacks[0]

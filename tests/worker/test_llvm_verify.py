@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import psutil
@@ -15,15 +16,15 @@ import pytest
 import torch
 
 from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.llvm import LLVM_PIPELINE, leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (
     VerifyResult,
     compare_output,
     default_tolerances,
-    export_linalg,
     verify_linalg_module,
-    verify_module,
 )
+from torch_mlir_lens.worker.verify_job import verify_callable
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
 
@@ -49,9 +50,18 @@ def _seed() -> None:
 
 
 def _verify(model: torch.nn.Module, *args: object, **kwargs: object) -> VerifyResult:
-    return verify_module(
+    """The worker's verify of one module instance: export, linalg, JIT, compare."""
+    return verify_callable(
         model.eval(), args, kwargs, module_name=type(model).__name__, user_files=USER_FILES
     )
+
+
+def export_linalg(model: torch.nn.Module, args: tuple[object, ...]) -> Any:
+    """The linalg-on-tensors module of `model`, by the worker's own export and lowering."""
+    program = lowering.export_program(model, args, user_files=USER_FILES)
+    lowerer = lowering.ProgramLowerer(program, module_name=type(model).__name__,
+                                      user_files=USER_FILES)
+    return lowerer.module_for("linalg")
 
 
 # --- known-good examples ----------------------------------------------------------------------
@@ -183,13 +193,15 @@ def _line_of(needle: str) -> int:
 def test_failing_linalg_lowering_gives_its_diagnostics() -> None:
     result = _verify(vm.Unlowerable(), torch.randn(4, 8))
     assert not result.ok
-    assert result.kind == ErrorKind.LOWERING_ERROR
+    # The same words as `lower` and `check`: the op that cannot be lowered, at its line.
+    assert result.kind == ErrorKind.UNSUPPORTED_OP
     assert result.outputs == []
     diag = result.diagnostics[0]
     assert "complex" in diag.message
     assert diag.file is not None and Path(diag.file).name == "verify_models.py"
-    assert diag.line == _line_of("torch.fft.rfft(x).abs()")
-    assert result.message.startswith("✗ lowering to linalg failed")
+    line = _line_of("torch.fft.rfft(x).abs()")
+    assert diag.line == line
+    assert result.message == f"✗ cannot lower to Linalg: `aten.abs` (line {line})"
 
 
 SOFTMAX_IR = """

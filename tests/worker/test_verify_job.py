@@ -97,11 +97,17 @@ def test_unknown_module_is_an_error(user_file: Path) -> None:
     assert info.value.kind == ErrorKind.UNKNOWN_MODULE
 
 
-def test_run_job_dispatches_verify_when_wired(user_file: Path) -> None:
+def test_run_job_dispatches_verify(user_file: Path) -> None:
     from torch_mlir_lens.worker import jobs
 
-    if "verify" not in jobs._HANDLERS:
-        pytest.skip("worker/jobs.py does not dispatch 'verify' yet")
     reply = jobs.run_job({"id": 7, "op": "verify", "path": str(user_file), "module": "plain"})
     assert reply["ok"] and reply["id"] == 7
+    assert reply["result"]["module"] == "plain"
     assert reply["result"]["ok"], reply["result"]["message"]
+    assert reply["result"]["message"].startswith("✓ matches eager")
+    # A module that does not lower is a verdict (the reply is ok), not a failed job...
+    broken = jobs.run_job({"id": 8, "op": "verify", "path": str(user_file), "module": "Broken"})
+    assert broken["ok"] and not broken["result"]["ok"]
+    # ... an unknown module is the job's error.
+    unknown = jobs.run_job({"id": 9, "op": "verify", "path": str(user_file), "module": "Nope"})
+    assert not unknown["ok"] and unknown["error"]["kind"] == ErrorKind.UNKNOWN_MODULE

@@ -81,8 +81,3 @@ def family_pids(pid: int) -> list[int]:
 def family_rss_bytes(pid: int) -> int:
     """Resident memory of the worker and everything it spawned."""
     return sum(p.rss_bytes for p in family(pid))
-
-
-def group_pids(pgid: int) -> list[int]:
-    """Live pids of one process group."""
-    return sorted(p.pid for p in all_processes() if p.pgrp == pgid and p.state != "Z")

@@ -287,12 +287,6 @@ class DocumentStore:
     def __iter__(self) -> Iterator[DocumentState]:
         return iter(list(self._docs.values()))
 
-    def by_path(self, path: str) -> DocumentState | None:
-        for doc in self._docs.values():
-            if doc.path == path:
-                return doc
-        return None
-
 
 def load_document(store: DocumentStore, uri: str) -> DocumentState:
     """The open document, or a transient one read from disk (not kept, nothing cached).

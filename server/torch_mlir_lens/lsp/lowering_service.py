@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens import culprits
 from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
@@ -528,10 +528,13 @@ class LoweringService:
 
 
 def verdict_of(result: LowerResult) -> Verdict:
-    """A result's verdict: ok, or the unsupported ops / the error that stopped it."""
-    # One per cause and line (worker/culprit_diags.py): the count `check` prints too.
-    unsupported = tuple(d.op or "?" for d in culprits.culprit_diagnostics(result.diagnostics))
+    """A result's verdict for the lens: ok, or the unsupported ops / the error that stopped it.
+
+    The rule is verdict.py's, the one `check` uses: the same count of ops, the same error.
+    """
+    verdict = backend_verdict(result)
     error = None
-    if not result.ok and not unsupported:
-        error = next((d.message for d in result.diagnostics), "lowering failed")
-    return Verdict(ok=result.ok and not unsupported, unsupported=unsupported, error=error)
+    if verdict.failed:
+        error = verdict.error.message if verdict.error else "lowering failed"
+    return Verdict(ok=verdict.ok, unsupported=tuple(d.op or "?" for d in verdict.culprits),
+                   error=error)

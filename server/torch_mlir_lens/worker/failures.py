@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch_mlir_lens import targets
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic
 from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import culprit_diags, illegal_ops, partial
@@ -58,7 +59,7 @@ class Failures:
                 listed: bool = True) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
         """The partial lowering of a failed backend (None if it cannot be built) and one
         diagnostic per cause. `listed` False: only the pipeline's own errors (not cached)."""
-        listed = listed and target in illegal_ops.BACKEND_PIPELINES
+        listed = listed and target in targets.BACKEND_PIPELINES
         if listed and target in self._backend:
             return self._backend[target]
         resolver = LocationResolver(self.users)
@@ -108,7 +109,7 @@ class Failures:
                 module, symbols = outlined
                 if target == "torch":
                     shown = module, symbols
-                elif target in illegal_ops.BACKEND_PIPELINES:
+                elif target in targets.BACKEND_PIPELINES:
                     part = partial.lower_partially(module, target, outlined_already=True)
                     if part is not None:
                         more = self._group(_rejected(part), target, resolver, module)

@@ -28,25 +28,11 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
 from torch_mlir_lens.worker.library_frames import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
-# Conversion prefixes of the backend pipelines (no backend-contract verification at the end).
-LEFTOVER_PIPELINES: dict[str, str] = {
-    "linalg": (
-        "builtin.module(func.func(torch-restructure-non-constant-axes,torch-fuse-quantized-ops,"
-        "convert-torch-to-tmtensor,canonicalize,convert-torch-to-linalg,canonicalize,"
-        "convert-torch-to-scf,convert-torch-to-arith,convert-torch-to-tensor))"
-    ),
-    "stablehlo": "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-arith))",
-}
-BACKEND_PIPELINES: dict[str, str] = {
-    "linalg": "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)",
-    "tosa": "builtin.module(torch-backend-to-tosa-backend-pipeline)",
-    "stablehlo": "builtin.module(torch-backend-to-stablehlo-backend-pipeline)",
-}
 # Ops that are never the culprit: constants and list plumbing are lowered with their users.
 _SKIP_PREFIXES = ("torch.constant.", "torch_c.")
 _SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}

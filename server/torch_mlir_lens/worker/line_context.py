@@ -14,6 +14,7 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
+from torch_mlir_lens import targets
 from torch_mlir_lens.worker import illegal_ops
 from torch_mlir_lens.worker.illegal_ops import op_name
 
@@ -107,7 +108,7 @@ def lowers_with_its_line(ops: list[Any], suspects: list[int], rejected: set[int]
             smalls.append(_LineCopy(line).build())
         except (RuntimeError, ValueError, KeyError):
             smalls.append(None)
-    pipeline = illegal_ops.BACKEND_PIPELINES[target]
+    pipeline = targets.BACKEND_PIPELINES[target]
     return [small is not None and illegal_ops._run(small.operation, pipeline) is None
             for small in smalls]
 

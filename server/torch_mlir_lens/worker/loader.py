@@ -387,8 +387,3 @@ def _load_error(exc: BaseException, path: str) -> LensError:
     return LensError(
         ErrorKind.LOAD_ERROR, f"{message}: {detail}" if detail else message, file=file, line=line,
     )
-
-
-def clear_cache() -> None:
-    """Forget every executed file (tests; the worker after a settings change)."""
-    _cache.clear()

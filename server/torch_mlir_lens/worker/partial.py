@@ -36,6 +36,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
+from torch_mlir_lens import targets
 from torch_mlir_lens.worker import illegal_ops, line_context
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.mlir_diagnostics import captured
@@ -75,7 +76,7 @@ class Partial:
 
 def _no_verify_pipeline(target: str, ctx: ir.Context) -> str:
     """The backend pipeline, expanded, without its final contract verification."""
-    full = illegal_ops.BACKEND_PIPELINES[target]
+    full = targets.BACKEND_PIPELINES[target]
     with ctx, captured(ctx):
         expanded = str(PassManager.parse(full, context=ctx))
         candidate = _VERIFY_PASS.sub("", expanded)
@@ -328,7 +329,7 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     fails after the last round or `budget_s` seconds: the caller then shows the Torch IR and
     lists the rejected ops as before.
     """
-    if target not in illegal_ops.BACKEND_PIPELINES:
+    if target not in targets.BACKEND_PIPELINES:
         return None
     work = torch_module.clone()
     pipeline = _no_verify_pipeline(target, work.context)
@@ -336,7 +337,7 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     culprits: list[Culprit] = []
     complete = True
     doubted: set[tuple[str, str]] = set()
-    rounds = MAX_ROUNDS if target in illegal_ops.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    rounds = MAX_ROUNDS if target in targets.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
     start = time.perf_counter()
     if outlined_already:  # calls made earlier (torch level): perhaps nothing else is rejected
         lowered = _try_lower(work, pipeline)
@@ -347,7 +348,7 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
             return None  # a big module with long chains of rejected ops: list them only
         found, done = illegal_ops.find_unsupported(work, target)
         complete = complete and done
-        if target in illegal_ops.LEFTOVER_PIPELINES:
+        if target in targets.LEFTOVER_PIPELINES:
             found = _settle_dependents(work, found, target, doubted)
         if not found or not _outline_round(work, found, culprits, outliner):
             return None

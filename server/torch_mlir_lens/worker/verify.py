@@ -21,19 +21,17 @@ from typing import Any
 import numpy as np
 import torch
 import torch.utils._pytree as pytree
-from torch_mlir import fx, ir
+from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker.llvm import (
     PipelineError,
     external_functions,
     lower_linalg_to_llvm,
     public_func_ops,
-    run_pipeline,
 )
-from torch_mlir_lens.worker.locations import UserFiles, as_user_files
+from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 
 # ---------------------------------------------------------------------------------------------
@@ -669,66 +667,3 @@ def _mismatch_diagnostics(outputs: Sequence[VerifyOutput]) -> list[LensDiagnosti
         )
         for o in outputs if not o.ok
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Standalone export (until the shared ProgramLowerer is used)
-
-LINALG_BACKEND_PIPELINE = "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)"
-
-
-def export_linalg(
-    fn: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: dict[str, Any] | None = None,
-    *,
-    user_files: Iterable[str] | UserFiles | None = None,
-) -> ir.Module:
-    """torch.export `fn` and lower it to linalg-on-tensors, with MLIR diagnostics on failure.
-
-    The torch → linalg step runs in our own PassManager: `export_and_import` with a backend
-    output type would print the diagnostics to fd 2 and raise without them.
-    """
-    try:
-        module = fx.export_and_import(fn, *args, output_type="raw", **(kwargs or {}))
-    except Exception as exc:  # torch.export / the importer on user code
-        raise LensError(ErrorKind.EXPORT_ERROR, f"export failed: {exc}") from exc
-    files = as_user_files(user_files) if user_files is not None else None
-    run_pipeline(
-        module, TORCH_BACKEND_PIPELINE, stage="the torch backend contract",
-        user_files=files, target="torch",
-    )
-    run_pipeline(
-        module, LINALG_BACKEND_PIPELINE, stage="linalg", user_files=files, target="linalg"
-    )
-    return module
-
-
-def verify_module(
-    fn: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: dict[str, Any] | None = None,
-    *,
-    module_name: str,
-    rtol: float | None = None,
-    atol: float | None = None,
-    opt_level: int = 0,
-    mutate_ir: Callable[[str], str] | None = None,
-    user_files: Iterable[str] | UserFiles | None = None,
-) -> VerifyResult:
-    """Export `fn` to linalg (see export_linalg), then verify_linalg_module."""
-    t0 = time.perf_counter()
-    files = as_user_files(user_files) if user_files is not None else None
-    try:
-        linalg = export_linalg(fn, args, kwargs, user_files=files)
-    except LensError as exc:
-        timings = {"export": round(time.perf_counter() - t0, 6)}
-        return _error_result(module_name, exc, timings, rtol, atol)
-    export_s = round(time.perf_counter() - t0, 6)
-    result = verify_linalg_module(
-        linalg, fn, args, kwargs, module_name=module_name, rtol=rtol, atol=atol,
-        opt_level=opt_level, mutate_ir=mutate_ir, user_files=files,
-    )
-    result.timings = {"export": export_s, **result.timings}
-    result.timings["total"] = round(result.timings.get("total", 0.0) + export_s, 6)
-    return result

@@ -140,6 +140,7 @@ def verify_callable(
     rtol: float | None = None,
     atol: float | None = None,
     opt_level: int = 0,
+    mutate_ir: Callable[[str], str] | None = None,
 ) -> VerifyResult:
     """torch.export `fn` (the shared export of worker/lowering.py), then verify_lowerer."""
     from torch_mlir_lens.worker import lowering
@@ -158,17 +159,20 @@ def verify_callable(
                        rtol, atol, timings)
     export_s = round(time.perf_counter() - start, 6)
     lowerer = lowering.ProgramLowerer(program, module_name=module_name, user_files=files)
-    result = verify_lowerer(lowerer, fn, args, kwargs, rtol=rtol, atol=atol, opt_level=opt_level)
+    result = verify_lowerer(lowerer, fn, args, kwargs, rtol=rtol, atol=atol, opt_level=opt_level,
+                            mutate_ir=mutate_ir)
     result.timings = {"export": export_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + export_s, 6)
     return result
 
 
-def run_verify_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_verify_job(job: dict[str, Any],
+                   mutate_ir: Callable[[str], str] | None = None) -> dict[str, Any]:
     """The `verify` job: ModuleJob fields + rtol, atol (None: per-dtype defaults), opt_level.
 
     Returns VerifyResult.to_json() plus "inputs_source". Raises LensError for bad requests,
-    load errors, unknown modules and inputs problems (the job's error reply).
+    load errors, unknown modules and inputs problems (the job's error reply). `mutate_ir`
+    alters the linalg text before it is compiled (tests force a mismatch with it).
     """
     from torch_mlir_lens.worker import inputs as inputs_mod
     from torch_mlir_lens.worker import jobs, loader
@@ -195,6 +199,7 @@ def run_verify_job(job: dict[str, Any]) -> dict[str, Any]:
         fn, resolved.args, resolved.kwargs, module_name=name,
         user_files=jobs.user_files_for(path), strict=bool(job.get("strict", False)),
         dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
+        mutate_ir=mutate_ir,
     )
     result.timings = {"load": round(load_s, 6), "inputs": round(inputs_s, 6), **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + load_s + inputs_s, 6)

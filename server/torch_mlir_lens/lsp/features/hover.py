@@ -25,6 +25,7 @@ from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.lsp.features import library_hover
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -250,19 +251,19 @@ def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int)
             if module not in doc.errors:
                 parts.append(f"{target} …")
             continue
+        verdict = backend_verdict(result)  # the rule of `check` and the verdict lens
         ops = [
             d.cause or convert.short_op(d.op) or "?"
-            for d in result.diagnostics
-            if d.kind == ErrorKind.UNSUPPORTED_OP and d.line == line
+            for d in verdict.culprits
+            if d.line == line
             and (d.file is None or os.path.normcase(os.path.normpath(d.file)) == want)
         ]
-        any_unsupported = any(d.kind == ErrorKind.UNSUPPORTED_OP for d in result.diagnostics)
         if ops:
             parts.append(f"{target} ✗ {', '.join(dict.fromkeys(ops))}")
-        elif result.ok or any_unsupported:
-            parts.append(f"{target} ✓")
-        else:
+        elif verdict.failed:
             parts.append(f"{target} ✗ (lowering failed)")
+        else:  # ok, or its unsupported ops are on other lines
+            parts.append(f"{target} ✓")
     return " · ".join(parts)
 
 

@@ -5,10 +5,7 @@
 
 Exit codes as the other commands: 0 matches; 1 differs, or the module does not export/lower/run;
 2 bad input; 3 the worker crashed, timed out or hit the memory limit (a JIT crash is a worker
-crash). Like cli.py, this never imports torch: the worker does the work.
-
-Wiring into cli.py (two lines): in build_parser(), `add_verify_parser(sub)`; in main(), map
-"verify" to `run_verify`.
+crash). Like every command, this never imports torch: the worker does the work.
 """
 
 from __future__ import annotations
@@ -18,9 +15,23 @@ import math
 import sys
 from typing import Any
 
-from torch_mlir_lens import cli
+from torch_mlir_lens.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EngineFactory,
+    add_inputs,
+    add_module_choice,
+    display,
+    from_lens,
+    load_source,
+    make_engine,
+    module_job,
+    pick_module,
+    where,
+)
+from torch_mlir_lens.results import LensError
 
-EXIT_MISMATCH = cli.EXIT_FAILED
+EXIT_MISMATCH = EXIT_FAILED
 
 
 def _tolerance(text: str) -> float:
@@ -33,16 +44,14 @@ def _tolerance(text: str) -> float:
     return value
 
 
-def add_verify_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the `verify` subcommand to cli.build_parser()'s subparsers."""
-    verify = sub.add_parser(
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the `verify` subcommand."""
+    verify: argparse.ArgumentParser = sub.add_parser(
         "verify", help="run the compiled module and compare it with eager PyTorch"
     )
     verify.add_argument("file")
-    which = verify.add_mutually_exclusive_group()
-    which.add_argument("--module", metavar="NAME")
-    which.add_argument("--line", type=int, metavar="N", help="the module around line N")
-    cli._add_inputs(verify)
+    add_module_choice(verify)
+    add_inputs(verify)
     verify.add_argument("--rtol", type=_tolerance, metavar="R",
                         help="relative tolerance for float outputs (default per dtype)")
     verify.add_argument("--atol", type=_tolerance, metavar="A",
@@ -67,7 +76,7 @@ def verify_request(job: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def exit_code(result: dict[str, Any]) -> int:
     """0 when every output matches; 1 otherwise (mismatch, or it did not get to compare)."""
-    return cli.EXIT_OK if result.get("ok") else EXIT_MISMATCH
+    return EXIT_OK if result.get("ok") else EXIT_MISMATCH
 
 
 def format_result(result: dict[str, Any], path: str) -> str:
@@ -82,27 +91,27 @@ def format_result(result: dict[str, Any], path: str) -> str:
             + ("" if out.get("ok") else f", worst at {out.get('worst_index')}")
         )
     for d in result.get("diagnostics", []):
-        where = cli._where(d.get("file"), d.get("line")) or cli._display(path)
+        at = where(d.get("file"), d.get("line")) or display(path)
         op = f" [{d['op']}]" if d.get("op") and not d.get("cause") else ""
-        lines.append(f"{where}: {d.get('severity', 'error')}: {d.get('message', '')}{op}")
+        lines.append(f"{at}: {d.get('severity', 'error')}: {d.get('message', '')}{op}")
     return "\n".join(lines) + "\n"
 
 
-async def run_verify(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
     """The `verify` command: one worker job, the verdict printed, the exit code returned."""
-    src = cli._load_source(args.file)
-    module = cli._pick_module(src, args.module, args.line)
-    job = cli._module_job(src, module, args)
-    engine = cli._engine(args)
+    src = load_source(args.file)
+    module = pick_module(src, args.module, args.line)
+    job = module_job(src, module, args)
+    engine = make_engine(args)
     await engine.start()
     try:
         result = await engine.run(verify_request(job, args))
-    except cli.LensError as err:
-        raise cli._from_lens(err, src.path) from err
+    except LensError as err:
+        raise from_lens(err, src.path) from err
     finally:
         await engine.stop()
     if args.json:
-        print(cli._json(src, result))
+        print(src.to_json(result))
     else:
         sys.stdout.write(format_result(result, src.path))
     return exit_code(result)

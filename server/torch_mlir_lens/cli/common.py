@@ -1,0 +1,261 @@
+"""What every command of the CLI shares: exit codes, one-line errors, reading the file,
+choosing the module, the worker job, the engine, and how locations and diagnostics are printed.
+
+Never imports torch: the user's code runs in the worker process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from torch_mlir_lens import culprits, notebook, notebook_cli
+from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+
+PROG = "torch-mlir-lens"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_NO_RUN = 3
+
+_BAD_INPUT_KINDS = {
+    ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
+    ErrorKind.INPUTS_MISSING, ErrorKind.BAD_INPUTS, ErrorKind.BAD_PIPELINE,
+    ErrorKind.BAD_REQUEST, ErrorKind.WRITE_ERROR,
+}
+_NO_RUN_KINDS = {
+    ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT, ErrorKind.CANCELLED,
+}
+
+
+class CliError(Exception):
+    """A failure to report as one line and an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, file: str | None = None,
+                 line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.file = file
+        self.line = line
+
+
+def exit_code_for(kind: str) -> int:
+    """The exit code of a LensError kind."""
+    if kind in _BAD_INPUT_KINDS:
+        return EXIT_BAD_INPUT
+    if kind in _NO_RUN_KINDS:
+        return EXIT_NO_RUN
+    return EXIT_FAILED
+
+
+# --- locations as people read them ------------------------------------------------------------
+
+
+def display(path: str | None) -> str:
+    """A path as people want to read it: relative to the working directory when inside it."""
+    if not path:
+        return ""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def where(file: str | None, line: int | None) -> str:
+    """`FILE:LINE` (`NOTEBOOK.ipynb:CELL:LINE` in a notebook read in this run), or `FILE`."""
+    program = notebook_cli.program_of(file)  # a notebook's lines are CELL:LINE
+    if program is not None and file and line:
+        return notebook.location(display(file), program, line)
+    return f"{display(file)}:{line}" if file and line else display(file)
+
+
+def indented(message: str, prefix: str) -> str:
+    """A multi-line message with its continuation lines under the first."""
+    lines = message.splitlines() or [""]
+    return "\n".join([lines[0], *(prefix + ln for ln in lines[1:])])
+
+
+def from_lens(err: LensError, default_file: str) -> CliError:
+    """A worker's LensError as the CLI reports it (its file, else the file given)."""
+    return CliError(notebook_cli.relabel(err.message, default_file), exit_code_for(err.kind),
+                    file=err.file or default_file, line=err.line)
+
+
+def report_error(err: CliError) -> int:
+    """Print `PROG: error: FILE:LINE: message` (the first non-empty line); the exit code."""
+    at = where(err.file, err.line)
+    message = next((ln.strip() for ln in err.message.splitlines() if ln.strip()), "failed")
+    sys.stderr.write(f"{PROG}: error: {at + ': ' if at else ''}{message}\n")
+    return err.code
+
+
+# --- the argument parser ---------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2), like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{PROG}: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def add_inputs(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that runs a module: inputs, constructor, limits."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--inputs", metavar="EXPR",
+                       help="Python expression giving the tuple of example inputs")
+    group.add_argument("--inputs-file", metavar="PATH",
+                       help="torch.save'd tuple of tensors or dict of keyword tensors")
+    parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
+    parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                        help="give up on a job after S seconds (default 60)")
+    parser.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
+                        help="stop a job using more than MB megabytes (default 8192)")
+
+
+def add_module_choice(parser: argparse.ArgumentParser) -> None:
+    """`--module NAME | --line N`: which module of the file."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--module", metavar="NAME")
+    which.add_argument("--line", type=int, metavar="N", help="the module around line N")
+
+
+# --- reading the file and choosing the module ------------------------------------------------
+
+
+@dataclass
+class Source:
+    """The file a command works on, and the modules found in it."""
+
+    path: str  # absolute
+    text: str
+    modules: list[Any]  # discovery.ModuleInfo
+    notebook: notebook.Program | None = None  # a .ipynb: `text` is its cells' program
+
+    def line_text(self, line: int | None) -> str:
+        """`line N`; `cell C line L` in a notebook."""
+        return notebook_cli.line_text(self.notebook, line)
+
+    def to_json(self, value: Any) -> str:
+        """A result as JSON (a notebook's lines as cell lines)."""
+        return notebook_cli.to_json(self.notebook, self.path, value)
+
+
+def load_source(file: str) -> Source:
+    """Read and parse `file` (a .py or a notebook); CliError when it cannot be."""
+    path = os.path.abspath(file)
+    if not os.path.isfile(path):
+        raise CliError("no such file", file=file)
+    if notebook.is_notebook(path):
+        return _load_notebook(path, file)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise CliError(f"syntax error: {exc.msg}", file=path, line=exc.lineno) from exc
+    from torch_mlir_lens.discovery import find_modules
+
+    return Source(path, text, find_modules(text, path))
+
+
+def _load_notebook(path: str, file: str) -> Source:
+    """A notebook's program; cells that do not parse are left out, with a warning each."""
+    try:
+        program = notebook_cli.read(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except notebook.NotebookError as exc:
+        raise CliError(exc.message, file=path, line=exc.line) from exc
+    from torch_mlir_lens.discovery import find_modules
+
+    return Source(path, program.text, find_modules(program.text, path), program)
+
+
+def _names(modules: list[Any], src: Source) -> str:
+    found = ", ".join(f"{m.name} ({src.line_text(m.line)})" for m in modules)
+    return found or "none found"
+
+
+def pick_module(src: Source, name: str | None, line: int | None) -> str:
+    """The module named, or the one around `line`, or the file's only one."""
+    if name:
+        return name
+    if line is not None:
+        from torch_mlir_lens.discovery import module_at_line
+
+        found = module_at_line(src.modules, line)
+        if found is None:
+            raise CliError(f"no module at line {line}; modules: {_names(src.modules, src)}",
+                           file=src.path, line=line)
+        return str(found.name)
+    if len(src.modules) == 1:
+        return str(src.modules[0].name)
+    if not src.modules:
+        raise CliError("no nn.Module class found (name a function with --module)", file=src.path)
+    raise CliError(f"several modules, choose one with --module: {_names(src.modules, src)}",
+                   file=src.path)
+
+
+def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
+    """The engine's ModuleJob for `module` of `src`, with the command's inputs options."""
+    from torch_mlir_lens.engine import ModuleJob
+
+    if args.inputs_file and not os.path.isfile(args.inputs_file):
+        raise CliError("no such file (--inputs-file)", file=args.inputs_file)
+    text = src.text
+    if src.notebook is not None:  # the cells up to the module's: a later cell never runs
+        text = notebook.module_text(src.notebook, src.modules, module)
+    return ModuleJob(
+        path=src.path, module=module, text=text, inputs=args.inputs,
+        inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
+        init=args.init, workspace=os.getcwd(), strict=args.strict,
+    )
+
+
+# --- the engine --------------------------------------------------------------------------------
+
+
+EngineFactory = Callable[[argparse.Namespace], Any]  # returns an Engine (or a stand-in)
+
+
+def make_engine(args: argparse.Namespace) -> Any:
+    """The engine a command runs its jobs on: a worker process with the command's limits."""
+    from torch_mlir_lens.engine import Engine, EngineConfig
+
+    return Engine(EngineConfig(python=sys.executable, timeout_s=args.timeout,
+                               memory_limit_mb=args.memory_limit))
+
+
+# --- printing results --------------------------------------------------------------------------
+
+
+def print_diagnostics(results: Sequence[LowerResult]) -> None:
+    """Every diagnostic of `results` on stderr, `FILE:LINE: severity: message [op] (target)`."""
+    for result in results:
+        for d in result.diagnostics:
+            op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
+            target = f" ({d.target})" if d.target and not d.cause else ""
+            at = where(d.file, d.line) or result.module
+            message = notebook_cli.relabel(d.message, d.file)
+            sys.stderr.write(f"{at}: {d.severity}: {message}{op}{target}\n")
+            if d.knock_on:
+                sys.stderr.write(f"{at}: note: {culprits.knock_on_text(d)}\n")
+
+
+def bad_pipeline(result: LowerResult) -> LensError | None:
+    """The error of a custom pipeline that does not parse (bad input, not a failed lowering)."""
+    for d in result.diagnostics:
+        if d.kind == ErrorKind.BAD_PIPELINE:
+            return LensError(ErrorKind.BAD_PIPELINE, d.message, file=d.file, line=d.line)
+    return None

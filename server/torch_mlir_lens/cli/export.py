@@ -1,0 +1,56 @@
+"""`torch-mlir-lens export`: write a module's IR at a target to a file (atomically)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from torch_mlir_lens.cli.common import (
+    EXIT_OK,
+    CliError,
+    EngineFactory,
+    add_inputs,
+    display,
+    from_lens,
+    load_source,
+    make_engine,
+    module_job,
+)
+from torch_mlir_lens.results import LensError
+from torch_mlir_lens.targets import TARGETS
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the `export` subcommand."""
+    export: argparse.ArgumentParser = sub.add_parser(
+        "export", help="write a module's IR to a file (atomically)")
+    export.add_argument("file")
+    export.add_argument("--module", required=True, metavar="NAME")
+    export.add_argument("--target", default="linalg", metavar="T")
+    export.add_argument("-o", "--output", required=True, metavar="OUT")
+    export.add_argument("--bytecode", action="store_true", help="MLIR bytecode instead of text")
+    add_inputs(export)
+    return export
+
+
+async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
+    """The `export` command: the worker writes the file; this prints where and how big."""
+    if args.target not in TARGETS:
+        raise CliError(f"unknown target {args.target!r} (choose from {', '.join(TARGETS)})")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise CliError("the output folder does not exist", file=args.output)
+    src = load_source(args.file)
+    job = module_job(src, args.module, args)
+    engine = make_engine(args)
+    await engine.start()
+    try:
+        written = await engine.export(job, args.target, os.path.abspath(args.output),
+                                      bytecode=args.bytecode)
+    except LensError as err:
+        raise from_lens(err, src.path) from err
+    finally:
+        await engine.stop()
+    print(f"wrote {display(written.get('path', args.output))} ({written.get('bytes', '?')} bytes)")
+    return EXIT_OK
