@@ -28,11 +28,6 @@ KNOWN_CYCLES: list[set[str]] = [
          "code_actions", "code_lens", "commands", "custom_requests", "diagnostics", "hover",
          "notebooks", "project_config", "status", "sync"))},
     {"torch_mlir_lens.worker.library_frames", "torch_mlir_lens.worker.locations"},
-    # repo_check imports CliError, the single-file listing and the verdict from the `cli`
-    # package itself instead of cli.common, cli.check_file and verdict.
-    {"torch_mlir_lens.cli", "torch_mlir_lens.cli.check", "torch_mlir_lens.cli.merge",
-     "torch_mlir_lens.repo_check.command", "torch_mlir_lens.repo_check.runner",
-     "torch_mlir_lens.repo_check.text_formats"},
 ]
 
 

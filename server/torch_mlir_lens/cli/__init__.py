@@ -33,7 +33,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from torch_mlir_lens.cli import check, check_file, export, lower, merge, serve, verify
+from torch_mlir_lens.cli import check, export, lower, merge, serve, verify
 from torch_mlir_lens.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -44,12 +44,6 @@ from torch_mlir_lens.cli.common import (
     Parser,
     report_error,
 )
-from torch_mlir_lens.verdict import verdict_json
-
-# The repository check (repo_check/) imports these three names from here; new code imports
-# them from cli.common, cli.check_file and verdict.
-_print_check = check_file.print_check
-_target_verdict = verdict_json
 
 __all__ = [
     "EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_NO_RUN", "EXIT_OK", "PROG", "CliError",

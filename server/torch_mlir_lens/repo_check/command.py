@@ -83,7 +83,7 @@ def single_module_run(args: argparse.Namespace) -> bool:
 
 def _cli_error(message: str, *, file: str | None = None, line: int | None = None,
                code: int = 2) -> Exception:
-    from torch_mlir_lens.cli import CliError
+    from torch_mlir_lens.cli.common import CliError
 
     return CliError(message, code, file=file, line=line)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from torch_mlir_lens.repo_check.plan import rel_path
+from torch_mlir_lens.repo_check.paths import rel_path
 from torch_mlir_lens.results import ErrorKind, LowerResult
 
 # Failures that happen before a backend is involved: reported once per module, not per target.

@@ -110,3 +110,9 @@ def collect(paths: list[str], exclude: list[str], root: str) -> Collected:
                 out.files.append(path)
     out.files = sorted(dict.fromkeys(out.files))
     return out
+
+
+def rel_path(path: str, root: str) -> str:
+    """`path` relative to `root` with '/' separators (absolute when outside the root)."""
+    rel = os.path.relpath(path, root)
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")

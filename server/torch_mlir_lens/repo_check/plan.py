@@ -9,10 +9,11 @@ here (the order and the jobs), cell lines in the report.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from torch_mlir_lens.repo_check.paths import rel_path
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,6 @@ class Plan:
         """The text `task`'s module is lowered from (in a notebook: the cells up to its own)."""
         source = self.notebooks.get(task.path)
         return source.module_text(task.name) if source is not None else self.texts[task.path]
-
-
-def rel_path(path: str, root: str) -> str:
-    """`path` relative to `root` with '/' separators (absolute when outside the root)."""
-    rel = os.path.relpath(path, root)
-    return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
 def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],

@@ -76,9 +76,9 @@ def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
 
 def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str, Any]:
     # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
-    from torch_mlir_lens.cli import _target_verdict
+    from torch_mlir_lens.verdict import verdict_json
 
-    return {t.target: _target_verdict(t) for t in results}
+    return {t.target: verdict_json(t) for t in results}
 
 
 async def _check_one(engine: Any, task: ModuleTask, text: str,
@@ -107,7 +107,7 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
                             for t in opts.targets}
         file = None
         if err.file and os.path.abspath(err.file) != task.path:
-            from torch_mlir_lens.repo_check.plan import rel_path
+            from torch_mlir_lens.repo_check.paths import rel_path
 
             file = rel_path(err.file, opts.root)
         finding = error_finding(err.kind, err.message, rel=task.rel, line=err.line,
