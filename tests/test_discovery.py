@@ -9,12 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torch_mlir_lens import discovery
 from torch_mlir_lens.discovery import (
+    caches,
     find_modules,
+    finder,
     input_template,
     layer_inputs_expr,
     module_at_line,
+    parsing,
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -347,8 +349,8 @@ def _timed_cached(text: str) -> float:
 
 def _timed(text: str, cold: bool = False) -> float:
     if cold:
-        discovery._CHUNK_CACHE.clear()
-        discovery._NODE_CACHE.clear()
+        parsing._CHUNK_CACHE.clear()
+        caches._NODE_CACHE.clear()
     t0 = time.perf_counter()
     find_modules(text + f"\n# {time.perf_counter()}\n")  # defeat the result cache
     return time.perf_counter() - t0
@@ -358,8 +360,8 @@ def test_chunked_parse_equals_whole_parse():
     files = [*OWN_EXAMPLES, Path(ast.__file__), Path(textwrap.__file__)]
     for path in files:
         text = path.read_text()
-        discovery._CHUNK_CACHE.clear()
-        chunked = discovery._parse_chunked(text)
+        parsing._CHUNK_CACHE.clear()
+        chunked = parsing._parse_chunked(text)
         assert chunked is not None, path
         whole = ast.parse(text).body
         assert ast.dump(ast.Module(chunked, []), include_attributes=True) == ast.dump(
@@ -435,7 +437,7 @@ def test_edited_examples_never_raise(which, line, edit, junk):
     else:
         lines[i] += '"""'
     text = "\n".join(lines)
-    infos = discovery._find_modules(text, None, None, None)
+    infos = finder._find_modules(text, None, None, None)
     for info in infos:
         assert 1 <= info.line <= info.end_line <= len(lines) + 1
         assert module_at_line(infos, info.line) is not None

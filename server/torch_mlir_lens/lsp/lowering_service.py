@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
@@ -508,7 +509,8 @@ class LoweringService:
     ) -> AsyncIterator[None]:
         """Work-done progress around a block: the client's token, or one we create."""
         server = self._server
-        if token is None and enabled and server.client_supports("window.work_done_progress"):
+        supported = get_capability(server.client_capabilities, "window.work_done_progress", False)
+        if token is None and enabled and supported:
             token = f"torch-mlir-lens-{uuid.uuid4()}"
             try:
                 await asyncio.wait_for(server.work_done_progress.create_async(token), 5)

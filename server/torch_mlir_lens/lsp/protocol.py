@@ -44,13 +44,18 @@ def lens_converter() -> Any:
     # The one class whose resolved field type lsprotocol's hook registration reads.
     _resolved(types.NotebookCellTextDocumentFilter)
     # Skip the resolve-everything step for this converter only: another one made in the same
-    # process (a client's, in tests) still gets it.
-    skipped = _hooks._resolved_forward_references
-    _hooks._resolved_forward_references = True
+    # process (a client's, in tests) still gets it. lsprotocol (2025.0.0) offers no public
+    # switch: `get_converter` always resolves everything unless this private flag says it
+    # did. Should a release drop the flag, the converter is built the ordinary (slower) way.
+    flag = "_resolved_forward_references"
+    skipped = getattr(_hooks, flag, None)
+    if skipped is not None:
+        setattr(_hooks, flag, True)
     try:
         converter = default_converter()
     finally:
-        _hooks._resolved_forward_references = skipped
+        if skipped is not None:
+            setattr(_hooks, flag, skipped)
     # Only for a class not resolved yet: resolve it, then let the converter pick the hook it
     # would have picked anyway (lsprotocol's renaming / omitting ones included).
     converter.register_structure_hook_factory(

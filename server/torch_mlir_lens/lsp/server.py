@@ -17,6 +17,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
@@ -58,15 +59,6 @@ class LensServer(LanguageServer):
         # Spawned by `serve` before pygls was imported; adopted at start, killed if untrusted.
         self.early_worker: EarlyWorker | None = None
 
-    def client_supports(self, dotted: str) -> bool:
-        """Whether the client's capabilities hold a truthy value at `dotted` (snake_case)."""
-        value: Any = self.protocol.client_capabilities
-        for part in dotted.split("."):
-            value = getattr(value, part, None)
-            if value is None:
-                return False
-        return bool(value)
-
     def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine in the background, keeping a reference until it is done."""
         task = asyncio.ensure_future(coro)
@@ -76,8 +68,8 @@ class LensServer(LanguageServer):
 
     def refresh_lenses(self) -> None:
         """Ask the client to re-request code lenses soon (coalesced: one per burst)."""
-        if self._lens_refresh is not None or not self.client_supports(
-            "workspace.code_lens.refresh_support"
+        if self._lens_refresh is not None or not get_capability(
+            self.client_capabilities, "workspace.code_lens.refresh_support", False
         ):
             return
 

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -36,7 +37,10 @@ def register(server: LensServer) -> None:
 
 async def watch(server: LensServer) -> None:
     """Ask the client to report pyproject.toml changes (no-op if it cannot register)."""
-    if not server.client_supports("workspace.did_change_watched_files.dynamic_registration"):
+    if not get_capability(
+        server.client_capabilities, "workspace.did_change_watched_files.dynamic_registration",
+        False,
+    ):
         return
     options = types.DidChangeWatchedFilesRegistrationOptions(
         watchers=[types.FileSystemWatcher(glob_pattern=GLOB)])

@@ -25,6 +25,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.features import diagnostics, project_config
@@ -128,7 +129,7 @@ def _workspace_root(params: types.InitializeParams) -> str | None:
 async def pull_settings(server: LensServer, pushed: Mapping[str, Any] | None = None) -> None:
     """Fetch `torchMlirLens` from the client (if it can answer) and apply it."""
     pulled: Mapping[str, Any] | None = None
-    if server.client_supports("workspace.configuration"):
+    if get_capability(server.client_capabilities, "workspace.configuration", False):
         try:
             items = [types.ConfigurationItem(section=SECTION)]
             answer = await asyncio.wait_for(

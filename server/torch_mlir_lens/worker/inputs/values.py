@@ -1,0 +1,102 @@
+"""Values the user wrote as text or files: evaluate expressions, load saved inputs, find files.
+
+Expressions are evaluated in the user's module namespace with `torch` available; failures
+become "bad-inputs" errors at the line that holds the expression. `dynamic` dim names become
+`torch.export.Dim`s (the same name gives the same Dim).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import types
+from typing import Any
+
+import torch
+
+from torch_mlir_lens.results import ErrorKind, LensError
+
+
+def namespace(mod: types.ModuleType) -> dict[str, Any]:
+    """Globals for evaluating expressions: the user's module, plus `torch`."""
+    ns = dict(vars(mod))
+    ns.setdefault("torch", torch)
+    return ns
+
+
+def evaluate(expr: str, ns: dict[str, Any], what: str, path: str, line: int | None) -> Any:
+    """Evaluate an inputs/init/dynamic expression; failures become bad-inputs."""
+    try:
+        code = compile(expr.strip(), f"<torch-mlir-lens {what}>", "eval")
+        return eval(code, dict(ns))
+    except Exception as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise LensError(
+            ErrorKind.BAD_INPUTS,
+            f"{what} expression `{expr.strip()}` failed: {type(exc).__name__}"
+            + (f": {detail}" if detail else ""),
+            file=path, line=line,
+        ) from None
+
+
+def as_call_args(value: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """tuple/list → positional, dict → keyword, anything else → one positional argument."""
+    if isinstance(value, tuple):
+        return value, {}
+    if isinstance(value, list):
+        return tuple(value), {}
+    if isinstance(value, dict):
+        return (), dict(value)
+    return (value,), {}
+
+
+def to_dims(spec: Any, dims: dict[str, Any]) -> Any:
+    """Replace dim names ("batch") by `torch.export.Dim`s, recursively."""
+    if isinstance(spec, str):
+        if spec not in dims:
+            dims[spec] = torch.export.Dim(spec)
+        return dims[spec]
+    if isinstance(spec, dict):
+        return {k: to_dims(v, dims) for k, v in spec.items()}
+    if isinstance(spec, list | tuple):
+        return type(spec)(to_dims(v, dims) for v in spec)
+    return spec
+
+
+def load_inputs_file(file: str, path: str, what: str) -> Any:
+    """torch.load a saved tuple/dict of tensors (weights_only first: it cannot run code)."""
+    if not os.path.isfile(file):
+        raise LensError(ErrorKind.BAD_INPUTS, f"{what} {file} does not exist", file=path)
+    try:
+        try:
+            return torch.load(file, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError:
+            # Not plain tensors/containers. The workspace is trusted (its code runs anyway).
+            return torch.load(file, map_location="cpu", weights_only=False)
+    except Exception as exc:
+        raise LensError(
+            ErrorKind.BAD_INPUTS, f"cannot load {what} {file}: {type(exc).__name__}: {exc}",
+            file=path,
+        ) from None
+
+
+def locate(file: str, path: str, workspace: str | None) -> str:
+    """A relative inputs file: from the current folder, else the workspace, else the file's
+    folder (the worker's current folder need not be the caller's)."""
+    file = os.path.expanduser(file)
+    if os.path.isabs(file):
+        return file
+    for base in (os.getcwd(), workspace, os.path.dirname(path)):
+        if base and os.path.exists(os.path.join(base, file)):
+            return os.path.abspath(os.path.join(base, file))
+    return os.path.abspath(file)
+
+
+def settings_value(value: str, ns: dict[str, Any], path: str, workspace: str | None,
+                    key: str) -> Any:
+    """A settings entry: "@file" (relative to the workspace, else the file's folder) or EXPR."""
+    if value.startswith("@"):
+        base = workspace or os.path.dirname(path)
+        file = os.path.join(base, os.path.expanduser(value[1:]))
+        return load_inputs_file(os.path.abspath(file), path, f"settings[{key!r}] file")
+    return evaluate(value, ns, f"settings[{key!r}]", path, None)
