@@ -2,6 +2,7 @@
 
     fx_result(module_name, program, users)   the `fx` target: the ATen graph as PyTorch prints it
     render(module_op, users, ...)             IR text, weights elided / locations stripped, + map
+    lower_result(module_name, target, ...)    a target's LowerResult from its rendered IR
     module_bytes(module_op, ...)              the text or bytecode an export writes
     write_repro(...)                          a lowering's input IR + its torch-mlir-opt command
     atomic_write(path, data)                  temp file in the same folder + os.replace
@@ -18,8 +19,15 @@ import tempfile
 from typing import Any
 
 from torch_mlir_lens.frames import FrameTable, SourceFrame
-from torch_mlir_lens.results import ErrorKind, IrLineMapping, LensError, LowerResult
-from torch_mlir_lens.worker import ir_text
+from torch_mlir_lens.results import (
+    ErrorKind,
+    IrLineMapping,
+    LensDiagnostic,
+    LensError,
+    LowerResult,
+    PassIr,
+)
+from torch_mlir_lens.worker import ir_text, partial
 from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.locations import UserFiles
@@ -70,6 +78,29 @@ def render(module_op: Any, users: UserFiles, *, keep_weights: bool,
     if not keep_weights:  # say plainly which weights the text does not hold
         asm = mark_elided(asm)
     return ir_text.render(asm, users, strip_locations=not debug_info)
+
+
+def lower_result(module_name: str, target: str, ok: bool, rendered: ir_text.RenderedIr | None,
+                 diagnostics: list[LensDiagnostic], *, passes: list[PassIr] | None,
+                 symbols: set[str] | None, module_file: str | None,
+                 module_line: int | None) -> LowerResult:
+    """A target's LowerResult. Diagnostics without a line go to the module's class line (when
+    known); with `symbols` (rejected ops kept as calls) the IR is a partial lowering's:
+    decorated with its header, and the calls mapped to their lines."""
+    if module_file is not None:
+        for d in diagnostics:
+            if d.file is None:
+                d.file, d.line = module_file, module_line
+    if rendered is not None and symbols is not None:
+        rendered = partial.decorate(rendered, diagnostics, target, symbols, module_file)
+    return LowerResult(
+        module=module_name, target=target, ok=ok,
+        ir=rendered.text if rendered else "",
+        map=rendered.map if rendered else [],
+        frames=rendered.frames if rendered else FrameTable(),
+        diagnostics=diagnostics, stats=rendered.stats if rendered else {},
+        passes=passes, partial=symbols is not None,
+    )
 
 
 def module_bytes(module_op: Any, *, bytecode: bool, debug_info: bool) -> bytes:

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir_lens import culprits
-from torch_mlir_lens.frames import FrameTable
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult, PassIr
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import failures, ir_text, partial
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.export import export_program, import_program
+from torch_mlir_lens.worker.lowering.options import LowerOptions
 from torch_mlir_lens.worker.lowering.pipeline import (
     PassFailure,
     backend_pipeline,
@@ -34,19 +33,6 @@ from torch_mlir_lens.worker.lowering.pipeline import (
     run_pipeline,
 )
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
-
-MLIR_TARGETS = ("raw", "torch", "linalg", "tosa", "stablehlo", "llvm")
-
-
-@dataclass
-class LowerOptions:
-    """How to lower and print."""
-
-    keep_weights: bool = False  # False: dense_resource blobs elided when printing
-    debug_info: bool = False  # True: locations stay in the printed IR
-    print_after_all: bool = False  # fill LowerResult.passes with the IR after each pass
-    list_unsupported: bool = True  # on failure, list every unsupported op, not just the first
-    strict: bool = False  # torch.export strict mode (used by lower_module)
 
 
 class ProgramLowerer:
@@ -239,23 +225,12 @@ class ProgramLowerer:
                 outlined: partial.Partial | None = None,
                 symbols: set[str] | None = None) -> LowerResult:
         rendered = self._render(module_op, options) if module_op is not None else None
-        if self.module_file is not None:
-            for d in diagnostics:
-                if d.file is None:
-                    d.file, d.line = self.module_file, self.module_line
         if outlined is not None:
             symbols = {c.symbol for c in outlined.culprits if c.symbol} | (symbols or set())
-        if rendered is not None and symbols is not None:
-            rendered = partial.decorate(rendered, diagnostics, target, symbols, self.module_file)
-        return LowerResult(
-            module=self.module_name, target=target, ok=ok,
-            ir=rendered.text if rendered else "",
-            map=rendered.map if rendered else [],
-            frames=rendered.frames if rendered else FrameTable(),
-            diagnostics=diagnostics, stats=rendered.stats if rendered else {},
-            passes=passes if options.print_after_all else None,
-            partial=symbols is not None,
-        )
+        return artifacts.lower_result(
+            self.module_name, target, ok, rendered, diagnostics,
+            passes=passes if options.print_after_all else None, symbols=symbols,
+            module_file=self.module_file, module_line=self.module_line)
 
     def _lower_mlir(self, target: str, pipeline: str | None,
                     options: LowerOptions) -> LowerResult:
