@@ -27,7 +27,6 @@ KNOWN_CYCLES: list[set[str]] = [
      *(f"torch_mlir_lens.lsp.features.{name}" for name in (
          "code_actions", "code_lens", "commands", "custom_requests", "diagnostics", "hover",
          "notebooks", "project_config", "status", "sync"))},
-    {"torch_mlir_lens.worker.library_frames", "torch_mlir_lens.worker.locations"},
 ]
 
 

@@ -91,7 +91,7 @@ class _InProcessEngine:
         pass
 
     async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        from torch_mlir_lens.worker.verify_job import run_verify_job
+        from torch_mlir_lens.worker.verify.job import run_verify_job
 
         assert request["op"] == "verify"
         return run_verify_job(request, mutate_ir=self.mutate_ir)

@@ -13,7 +13,7 @@ import torch
 from torch_mlir_lens.results import ErrorKind
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.divergence import first_divergence
-from torch_mlir_lens.worker.verify_job import verify_lowerer
+from torch_mlir_lens.worker.verify.job import verify_lowerer
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
 USER_FILES = [str(MODELS_PATH)]

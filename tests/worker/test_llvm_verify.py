@@ -24,7 +24,7 @@ from torch_mlir_lens.worker.verify import (
     default_tolerances,
     verify_linalg_module,
 )
-from torch_mlir_lens.worker.verify_job import verify_callable
+from torch_mlir_lens.worker.verify.job import verify_callable
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
 
@@ -135,6 +135,17 @@ def test_zero_d_outputs_from_a_dict_and_a_kwarg() -> None:
         ([], "float32", []),
         ([], "int64", []),
     ]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16],
+                         ids=["f32", "f16", "bf16"])
+def test_zero_d_input_and_16_bit_floats(dtype: torch.dtype) -> None:
+    # 16-bit floats cross the C interface as raw 16-bit integers and are viewed back.
+    x, s = torch.randn(4, 3, dtype=dtype), torch.tensor(2.5, dtype=dtype)
+    result = _verify(vm.ScaleByScalar(), x, s)
+    assert result.ok, result.message
+    name = str(dtype).removeprefix("torch.")
+    assert [(o.shape, o.dtype) for o in result.outputs] == [([4, 3], name), ([], name)]
 
 
 def test_non_contiguous_inputs() -> None:

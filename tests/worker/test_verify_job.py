@@ -9,7 +9,7 @@ import pytest
 
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.worker.verify import VerifyResult
-from torch_mlir_lens.worker.verify_job import run_verify_job
+from torch_mlir_lens.worker.verify.job import run_verify_job
 
 USER_FILE = textwrap.dedent(
     """\

@@ -25,15 +25,15 @@ from torch_mlir.dialects import func as func_d
 
 from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
-from torch_mlir_lens.worker.verify import (
-    _ELEMENT_TYPES,
+from torch_mlir_lens.worker.verify.compare import compare_output
+from torch_mlir_lens.worker.verify.jit import (
+    ELEMENT_TYPES,
     FuncSig,
-    _parse,
-    compare_output,
     function_signature,
     jit,
     run_compiled,
 )
+from torch_mlir_lens.worker.verify.linalg import private_copy
 
 Key = tuple[str, int, tuple[int, ...], torch.dtype]  # file, line, shape, dtype
 
@@ -110,13 +110,13 @@ def _value_key(value: ir.Value, op: ir.Operation, users: UserFiles) -> Key | Non
     if not isinstance(ty, ir.RankedTensorType) or not ty.has_static_shape:
         return None
     element = str(ty.element_type)
-    if element not in _ELEMENT_TYPES:
+    if element not in ELEMENT_TYPES:
         return None
     frames = user_frames_of(str(op.location), users)
     if not frames:
         return None
     file, line = frames[0]
-    return (file, line, tuple(ty.shape), _ELEMENT_TYPES[element][1])
+    return (file, line, tuple(ty.shape), ELEMENT_TYPES[element][1])
 
 
 def _compiled_values(func: ir.Operation, users: UserFiles) -> dict[Key, ir.Value]:
@@ -170,7 +170,7 @@ def first_divergence(
     users = as_user_files(user_files)
     kwargs = dict(kwargs or {})
     eager = eager_values(program, args, kwargs, users)
-    module = _parse(linalg, mutate_ir, None)
+    module = private_copy(linalg, mutate_ir, None)
     sig = function_signature(module)
     func = next(f for f in public_func_ops(module)
                 if ir.StringAttr(f.attributes["sym_name"]).value == sig.name)

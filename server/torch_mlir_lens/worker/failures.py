@@ -19,7 +19,7 @@ from torch_mlir_lens import targets
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic
 from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import culprit_diags, illegal_ops, partial
-from torch_mlir_lens.worker.library_frames import add_library_frames
+from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
 

@@ -71,6 +71,13 @@ class ScalarLoss(nn.Module):
         return {"loss": (diff * diff).mean(), "count": (diff > 0).sum()}
 
 
+class ScaleByScalar(nn.Module):
+    """A 0-d input and a 0-d output next to a 2-d one (the C interface's two descriptor shapes)."""
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * s + 1, s * 2
+
+
 class IntArith(nn.Module):
     """int32 in, int32 out."""
 

@@ -22,7 +22,8 @@ from typing import Any
 from torch_mlir_lens import culprits
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
-from torch_mlir_lens.worker.verify import VerifyResult, verify_linalg_module
+from torch_mlir_lens.worker.verify.linalg import verify_linalg_module
+from torch_mlir_lens.worker.verify.results import VerifyResult
 
 MAX_OPT_LEVEL = 3
 
@@ -142,7 +143,7 @@ def verify_callable(
     opt_level: int = 0,
     mutate_ir: Callable[[str], str] | None = None,
 ) -> VerifyResult:
-    """torch.export `fn` (the shared export of worker/lowering.py), then verify_lowerer."""
+    """torch.export `fn` (the shared export of worker/lowering/), then verify_lowerer."""
     from torch_mlir_lens.worker import lowering
 
     files = list(user_files)

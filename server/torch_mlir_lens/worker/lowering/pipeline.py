@@ -1,0 +1,145 @@
+"""Run MLIR pass pipelines ourselves: diagnostics captured, the IR after each pass on request.
+
+Never torch-mlir's run_pipeline_with_repro_report: it prints to fd 2 and writes a repro file
+with every weight into $TMPDIR. A failing pass raises PassFailure with the error diagnostics
+(and the passes dumped so far); a pipeline that does not parse raises LensError("bad-pipeline").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_d
+from torch_mlir.passmanager import PassManager
+
+from torch_mlir_lens.results import ErrorKind, LensError, PassIr
+from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+from torch_mlir_lens.worker import ir_text
+from torch_mlir_lens.worker.literals import mark_elided
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
+from torch_mlir_lens.worker.partial import Partial
+
+
+class PassFailure(Exception):
+    """A pass failed: its error diagnostics, and the IR after each pass when it was dumped."""
+
+    def __init__(self, errors: list[Diag], passes: list[PassIr] | None) -> None:
+        super().__init__(errors[0].message if errors else "pass pipeline failed")
+        self.errors = errors
+        self.passes = passes
+
+
+def new_context() -> ir.Context:
+    """A context for importing and lowering: torch dialect, one thread, errors captured."""
+    ctx = ir.Context()
+    torch_d.register_dialect(ctx)
+    # IR printing with multithreading on can SIGABRT; there is one function anyway.
+    ctx.enable_multithreading(False)
+    ctx.emit_error_diagnostics = False
+    return ctx
+
+
+def parsing_context() -> ir.Context:
+    """A context that can parse every IR we print or write, StableHLO and TMTensor included.
+
+    The StableHLO and TMTensor dialects (the latter in Linalg IR: cumsum, scatter, sort) have
+    no Python registration in this wheel: they are loaded only as dependencies of passes.
+    Running the conversion passes once on an empty module loads them.
+    """
+    ctx = new_context()
+    with ctx, captured(ctx):
+        empty = ir.Module.create(ir.Location.unknown(ctx))
+        PassManager.parse("builtin.module(func.func(convert-torch-to-stablehlo,"
+                          "convert-torch-to-tmtensor))", context=ctx).run(empty.operation)
+    return ctx
+
+
+def backend_pipeline(target: str, pipeline: str | None) -> str:
+    """The pipeline that lowers torch-backend IR to `target` (`pipeline` for "custom")."""
+    if target == CUSTOM_TARGET:
+        if not pipeline:
+            raise LensError(ErrorKind.BAD_REQUEST, "the custom target needs a pipeline")
+        return pipeline
+    spec = TARGETS.get(target)
+    if spec is None or spec.backend_pipeline is None:
+        raise LensError(ErrorKind.BAD_REQUEST, f"{target!r} is not a backend target")
+    return spec.backend_pipeline
+
+
+def _read_pass_dumps(root: str) -> list[PassIr]:
+    """The per-pass files of `enable_ir_printing(tree_printing_dir_path=...)`, in run order."""
+    files = []
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            if name.endswith(".mlir"):
+                path = os.path.join(dirpath, name)
+                counters = tuple(int(n) for n in re.findall(r"(\d+)_", name))
+                files.append((os.stat(path).st_mtime_ns, counters[::-1], path, name))
+    files.sort()
+    passes = []
+    for *_keys, path, name in files:
+        pass_name = re.sub(r"^(\d+_)+", "", name)[: -len(".mlir")]
+        with open(path, encoding="utf-8", errors="replace") as f:
+            passes.append(PassIr(pass_name, f.read()))
+    return passes
+
+
+def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False,
+                 keep_weights: bool = False) -> list[PassIr] | None:
+    """Run `pipeline` on `module_op` in place, diagnostics captured.
+
+    Returns the IR after each pass when asked. A syntax error / unknown pass raises
+    LensError("bad-pipeline"); a failing pass raises PassFailure with the error diagnostics.
+    """
+    ctx = module_op.context
+    with ctx, captured(ctx) as diags:
+        try:
+            pm = PassManager.parse(pipeline, context=ctx)
+        except (ValueError, ir.MLIRError) as exc:
+            detail = "; ".join(d.message for d in diags) or str(exc)
+            raise LensError(ErrorKind.BAD_PIPELINE,
+                            f"bad pass pipeline {pipeline!r}: {detail}") from exc
+        if not print_after_all:
+            try:
+                pm.run(module_op.operation)
+            except ir.MLIRError as exc:
+                raise PassFailure(error_diags(exc, diags), None) from exc
+            return None
+        with tempfile.TemporaryDirectory(prefix="torch-mlir-lens-passes-") as dump_dir:
+            pm.enable_ir_printing(
+                print_after_all=True, tree_printing_dir_path=dump_dir,
+                large_resource_limit=None if keep_weights else ir_text.ELIDE_RESOURCES_OVER,
+            )
+            failure: ir.MLIRError | None = None
+            try:
+                pm.run(module_op.operation)
+            except ir.MLIRError as exc:
+                failure = exc
+            passes = _read_pass_dumps(dump_dir)
+        if not keep_weights:
+            passes = [PassIr(p.name, mark_elided(p.ir)) for p in passes]
+        if failure is not None:
+            raise PassFailure(error_diags(failure, diags), passes) from failure
+        return passes
+
+
+# A function declaration dumped on its own by a function pass (ops outlined into calls).
+_DECLARATION = re.compile(r"^(//[^\n]*\n)?\s*func\.func private @[^\n{]*\s*$")
+
+
+def partial_passes(part: Partial, *, keep_weights: bool) -> list[PassIr]:
+    """The pass picker's list for a partial lowering: the Torch IR with the rejected ops
+    outlined, then the IR after each pass of the backend pipeline that lowered it."""
+    first = PassIr("outline-rejected-ops", ir_text.print_asm(part.outlined,
+                                                             keep_weights=keep_weights))
+    try:
+        passes = run_pipeline(part.outlined.clone(), part.pipeline, print_after_all=True,
+                              keep_weights=keep_weights) or []
+    except PassFailure as failure:  # a contract check failing on the calls: expected
+        passes = failure.passes or []
+    # Function passes also dump each declared function alone: keep the module's dumps.
+    return [first, *(p for p in passes if not _DECLARATION.match(p.ir))]

@@ -1,0 +1,44 @@
+"""Verify: run the lowered IR and compare it with eager PyTorch.
+
+    results.py  VerifyOutput, VerifyResult: what a verification returns (JSON shapes)
+    compare.py  per-dtype tolerances, one output against eager, the one-line verdict
+    jit.py      JIT an LLVM-dialect module, call it through the C interface (memref ABI)
+    linalg.py   verify_linalg_module: linalg → LLVM → JIT → run → compare, errors as results
+    job.py      the `verify` job: load, inputs, export, then the above (+ first diverging line)
+
+This package re-exports the names the rest of the worker uses; `job.py` is imported by its
+full name (it reaches back to the worker's job helpers).
+"""
+
+from __future__ import annotations
+
+from torch_mlir_lens.worker.verify.compare import (
+    compare_output,
+    default_tolerances,
+    verdict_message,
+)
+from torch_mlir_lens.worker.verify.jit import (
+    FuncSig,
+    TensorSig,
+    function_signature,
+    jit,
+    run_compiled,
+)
+from torch_mlir_lens.worker.verify.linalg import flat_tensors, run_eager, verify_linalg_module
+from torch_mlir_lens.worker.verify.results import VerifyOutput, VerifyResult
+
+__all__ = [
+    "FuncSig",
+    "TensorSig",
+    "VerifyOutput",
+    "VerifyResult",
+    "compare_output",
+    "default_tolerances",
+    "flat_tensors",
+    "function_signature",
+    "jit",
+    "run_compiled",
+    "run_eager",
+    "verdict_message",
+    "verify_linalg_module",
+]

@@ -1,0 +1,125 @@
+"""The shapes a verification returns: one compared output, and the verdict of a whole module.
+
+Both serialize to the JSON of the `verify` job, the CLI's `--json` and the custom request
+(docs/contracts.md); JSON has no inf/nan, so those travel as strings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch_mlir_lens.results import LensDiagnostic
+
+
+@dataclass
+class VerifyOutput:
+    """The comparison of one (flattened) output with its eager value."""
+
+    index: int
+    shape: list[int]
+    dtype: str  # torch dtype name of the eager value, e.g. "float32"
+    max_abs_err: float
+    max_rel_err: float  # over elements whose eager value is non-zero
+    worst_index: list[int]  # the element furthest from (or most beyond) its tolerance
+    ok: bool
+    message: str
+    rtol: float = 0.0  # the tolerances applied to this output
+    atol: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "max_abs_err": _json_float(self.max_abs_err),
+            "max_rel_err": _json_float(self.max_rel_err),
+            "worst_index": list(self.worst_index),
+            "ok": self.ok,
+            "message": self.message,
+            "rtol": self.rtol,
+            "atol": self.atol,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VerifyOutput:
+        return cls(
+            index=data["index"],
+            shape=list(data.get("shape", [])),
+            dtype=data.get("dtype", ""),
+            max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            max_rel_err=_from_json_float(data.get("max_rel_err", 0.0)),
+            worst_index=list(data.get("worst_index", [])),
+            ok=data["ok"],
+            message=data.get("message", ""),
+            rtol=data.get("rtol", 0.0),
+            atol=data.get("atol", 0.0),
+        )
+
+
+@dataclass
+class VerifyResult:
+    """The verdict of one verification.
+
+    `ok` is True only when every output matches. `kind` is None when ok, else an ErrorKind:
+    "verify-mismatch" (compared, differs), "lowering-error" / "unsupported-op" (the IR could
+    not be built or lowered; see `diagnostics`), "verify-error" (inputs, eager or JIT failed).
+    `rtol`/`atol` are the requested tolerances (None: per-dtype defaults, see each output).
+    `timings` keys (seconds): lower_llvm, jit, run, eager, compare, total (+ any from the
+    caller, e.g. export).
+    """
+
+    module: str
+    ok: bool
+    outputs: list[VerifyOutput] = field(default_factory=list)
+    rtol: float | None = None
+    atol: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    diagnostics: list[LensDiagnostic] = field(default_factory=list)
+    message: str = ""
+    kind: str | None = None
+    max_abs_err: float = 0.0
+    # On a mismatch, when found: the first user line whose values differ (divergence.py):
+    # {"file", "line", "shape", "dtype", "max_abs_err", "worst_index", "message"}.
+    divergence: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "ok": self.ok,
+            "outputs": [o.to_json() for o in self.outputs],
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "timings": self.timings,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "message": self.message,
+            "kind": self.kind,
+            "max_abs_err": _json_float(self.max_abs_err),
+            "divergence": self.divergence,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VerifyResult:
+        return cls(
+            module=data["module"],
+            ok=data["ok"],
+            outputs=[VerifyOutput.from_json(o) for o in data.get("outputs", [])],
+            rtol=data.get("rtol"),
+            atol=data.get("atol"),
+            timings=data.get("timings", {}),
+            diagnostics=[LensDiagnostic.from_json(d) for d in data.get("diagnostics", [])],
+            message=data.get("message", ""),
+            kind=data.get("kind"),
+            max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            divergence=data.get("divergence"),
+        )
+
+
+def _json_float(value: float) -> float | str:
+    """JSON has no inf/nan: send them as strings."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _from_json_float(value: float | str) -> float:
+    return float(value)
