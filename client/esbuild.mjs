@@ -20,8 +20,6 @@ const builds = [
   { ...common, entryPoints: ['client/src/extension.ts'], outfile: 'dist/extension.js' },
   // Runs inside the real extension host during the e2e test (extensionTestsPath).
   { ...common, entryPoints: ['tests/e2e/suite/index.ts'], outfile: 'out/e2e/suite/index.js' },
-  // The notebook e2e's own in-host suite (tests/e2e/notebook/).
-  { ...common, entryPoints: ['tests/e2e/notebook/suite.ts'], outfile: 'out/e2e/notebook/suite.js' },
 ];
 
 if (watch) {

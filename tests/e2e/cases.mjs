@@ -233,6 +233,112 @@ export async function gammaFolder(w) {
   return `gamma (${rep.g.interpreter}, ${rep.g.source}): TOSA lens, hover and pane; alpha (${rep.a.interpreter}, ${rep.a.source})`;
 }
 
+// ---- notebook window (tests/notebooks/spread_model.ipynb: a model spread over cells) ---------
+
+/** A code cell's editor, by the start of one of its lines (the notebook's JSON, if shown as text, has them inside quotes). */
+function cell(w, text) {
+  // Editors render spaces as no-break spaces, which Playwright normalises for strings but not in a RegExp.
+  const startsWith = new RegExp(`^\\s*${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/ /g, '\\s+')}`);
+  return w.page.locator('.cell-editor-container:visible', { has: w.page.locator('.view-line', { hasText: startsWith }) }).first();
+}
+
+const cellToken = (w, cellText, lineText, word) =>
+  cell(w, cellText).locator('.view-line', { hasText: lineText }).first().locator('span span', { hasText: word }).first();
+const RELU = 'torch.relu(self.fc(x))';
+const cellLens = (w, title) => cell(w, 'class Model').locator('.codelens-decoration a', { hasText: title }).first();
+
+export async function nbOpen(w) {
+  await w.openFromExplorer('spread_model.ipynb');
+  // Opened as JSON text at times (the notebook serializer not ready yet): its own link.
+  const asText = w.page.locator('a, .monaco-link, span', { hasText: /^Open in Notebook Editor$/ }).first();
+  await until('the notebook editor', 60_000, async () => {
+    if (await cell(w, 'class Block').isVisible()) return true;
+    if (await asText.isVisible()) await asText.click();
+    return false;
+  });
+  return 'the notebook editor shows the cells';
+}
+
+/**
+ * Scrolls the notebook down until `target` (in a cell) is rendered inside the window: cells
+ * out of view are not rendered, nor are the lenses of a cell's lines out of view.
+ */
+async function scrollTo(w, target, what) {
+  const height = w.page.viewportSize().height;
+  await until(what, 60_000, async () => {
+    const box = await target.boundingBox().catch(() => null);
+    if (box && box.y > 0 && box.y + box.height < height - 40) return true;
+    await w.page.locator('.cell-editor-container:visible').first().hover();
+    await w.page.mouse.wheel(0, box && box.y + box.height >= height - 40 ? 200 : 400);
+    return false;
+  });
+}
+
+export async function nbLens(w) {
+  const lens = cellLens(w, 'Show Linalg IR');
+  await scrollTo(w, cell(w, 'class Model').locator('.view-line', { hasText: /^\s*class\s+Model/ }).first(), 'the model class line in view');
+  await lens.waitFor({ timeout: 150_000 });
+  await w.shot('nb-01-lens.png');
+  return (await cell(w, 'class Model').locator('.codelens-decoration').first().innerText()).replace(/\s+/g, ' ');
+}
+
+export async function nbPane(w) {
+  await cellLens(w, 'Show Linalg IR').click();
+  await w.page.locator('.tabs-container .tab', { hasText: 'Model · linalg.mlir' }).first().waitFor({ timeout: 30_000 });
+  const r = await w.report("the model's Linalg pane", 150_000, (rep) =>
+    rep.panes.find((p) => p.module === 'Model' && p.target === 'linalg' && !p.loading && p.text.includes('linalg.matmul')));
+  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 30_000 });
+  await w.shot('nb-02-pane.png');
+  return `${r.text.split('\n').length} lines of Linalg IR for ${r.source.split('/').pop()}`;
+}
+
+export async function nbHighlight(w) {
+  // The cursor on the helper cell's relu line lights up that line's IR in the pane.
+  await cellToken(w, 'class Block', RELU, 'relu').click();
+  const lit = await w.report("the relu line's IR highlighted in the pane", 30_000, (rep) => {
+    if (!rep.active?.uri.startsWith('vscode-notebook-cell:')) return undefined;
+    const text = rep.editors.find((e) => isPane(e.uri))?.decoratedText.irHighlight ?? [];
+    return text.some((t) => /linalg\.generic|arith\.maximumf|arith\.cmpf/.test(t)) ? text : undefined;
+  });
+  await w.shot('nb-03-highlight.png');
+  return `${lit.length} highlighted IR line(s), e.g. ${lit[0].trim().slice(0, 80)}`;
+}
+
+export async function nbHover(w) {
+  const text = await hoverShows(w, cellToken(w, 'class Block', RELU, 'relu'), /linalg\./, 'a hover with MLIR over a cell line');
+  if (!/cell \d+ line \d+/.test(text)) throw new Error(`the hover names no cell: ${text.slice(0, 200)}`);
+  await w.shot('nb-04-hover.png');
+  return text.split('\n').slice(0, 2).join(' / ');
+}
+
+export async function nbSquiggle(w) {
+  await w.page.keyboard.press('Escape');
+  await w.page.mouse.move(5, 5);
+  await cell(w, 'class Block').locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 60_000 });
+  const text = await hoverShows(w, cellToken(w, 'class Block', 'torch.atan2(', 'atan2'), /atan2`? cannot be lowered/,
+    "the diagnostic's message on hover in the helper cell");
+  await w.shot('nb-05-squiggle.png');
+  return text.replace(/\s+/g, ' ').slice(0, 160);
+}
+
+export async function nbReveal(w) {
+  // Ctrl-click on an op of the pane: the helper cell (where the op comes from) takes the cursor.
+  await w.page.keyboard.press('Escape');
+  await w.page.mouse.move(5, 5);
+  const matmul = w.group(1).locator('.view-line', { hasText: 'linalg.matmul' }).first().locator('span', { hasText: 'linalg.matmul' }).last();
+  await matmul.click();
+  await w.report('the cursor in the pane', 15_000, (rep) => (rep.active && isPane(rep.active.uri) ? true : undefined));
+  await matmul.click({ modifiers: ['Control'] });
+  const at = await w.report('the cursor in a cell', 30_000, (rep) =>
+    rep.active?.uri.startsWith('vscode-notebook-cell:') ? rep.active : undefined);
+  // Any editor of the helper cell (it opens in the pane's group, as a file would) has the focus.
+  const focused = w.page.locator('.cell-editor-container:visible', { has: w.page.locator('.view-line', { hasText: /^\s*class\s+Block/ }) })
+    .locator('.monaco-editor.focused');
+  await until('the helper cell to have the focus', 30_000, async () => (await focused.count()) > 0);
+  await w.shot('nb-06-reveal.png');
+  return `cursor at cell line ${at.line + 1} of the helper block's cell`;
+}
+
 // ---- trust window ---------------------------------------------------------------------------
 
 export async function untrusted(w) {

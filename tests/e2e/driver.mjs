@@ -5,9 +5,9 @@
 //   env: TML_PYTHON      interpreter with the server (default: <repo>/.venv/bin/python)
 //        TML_E2E_CACHE   setup.sh's cache folder (default: <repo>/.cache/vscode-e2e)
 //        TML_E2E_KEEP=1  keep the temporary folder for inspection
-//        TML_E2E_ONLY=main|multiRoot|trust  run one window (development)
+//        TML_E2E_ONLY=main|multiRoot|notebook|trust  run one window (development)
 //
-// One code-server (trust off) serves two windows in turn:
+// One code-server (trust off) serves three windows in turn:
 //   main       a single folder: lenses, the Linalg pane, the highlight the cursor draws in it,
 //              hovers, colour bands, a squiggle with its message, the export dialog. Its
 //              in-editor suite (suite/main.ts) checks through the API meanwhile, then a pane
@@ -18,6 +18,11 @@
 //              extension's API) and a file outside them (suite/multiRoot.ts). The in-host suite
 //              then changes interpreters through that API: only gamma's server restarts, once
 //              for a burst of changes, and alpha's setting wins over the extension.
+//   notebook   tests/notebooks/spread_model.ipynb (no kernel), its model spread over cells: the
+//              lens in the model's cell, the Linalg pane, the cursor in a cell lighting up its IR,
+//              a hover and a squiggle in the helper block's cell, Ctrl-click revealing a cell;
+//              its suite (suite/notebook.ts) checks lenses, hover, diagnostics and the pane's
+//              definitions through the API. Its training cell must never run (a marker file).
 // The Python extension itself cannot be installed offline: fake-python-extension/ is a
 // test-only stand-in (id ms-python.python) implementing the part of its published API the
 // client uses; it is packaged and installed beside the .vsix.
@@ -38,13 +43,15 @@ import {
   cleanups, elapsedSeconds, log, need, result, startCodeServer, ui,
 } from './workbench.mjs';
 
-const TOTAL_BUDGET_MS = 480_000;
+const TOTAL_BUDGET_MS = 600_000;
+const NOTEBOOK = path.join(ROOT, 'tests', 'notebooks', 'spread_model.ipynb');
 const SUITE_BUDGET_MS = 300_000;
 
 /** The windows: where they open, their cases in order, and whether an in-editor suite runs. */
 const WINDOWS = {
   main: { target: (ws) => ({ folder: ws.single }), suite: 'main', cases: ['lenses', 'pane', 'highlight', 'hover', 'bands', 'squiggle', 'exportDialog'] },
   multiRoot: { target: (ws) => ({ workspace: ws.multiRoot }), suite: 'multiRoot', cases: ['alphaFolder', 'betaMissing', 'alphaUnaffected', 'gammaFolder'] },
+  notebook: { target: (ws) => ({ folder: ws.notebook }), suite: 'notebook', cases: ['nbOpen', 'nbLens', 'nbPane', 'nbHighlight', 'nbHover', 'nbSquiggle', 'nbReveal'] },
   trust: { target: (ws) => ({ folder: ws.single }), suite: null, cases: ['untrusted', 'trusted'] },
 };
 
@@ -52,7 +59,7 @@ const WINDOWS = {
 async function runWindow(server, name, ctx) {
   const spec = WINDOWS[name];
   const win = await server.open({ window: name, ...spec.target(ctx.ws), suite: !!spec.suite });
-  const w = { page: win.page, tmp: ctx.tmp, ws: ctx.ws.single, ...ui(win.page, name, win.reportFile) };
+  const w = { page: win.page, tmp: ctx.tmp, ws: spec.target(ctx.ws).folder ?? ctx.ws.single, ...ui(win.page, name, win.reportFile) };
   try {
     for (const c of spec.cases) await w.step(c, () => cases[c](w));
   } finally {
@@ -127,7 +134,17 @@ function makeWorkspaces(tmp) {
   // Files outside every folder: the Python extension's workspace-wide interpreter.
   const settings = { 'python.defaultInterpreterPath': PYTHON };
   fs.writeFileSync(multiRoot, JSON.stringify({ folders: Object.keys(folders).map((f) => ({ path: f })), settings }, null, 2));
-  return { single, multiRoot };
+
+  // A notebook with its model spread over cells; its last cell (training) must never run.
+  const notebook = path.join(tmp, 'nb');
+  fs.mkdirSync(path.join(notebook, '.vscode'), { recursive: true });
+  fs.copyFileSync(NOTEBOOK, path.join(notebook, path.basename(NOTEBOOK)));
+  fs.writeFileSync(path.join(notebook, '.vscode', 'settings.json'), JSON.stringify({
+    'torchMlirLens.python': PYTHON,
+    // An op's definitions are its line and the lines calling it: go to the first (innermost).
+    'editor.gotoLocation.multipleDefinitions': 'goto',
+  }, null, 2));
+  return { single, multiRoot, notebook };
 }
 
 /** Packages the test-only Python extension stand-in (fake-python-extension/) into <tmp>. */
@@ -168,12 +185,16 @@ async function main() {
       timeout: 120_000,
     });
     const ctx = { tmp, ws };
-    if (wanted('main') || wanted('multiRoot')) {
+    if (wanted('main') || wanted('multiRoot') || wanted('notebook')) {
       // No machine-wide interpreter: the single folder sets its own, gamma takes the Python extension's.
       const server = await startCodeServer({ name: 'shared', tmp, exts, trust: false, python: null, chromium });
       try {
         if (wanted('main')) await runWindow(server, 'main', ctx).catch((e) => log('main window:', String(e).split('\n')[0]));
         if (wanted('multiRoot')) await runWindow(server, 'multiRoot', ctx).catch((e) => log('multiRoot window:', String(e).split('\n')[0]));
+        if (wanted('notebook')) {
+          await runWindow(server, 'notebook', ctx).catch((e) => log('notebook window:', String(e).split('\n')[0]));
+          result.trainingRan = fs.existsSync(path.join(ws.notebook, 'training-ran.marker'));
+        }
       } finally {
         await server.close();
       }
@@ -191,7 +212,7 @@ async function main() {
     else log('kept', tmp);
   }
   const suitesOk = Object.values(result.suiteExit).every((c) => c === 0);
-  result.ok = Object.keys(result.steps).length > 0 && Object.values(result.steps).every((s) => s.ok) && suitesOk;
+  result.ok = Object.keys(result.steps).length > 0 && Object.values(result.steps).every((s) => s.ok) && suitesOk && !result.trainingRan;
 }
 
 function finish(code) {

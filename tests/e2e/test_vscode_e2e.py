@@ -5,7 +5,9 @@ before overwriting); trust granted mid-start many times; a three-folder workspac
 have their own interpreters and settings (two lower with their own venvs, one lacks the server),
 plus a file outside them; the Python extension's interpreter changes (through a test-only
 stand-in of its published API): a burst restarts only that folder's server, once, and the
-`torchMlirLens.python` setting still wins; then workspace trust in the UI: restricted until
+`torchMlirLens.python` setting still wins; a notebook with its model spread over cells (lens,
+pane, highlight, hover and squiggle in cells, Ctrl-click revealing a cell, its training cell
+never run); then workspace trust in the UI: restricted until
 trusted, and IR after trusting without a reload. Highlights and hovers are read from the
 extension's own test report and the hover widget, not from VS Code's internal CSS. Driven by
 tests/e2e/driver.mjs; screenshots and logs go to test-artifacts/e2e/.
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TML_E2E_CACHE", ROOT / ".cache" / "vscode-e2e"))
 RESULT = ROOT / "test-artifacts" / "e2e" / "result.json"
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(540)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(660)]
 
 UI_STEPS = [
     *(
@@ -37,6 +39,10 @@ UI_STEPS = [
         for s in ("lenses", "pane", "highlight", "hover", "bands", "squiggle", "exportDialog")
     ),
     *(f"multiRoot.{s}" for s in ("alphaFolder", "betaMissing", "alphaUnaffected", "gammaFolder")),
+    *(
+        f"notebook.{s}"
+        for s in ("nbOpen", "nbLens", "nbPane", "nbHighlight", "nbHover", "nbSquiggle", "nbReveal")
+    ),
     "trust.untrusted",
     "trust.trusted",
 ]
@@ -60,6 +66,7 @@ SUITE_STEPS = {
         "settingWins",
         "folderRemoved",
     ),
+    "notebook": ("activated", "cellLenses", "cellHover", "cellDiagnostics", "paneDefinition"),
 }
 SHOTS = (
     "01-lenses",
@@ -75,6 +82,8 @@ SHOTS = (
     "09-multiroot-alpha",
     "10-multiroot-alpha-hover",
     "11-multiroot-gamma",
+    *(f"nb-0{i}-{name}" for i, name in enumerate(
+        ("lens", "pane", "highlight", "hover", "squiggle", "reveal"), start=1)),
 )
 
 
@@ -112,7 +121,7 @@ def test_extension_in_real_vscode() -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=520,
+        timeout=640,
     )
     log = proc.stdout[-6000:] + proc.stderr[-3000:]
     assert RESULT.exists(), f"the driver wrote no result\n{log}"
@@ -128,6 +137,7 @@ def test_extension_in_real_vscode() -> None:
             assert check.get("ok"), f"in-editor check {suite}.{name} failed: {check}\n{log}"
         exit_code = (result.get("suiteExit") or {}).get(suite)
         assert exit_code == 0, f"in-editor suite {suite} exit code {exit_code}\n{log}"
+    assert result.get("trainingRan") is False, "the notebook's training cell ran"
     for shot in (f"{s}.png" for s in SHOTS):
         assert (RESULT.parent / shot).stat().st_size > 10_000, f"screenshot {shot} missing or empty"
     assert proc.returncode == 0, log

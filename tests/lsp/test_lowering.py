@@ -152,6 +152,17 @@ async def test_second_hover_is_served_from_cache(client: LanguageClient, workspa
     assert after["exportsRun"] == before["exportsRun"]
 
 
+async def test_target_with_passes(client: LanguageClient, workspace: Path) -> None:
+    """What "Show IR After Pass…" asks for: a backend's IR after each of its passes."""
+    uri = (workspace / "mlp.py").as_uri()
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "MLP", "target": "linalg",
+                            "printAfterAll": True})
+    assert answer["ok"] is True and answer["target"] == "linalg"
+    assert len(answer["passes"]) > 3 and all(p["name"] and p["ir"] for p in answer["passes"])
+    assert "func.func" in answer["passes"][0]["ir"]
+
+
 async def test_named_pipeline_with_passes(client: LanguageClient, workspace: Path) -> None:
     uri = (workspace / "mlp.py").as_uri()
     answer = await request(client, "torchMlirLens/lower",
