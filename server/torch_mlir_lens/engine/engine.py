@@ -24,6 +24,7 @@ from typing import Any
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
 from torch_mlir_lens.engine.worker_client import EarlyWorker, OutputCallback, WorkerClient
 from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
@@ -74,12 +75,6 @@ class ModuleJob:
         }
 
 
-# Fields of a lower job that choose what to print, not what to export.
-_TARGET_FIELDS = frozenset({"targets", "pipeline", "keep_weights", "debug_info",
-                            "print_after_all", "list_unsupported", "id"})
-_WORKER_PROGRAMS = 4  # exported programs the worker keeps (worker/jobs.py)
-
-
 @dataclass
 class _Pending:
     """A job waiting for (or holding) the worker."""
@@ -89,7 +84,7 @@ class _Pending:
     module_id: tuple[str, str] | None  # (path, module) for superseding; None: never superseded
     text_sha: str | None
     future: asyncio.Future[dict[str, Any]]
-    program: str | None = None  # which exported program the job needs (see _program_key)
+    program: str | None = None  # the exported program a lower job needs (protocol.programs)
 
 
 class Engine:
@@ -109,8 +104,6 @@ class Engine:
         self._pump_task: asyncio.Task[None] | None = None
         self._restart_client = False
         self._started = False
-        # Programs the worker has exported (it caches a few): a job on one of them only lowers.
-        self._exported: list[str] = []
 
     def _new_client(self, early: EarlyWorker | None = None) -> WorkerClient:
         return WorkerClient(
@@ -363,7 +356,7 @@ class Engine:
                                           "superseded by a newer version of the file"))
         running = self._running
         if (running is not None and stale(running) and self.config.cancel_stale
-                and running.program not in self._exported):
+                and running.program not in self._client.programs):
             # Killing costs a worker restart (seconds of imports): worth it only to stop a
             # stale export, not a lowering of an already exported program (e.g. the
             # follow-up backends of a check), which ends sooner than a restart would.
@@ -400,26 +393,18 @@ class Engine:
                                               f"{type(exc).__name__}: {exc}"))
             else:
                 self._inflight.pop(pending.key, None)
-                self._remember_export(pending.program)
                 if not pending.future.done():
                     pending.future.set_result(result)
             finally:
                 self._running = None
 
-    def _remember_export(self, program: str | None) -> None:
-        if program is None:
-            return
-        if program in self._exported:
-            self._exported.remove(program)
-        self._exported.append(program)
-        del self._exported[:-_WORKER_PROGRAMS]
-
-    def _program_key(self, request: dict[str, Any]) -> str | None:
-        """The exported program a lowering job needs: the job minus what only picks targets."""
-        if request.get("op") != "lower":
+    @staticmethod
+    def _program_key(request: dict[str, Any]) -> str | None:
+        """The exported program a lowering job needs (the worker reports the ones it holds)."""
+        text = request.get("text")
+        if request.get("op") != "lower" or not isinstance(text, str):
             return None
-        parts = {k: v for k, v in request.items() if k not in _TARGET_FIELDS}
-        return self._key(parts)
+        return program_key(request, text)
 
 
 def _write_temps(output: str) -> set[str]:

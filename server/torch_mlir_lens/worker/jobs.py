@@ -12,8 +12,6 @@ inputs, strict) lets several targets and several jobs on the same module export 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import sys
 import time
@@ -24,7 +22,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
@@ -74,15 +72,24 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         release_evicted()  # when run in-process, nobody called it after the last job
         with _restored_process_state():
             result = handler(job)
-        return {"id": job_id, "ok": True, "result": result}
+        return {"id": job_id, "ok": True, "result": result, "programs": held_programs()}
     except LensError as exc:
         if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
             # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
             exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
                             file=exc.file, line=exc.line)
-        return {"id": job_id, "ok": False, "error": exc.to_json()}
+        return {"id": job_id, "ok": False, "error": exc.to_json(), "programs": held_programs()}
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
-        return {"id": job_id, "ok": False, "error": _unexpected(exc).to_json()}
+        return {"id": job_id, "ok": False, "error": _unexpected(exc).to_json(),
+                "programs": held_programs()}
+
+
+def held_programs() -> list[str]:
+    """The keys (`protocol.programs.program_key`) of the exported programs held, oldest first.
+
+    Sent in every reply, so the engine knows which jobs only lower and need no export.
+    """
+    return list(dict.fromkeys(key.rpartition(":")[0] for key in _programs))
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -126,54 +133,6 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def _file_digest(path: str | None) -> str | None:
-    """Content hash of an inputs file, so replacing it re-exports."""
-    if not path:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _folder_stamp(path: str) -> list[tuple[str, int, int]]:
-    """(name, mtime_ns, size) of the .py files next to `path`."""
-    stamps = []
-    try:
-        with os.scandir(os.path.dirname(path)) as entries:
-            for entry in entries:
-                if entry.name.endswith(".py") and entry.path != path:
-                    with contextlib.suppress(OSError):
-                        st = entry.stat()
-                        stamps.append((entry.name, st.st_mtime_ns, st.st_size))
-    except OSError:
-        pass
-    return sorted(stamps)
-
-
-def program_key(job: dict[str, Any], text: str) -> str:
-    """Everything that decides the exported program, hashed."""
-    sent = job.get("fingerprint")
-    parts = {
-        "path": job_path(job),
-        # The module's fingerprint, not the whole text: an edit to another module of the
-        # file reuses this module's exported program. The engine sends the one it computed.
-        "text": sent if isinstance(sent, str) and sent else job_fingerprint(job, text),
-        "module": job.get("module"),
-        "inputs": job.get("inputs"),
-        "inputs_file": job.get("inputs_file"),
-        "inputs_file_sha": _file_digest(job.get("inputs_file")),
-        "init": job.get("init"),
-        "settings_inputs": job.get("settings_inputs") or {},
-        "workspace": job.get("workspace"),
-        "strict": bool(job.get("strict", False)),
-        # Sibling files the module may import: an edit to one must re-export.
-        "siblings": _folder_stamp(job_path(job)),
-    }
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()
-
-
 def user_files_for(path: str) -> list[str]:
     """The user's file plus the loaded .py files of its folder tree (siblings, subpackages).
 
@@ -212,7 +171,7 @@ def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
     text = job_text(job)
     name = job_module(job)
     policy = str(job.get("construct") or "auto")
-    base = program_key(job, text)
+    base = program_key({**job, "path": path}, text)
     real_key, any_key = f"{base}:real", f"{base}:{policy}"
     for key in ([real_key] if need_weights else [any_key, real_key]):
         cached = _programs.get(key)

@@ -1,0 +1,100 @@
+"""The client's protocol.ts and the server's protocol/lsp.py declare the same protocol.
+
+protocol.ts is read with a small parser of its own declarations (`export interface`,
+`new RequestType<P, R, void>('method')`, `new NotificationType<P>('method')`, SERVER_COMMANDS):
+every interface has an attrs class of the same name with the same fields (camelCase), a field
+is optional there exactly when it has a default here, and both sides name the same methods
+with the same param and result types.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+import pytest
+from lsprotocol import types as lsp_types
+
+from torch_mlir_lens.protocol import lsp as lens_types
+
+PROTOCOL_TS = Path(__file__).resolve().parents[1] / "client" / "src" / "protocol.ts"
+
+_INTERFACE = re.compile(r"export interface (\w+) \{(.*?)\n\}", re.S)
+_FIELD = re.compile(r"^\s+(\w+)(\??):", re.M)
+_REQUEST = re.compile(r"new RequestType<(\w+), (\w+), void>\('([^']+)'\)")
+_NOTIFICATION = re.compile(r"new NotificationType<(\w+)>\('([^']+)'\)")
+_COMMANDS = re.compile(r"SERVER_COMMANDS = \{(.*?)\}", re.S)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def ts_interfaces(text: str) -> dict[str, dict[str, bool]]:
+    """{interface: {field: optional}} of protocol.ts."""
+    return {name: {f: bool(q) for f, q in _FIELD.findall(body)}
+            for name, body in _INTERFACE.findall(text)}
+
+
+def py_classes() -> dict[str, dict[str, bool]]:
+    """{class: {camelCase field: has a default}} of protocol/lsp.py (+ lsprotocol's Range)."""
+    classes = [v for v in vars(lens_types).values()
+               if attrs.has(v) and v.__module__ == lens_types.__name__]
+    classes += [lsp_types.Position, lsp_types.Range]
+    return {cls.__name__: {_camel(f.name): f.default is not attrs.NOTHING
+                           for f in attrs.fields(cls)} for cls in classes}
+
+
+def mismatches(text: str) -> list[str]:
+    """Every disagreement between protocol.ts's text and protocol/lsp.py."""
+    problems = []
+    ts, py = ts_interfaces(text), py_classes()
+    for name in sorted(set(ts) | set(py)):
+        if name not in ts or name not in py:
+            problems.append(f"{name}: only in {'protocol.ts' if name in ts else 'protocol/lsp.py'}")
+            continue
+        for field in sorted(set(ts[name]) | set(py[name])):
+            if field not in ts[name] or field not in py[name]:
+                where = "protocol.ts" if field in ts[name] else "protocol/lsp.py"
+                problems.append(f"{name}.{field}: only in {where}")
+            elif ts[name][field] != py[name][field]:
+                problems.append(f"{name}.{field}: optional in "
+                                f"{'protocol.ts' if ts[name][field] else 'protocol/lsp.py'} only")
+    ts_requests = {method: (p, r) for p, r, method in _REQUEST.findall(text)}
+    py_requests = {method: (p.__name__, r.__name__)
+                   for method, (p, r) in lens_types.REQUESTS.items()}
+    if ts_requests != py_requests:
+        problems.append(f"requests differ: {ts_requests} != {py_requests}")
+    ts_notes = {method: p for p, method in _NOTIFICATION.findall(text)}
+    py_notes = {method: p.__name__ for method, p in lens_types.NOTIFICATIONS.items()}
+    if ts_notes != py_notes:
+        problems.append(f"notifications differ: {ts_notes} != {py_notes}")
+    block = _COMMANDS.search(text)
+    ts_commands = set(re.findall(r"'(torchMlirLens\.\w+)'", block[1])) if block else set()
+    if ts_commands != set(lens_types.COMMANDS):
+        problems.append(f"commands differ: {sorted(ts_commands)} != {sorted(lens_types.COMMANDS)}")
+    return problems
+
+
+def test_protocol_ts_matches_the_python_protocol() -> None:
+    text = PROTOCOL_TS.read_text(encoding="utf-8")
+    assert len(ts_interfaces(text)) >= 20  # the parser found the declarations
+    assert mismatches(text) == []
+
+
+@pytest.mark.parametrize("edit, expected", [
+    # A field the client lacks, an optionality flip, a renamed method, a lost command.
+    (("  selectionRange: Range;\n", ""), "ModuleInfo.selectionRange: only in protocol/lsp.py"),
+    (("  forwardRange: Range | null;", "  forwardRange?: Range | null;"),
+     "ModuleInfo.forwardRange: optional in protocol.ts only"),
+    (("'torchMlirLens/verify'", "'torchMlirLens/verifyModule'"), "requests differ"),
+    (("  verify: 'torchMlirLens.verify',", ""), "commands differ"),
+])
+def test_a_drift_is_found(edit: tuple[str, str], expected: str) -> None:
+    text = PROTOCOL_TS.read_text(encoding="utf-8")
+    old, new = edit
+    assert old in text
+    drifted = text.replace(old, new, 1)
+    assert any(p.startswith(expected) for p in mismatches(drifted)), mismatches(drifted)
