@@ -17,13 +17,20 @@ import hashlib
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
 from torch_mlir_lens.engine.worker_client import EarlyWorker, OutputCallback, WorkerClient
 from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.jobs import (
+    ExportJob,
+    LowerJob,
+    ModuleJob,
+    ReproJob,
+    StatsJob,
+)
 from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
@@ -44,35 +51,6 @@ class EngineConfig:
     cache_entries: int = 256
     cwd: str | None = None
     env: dict[str, str] | None = None
-
-
-@dataclass
-class ModuleJob:
-    """The common fields of a module job (docs/contracts.md, "Worker jobs")."""
-
-    path: str
-    module: str
-    text: str | None = None  # unsaved buffer; None → the file on disk
-    inputs: str | None = None
-    inputs_file: str | None = None
-    init: str | None = None
-    settings_inputs: dict[str, str] = field(default_factory=dict)
-    workspace: str | None = None
-    strict: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """The job fields as the worker expects them (absolute path)."""
-        return {
-            "path": os.path.abspath(self.path),
-            "module": self.module,
-            "text": self.text,
-            "inputs": self.inputs,
-            "inputs_file": None if self.inputs_file is None else os.path.abspath(self.inputs_file),
-            "init": self.init,
-            "settings_inputs": dict(self.settings_inputs),
-            "workspace": self.workspace,
-            "strict": self.strict,
-        }
 
 
 @dataclass
@@ -188,12 +166,11 @@ class Engine:
         Cached by content hash of the file text, module, inputs, targets and options. Raises
         LensError for failures that produce no IR (load, inputs, crash, time-out, ...).
         """
-        fields = self._job_fields(job)
-        request = {
-            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
-            "keep_weights": keep_weights, "debug_info": debug_info,
-            "print_after_all": print_after_all, "list_unsupported": list_unsupported,
-        }
+        request = self._filled(job).as_job(
+            LowerJob, targets=list(targets), pipeline=pipeline, keep_weights=keep_weights,
+            debug_info=debug_info, print_after_all=print_after_all,
+            list_unsupported=list_unsupported,
+        ).to_json()
         result = await self._submit(request, cache=True)
         return [LowerResult.from_json(r) for r in result.get("results", [])]
 
@@ -202,14 +179,13 @@ class Engine:
         **options: bool,
     ) -> list[LowerResult] | None:
         """The cached results of exactly this lower() call, or None (never runs a job)."""
-        fields = self._job_fields(job)
-        request = {
-            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
-            "keep_weights": options.get("keep_weights", False),
-            "debug_info": options.get("debug_info", False),
-            "print_after_all": options.get("print_after_all", False),
-            "list_unsupported": options.get("list_unsupported", True),
-        }
+        request = self._filled(job).as_job(
+            LowerJob, targets=list(targets), pipeline=pipeline,
+            keep_weights=options.get("keep_weights", False),
+            debug_info=options.get("debug_info", False),
+            print_after_all=options.get("print_after_all", False),
+            list_unsupported=options.get("list_unsupported", True),
+        ).to_json()
         value = self._cache.get(self._key(request))
         if isinstance(value, dict):
             return [LowerResult.from_json(r) for r in value.get("results", [])]
@@ -219,8 +195,8 @@ class Engine:
                      bytecode: bool = False) -> dict[str, Any]:
         """Write the module's IR at `target` to `output` atomically → {"path", "bytes"}."""
         output = os.path.abspath(output)
-        request = {**self._job_fields(job), "op": "export", "target": target,
-                   "output": output, "bytecode": bytecode}
+        request = self._filled(job).as_job(
+            ExportJob, target=target, output=output, bytecode=bytecode).to_json()
         before = _write_temps(output)
         try:
             return await self._submit(request, cache=False)
@@ -234,17 +210,18 @@ class Engine:
 
     async def repro(self, job: ModuleJob, target: str, output_dir: str) -> dict[str, Any]:
         """Write a reproducer (.mlir + torch-mlir-opt command) → {"mlir_path", "command"}."""
-        request = {**self._job_fields(job), "op": "repro", "target": target,
-                   "output_dir": os.path.abspath(output_dir)}
+        request = self._filled(job).as_job(
+            ReproJob, target=target, output_dir=os.path.abspath(output_dir)).to_json()
         return await self._submit(request, cache=False)
 
     async def run(self, request: dict[str, Any], *, cache: bool = False) -> dict[str, Any]:
-        """Run any worker job dict (e.g. "verify") through the queue; returns its result."""
+        """Run any worker job (`protocol.jobs`, e.g. `VerifyJob(...).to_json()`) through the
+        queue; returns its result."""
         return await self._submit(dict(request), cache=cache)
 
     async def stats(self) -> dict[str, Any]:
         """Worker counters {"jobs_run", "exports_run", "pid"} plus the engine's cache counters."""
-        result = await self._submit({"op": "stats"}, cache=False)
+        result = await self._submit(StatsJob().to_json(), cache=False)
         return {**result, "cache_entries": len(self._cache), "cache_hits": self._cache.hits,
                 "restarts": self._client.restarts}
 
@@ -270,29 +247,32 @@ class Engine:
 
     # --- scheduling --------------------------------------------------------------------------
 
-    def _job_fields(self, job: ModuleJob) -> dict[str, Any]:
-        fields = job.to_json()
-        if fields["text"] is None:
+    @staticmethod
+    def _filled(job: ModuleJob) -> ModuleJob:
+        """The job's common fields with its text and the module's fingerprint filled in."""
+        filled = job.module_fields()
+        filled.path = path = os.path.abspath(job.path)
+        if filled.text is None:
             # Hash (and send) the content, so the cache key is the text, not the path.
             try:
-                fields["text"] = Path(fields["path"]).read_text(encoding="utf-8")
+                filled.text = Path(path).read_text(encoding="utf-8")
             except FileNotFoundError as exc:
-                raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {fields['path']}",
-                                file=fields["path"]) from exc
+                raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {path}",
+                                file=path) from exc
             except (OSError, UnicodeDecodeError) as exc:
-                raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {fields['path']}: {exc}",
-                                file=fields["path"]) from exc
+                raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}",
+                                file=path) from exc
         # Computed here anyway (cache keys, usually already cached from the document): sent
         # along so the worker does not parse the file again to key its exported programs.
-        fields["fingerprint"] = job_fingerprint(fields, fields["text"])
-        return fields
+        filled.fingerprint = job_fingerprint(filled.to_json(), filled.text)
+        return filled
 
     @staticmethod
     def _key(request: dict[str, Any]) -> str:
         parts = dict(request)
         if isinstance(parts.get("text"), str):
             # The module's own fingerprint stands for the text (an edit elsewhere in the file
-            # keeps its result); `_job_fields` already computed it for the worker.
+            # keeps its result); `_filled` already computed it for the worker.
             sent = parts.pop("fingerprint", None)
             parts["text"] = sent if isinstance(sent, str) else job_fingerprint(
                 parts, parts["text"])

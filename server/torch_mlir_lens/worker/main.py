@@ -21,6 +21,8 @@ import signal
 import sys
 
 from torch_mlir_lens.protocol.framing import read_frame, write_frame
+from torch_mlir_lens.protocol.jobs import Reply
+from torch_mlir_lens.results import ErrorKind, LensError
 
 READY_GRACE_S = 0.05  # how long after "ready" a job counts as already waiting
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (Python's default: 700)
@@ -152,11 +154,11 @@ def _job_waiting(fd: int, within: float = 0.0) -> bool:
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
     from torch_mlir_lens.worker import hygiene
-    from torch_mlir_lens.worker.jobs import release_evicted, run_job
+    from torch_mlir_lens.worker.jobs import release_evicted, run
 
     baseline = hygiene.Baseline.take()
     # Tell the parent the imports are done: job time-outs start counting from here.
-    write_frame(out_fd, {"id": 0, "ok": True, "result": {"ready": True, "pid": os.getpid()}})
+    write_frame(out_fd, Reply(0, True, {"ready": True, "pid": os.getpid()}).to_json())
     # Work for idle time before the first job, each step only while no job waits: a job that
     # is already there (a file opened while the worker started) goes first and does the
     # warming itself. After a user's job they would freeze the user's objects: dropped.
@@ -175,19 +177,15 @@ def serve(in_fd: int, out_fd: int) -> int:
             return 1
         if job is None:
             return 0
-        reply = run_job(job)
-        restart = hygiene.after_job(baseline)
-        if restart:
-            # The parent replaces this worker once it has the reply.
-            reply["restart"] = restart
+        reply = run(job)
+        # Non-empty when the parent must replace this worker once it has the reply.
+        reply.restart = hygiene.after_job(baseline) or None
         try:
-            write_frame(out_fd, reply)
+            write_frame(out_fd, reply.to_json())
         except (TypeError, ValueError) as exc:  # a result that does not serialize
-            write_frame(out_fd, {
-                "id": job.get("id"), "ok": False,
-                "error": {"kind": "bad-request", "message": f"unserializable result: {exc}",
-                          "file": None, "line": None},
-            })
+            error = LensError(ErrorKind.BAD_REQUEST, f"unserializable result: {exc}")
+            write_frame(out_fd, Reply(reply.id, False, error=error.to_json(),
+                                      restart=reply.restart, programs=reply.programs).to_json())
         except BrokenPipeError:
             return 0
         release_evicted()

@@ -22,6 +22,7 @@ from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.targets import TARGETS
 
@@ -220,11 +221,7 @@ async def verify(server: LensServer, args: lens_types.VerifyParams) -> Any:
     """
     doc, info, module = document_and_module(server, args.uri, args.module)
     job = _job(server, doc, module)
-    request: dict[str, Any] = {**job.to_json(), "op": "verify"}
-    if args.rtol is not None:
-        request["rtol"] = args.rtol
-    if args.atol is not None:
-        request["atol"] = args.atol
+    request = job.as_job(VerifyJob, rtol=args.rtol, atol=args.atol).to_json()
 
     async def run(engine: Engine) -> Any:
         return await engine.run(request)
