@@ -18,6 +18,7 @@ from typing import Any
 
 from torch_mlir_lens.engine.worker_client.spawn import WorkerProcess
 from torch_mlir_lens.protocol import framing
+from torch_mlir_lens.protocol.jobs import Reply
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ async def _read_ready(worker: Worker) -> None:
             worker.ready.exception()  # mark retrieved; requests look at the process
         return
     if not worker.ready.done():
-        worker.ready.set_result(frame.get("result") or {})
+        worker.ready.set_result(Reply.from_json(frame).result or {})
 
 
 async def _drain(worker: Worker, name: str, stream: asyncio.StreamReader,

@@ -19,6 +19,7 @@ from torch_mlir_lens.engine.worker_client import channel, guards, spawn
 from torch_mlir_lens.engine.worker_client.channel import OutputCallback, Worker
 from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
 from torch_mlir_lens.protocol import framing
+from torch_mlir_lens.protocol.jobs import Reply
 from torch_mlir_lens.results import ErrorKind, LensError
 
 log = logging.getLogger(__name__)
@@ -198,22 +199,20 @@ class WorkerClient:
         # The reply stream ended or the process exited: a crash.
         raise await self._crash_error(worker, job.get("path"))
 
-    async def _result(self, worker: Worker, reply: dict[str, Any]) -> dict[str, Any]:
+    async def _result(self, worker: Worker, frame: dict[str, Any]) -> dict[str, Any]:
         """The result of a reply, or its error raised; replaces the worker when it asks."""
-        programs = reply.get("programs")
-        if isinstance(programs, list):
-            self._programs = frozenset(p for p in programs if isinstance(p, str))
-        error = reply.get("error") or {}
-        if reply.get("restart") or error.get("kind") == ErrorKind.MEMORY_LIMIT:
+        reply = Reply.from_json(frame)
+        self._programs = frozenset(reply.programs)
+        error = reply.error or {}
+        if reply.restart or error.get("kind") == ErrorKind.MEMORY_LIMIT:
             # The worker could not clean up after the user's code (threads left running),
             # or an allocation hit the address-space backstop: start clean.
-            log.info("replacing the worker: %s", reply.get("restart") or error["kind"])
+            log.info("replacing the worker: %s", reply.restart or error["kind"])
             await self._replace(worker)
-        if reply.get("ok"):
-            result = reply.get("result")
-            return result if isinstance(result, dict) else {}
-        raise LensError.from_json(reply.get("error") or {"kind": ErrorKind.LOWERING_ERROR,
-                                                         "message": "job failed"})
+        if reply.ok:
+            return reply.result or {}
+        raise LensError.from_json(reply.error or {"kind": ErrorKind.LOWERING_ERROR,
+                                                  "message": "job failed"})
 
     async def _crash_error(self, worker: Worker, path: str | None) -> LensError:
         with contextlib.suppress(asyncio.TimeoutError):
