@@ -34,6 +34,7 @@ export interface IrLineMapping {
   uri: string; // source file URI
   line: number; // 1-based source line
   depth: number; // 0 innermost user frame; callers have higher depths
+  cell?: number | null; // a notebook cell's 1-based number (uri, line: in that cell)
 }
 
 /**
@@ -86,6 +87,7 @@ export interface LowerError {
   message: string;
   uri: string | null;
   line: number | null;
+  cell?: number | null;
 }
 
 export interface LowerResponse {

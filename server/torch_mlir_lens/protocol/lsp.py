@@ -56,6 +56,7 @@ class IrLineMapping:
     uri: str
     line: int
     depth: int
+    cell: int | None = None  # a notebook cell's 1-based number (uri, line: in that cell)
 
 
 @attrs.define
@@ -120,11 +121,20 @@ class LowerError:
     message: str
     uri: str | None
     line: int | None
+    cell: int | None = None
 
 
 @attrs.define
 class LowerResponse:
-    """One module lowered to one target (or pipeline)."""
+    """One module lowered to one target (or pipeline).
+
+    A lowering that produced no IR at all answers `ok: false` with the error as its one
+    diagnostic and as `error`; one superseded by a newer text answers the LSP error
+    ContentModified. `partial`: `ir` is the target IR with each rejected op kept as a call.
+    Diagnostics are one per cause and line (`cause`, `ops`, `knock_on`), `related` the library
+    lines behind it. In a notebook, map, diagnostic and error entries in its cells carry the
+    cell's URI, the line in the cell and `cell`.
+    """
 
     module: str
     target: str
