@@ -44,15 +44,15 @@ def register(server: LensServer) -> None:
     """Register the server-side commands."""
 
     @server.command(EXPORT)
-    async def export_module(*args: Any) -> dict[str, Any]:
+    async def export_module(*args: Any) -> lens_types.ExportModuleResponse:
         return await export(server, _single_arg(server, args, lens_types.ExportModuleArgs))
 
     @server.command(EXPORT_REPRO)
-    async def export_repro(*args: Any) -> dict[str, Any]:
+    async def export_repro(*args: Any) -> lens_types.ExportReproResponse:
         return await repro(server, _single_arg(server, args, lens_types.ExportReproArgs))
 
     @server.command(EXPLAIN_INPUTS)
-    def explain_inputs(*args: Any) -> dict[str, Any]:
+    def explain_inputs(*args: Any) -> lens_types.ExplainInputsResponse:
         return explain(server, _single_arg(server, args, lens_types.ModuleArgs))
 
     @server.command(VERIFY)
@@ -137,7 +137,8 @@ def free_path(folder: str, stem: str, suffix: str) -> str:
     return candidate
 
 
-async def export(server: LensServer, args: lens_types.ExportModuleArgs) -> dict[str, Any]:
+async def export(server: LensServer,
+                 args: lens_types.ExportModuleArgs) -> lens_types.ExportModuleResponse:
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
     target = _target(server, args.target)
@@ -166,10 +167,12 @@ async def export(server: LensServer, args: lens_types.ExportModuleArgs) -> dict[
     path = result.get("path", output)
     log.info("exported %s (%s) to %s", module, target, path)
     server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
-    return {"path": path, "uri": convert.path_to_uri(path), "bytes": result.get("bytes")}
+    return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
+                                           bytes=result.get("bytes"))
 
 
-async def repro(server: LensServer, args: lens_types.ExportReproArgs) -> dict[str, Any]:
+async def repro(server: LensServer,
+                args: lens_types.ExportReproArgs) -> lens_types.ExportReproResponse:
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
     target = _target(server, args.target)
@@ -191,13 +194,13 @@ async def repro(server: LensServer, args: lens_types.ExportReproArgs) -> dict[st
         result = await server.service.call(f"writing a reproducer for {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    out: dict[str, Any] = convert.camel_keys(dict(result))
-    if "mlirPath" in out:
-        out["mlirUri"] = convert.path_to_uri(out["mlirPath"])
-    return out
+    mlir_path = str(result.get("mlir_path", ""))
+    return lens_types.ExportReproResponse(mlir_path=mlir_path,
+                                          mlir_uri=convert.path_to_uri(mlir_path),
+                                          command=str(result.get("command", "")))
 
 
-def explain(server: LensServer, args: lens_types.ModuleArgs) -> dict[str, Any]:
+def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
     """How to give a module example inputs, with the comment to paste."""
     doc, info, module = document_and_module(server, args.uri, args.module)
     template = discovery.input_template(info, doc.text).strip() if info else (
@@ -210,7 +213,7 @@ def explain(server: LensServer, args: lens_types.ModuleArgs) -> dict[str, Any]:
         "the `torchMlirLens.exampleInputs` setting."
     )
     server.show(message)
-    return {"message": message, "template": template}
+    return lens_types.ExplainInputsResponse(message=message, template=template)
 
 
 async def verify(server: LensServer, args: lens_types.VerifyParams) -> Any:
