@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.engine.worker_client import spawn
 from torch_mlir_lens.engine.worker_client.spawn import WorkerProcess
 from torch_mlir_lens.protocol import framing
 from torch_mlir_lens.protocol.jobs import Reply
@@ -114,6 +115,23 @@ async def _drain(worker: Worker, name: str, stream: asyncio.StreamReader,
         if on_output is not None:
             with contextlib.suppress(Exception):
                 on_output(name, chunk.decode("utf-8", "replace"))
+
+
+async def end(worker: Worker) -> None:
+    """End a worker with its process group and descendants; reap it; close its channel.
+
+    No graceful EOF first: the worker holds nothing worth saving, and once it exits on its
+    own, descendants that left its group are re-parented out of reach.
+    """
+    proc = worker.proc
+    await spawn.kill_family(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(proc.wait(), 5.0)
+    await close(worker)
+    log.info("worker %d stopped (%s)", proc.pid,
+             spawn.signal_name(proc.returncode) if proc.returncode is not None else "?")
 
 
 async def close(worker: Worker) -> None:

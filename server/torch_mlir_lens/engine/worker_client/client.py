@@ -297,17 +297,4 @@ class WorkerClient:
                 log.error("cannot restart the worker: %s", exc.message)
 
     async def _kill(self, worker: Worker) -> None:
-        """End a worker with its process group and descendants; reap it.
-
-        No graceful EOF first: the worker holds nothing worth saving, and once it exits on its
-        own, descendants that left its group are re-parented out of reach.
-        """
-        proc = worker.proc
-        await spawn.kill_family(proc.pid)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5.0)
-        await channel.close(worker)
-        log.info("worker %d stopped (%s)", proc.pid,
-                 guards.signal_name(proc.returncode) if proc.returncode is not None else "?")
+        await channel.end(worker)

@@ -17,21 +17,12 @@ from collections.abc import Callable
 
 from torch_mlir_lens.engine.procs import family_rss_bytes
 from torch_mlir_lens.engine.worker_client.channel import Worker
+from torch_mlir_lens.engine.worker_client.spawn import signal_name
 from torch_mlir_lens.results import ErrorKind, LensError
 
 MEMORY_POLL_S = 0.1
 
 _FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-
-
-def signal_name(returncode: int) -> str:
-    """`SIGKILL`, `signal 99` or `exit code 3`."""
-    if returncode < 0:
-        try:
-            return signal.Signals(-returncode).name
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def _last_line(text: str) -> str:

@@ -94,6 +94,16 @@ class EarlyWorker:
                 stream.close()
 
 
+def signal_name(returncode: int) -> str:
+    """`SIGKILL`, `signal 99` or `exit code 3`."""
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
 def worker_env(env: dict[str, str] | None) -> dict[str, str]:
     """The worker's environment: `env` (default ours) plus what the worker relies on."""
     out = dict(os.environ if env is None else env)
