@@ -136,9 +136,9 @@ export interface OutputComparison {
   index: number;
   shape: number[];
   dtype: string;
-  maxAbsErr: number | null;
-  maxRelErr: number | null;
-  worstIndex: number[] | null;
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
+  maxRelErr: number | string;
+  worstIndex: number[];
   ok: boolean;
   rtol: number;
   atol: number;
@@ -155,7 +155,7 @@ export interface VerifyResponse {
   rtol?: number | null;
   atol?: number | null;
   timings?: Record<string, number>;
-  maxAbsErr?: number | null;
+  maxAbsErr?: number | string | null;
   divergence?: Record<string, unknown> | null;
 }
 
@@ -169,7 +169,7 @@ export interface ServerInfoResponse {
   torchImported: boolean;
   torchMlirImported: boolean;
   trusted: boolean;
-  status: { state: ServerState; detail: string | null };
+  status: StatusParams; // as the last torchMlirLens/status
   settings: Record<string, unknown>;
   engine: Record<string, unknown> | null;
 }

@@ -201,9 +201,9 @@ class OutputComparison:
     index: int
     shape: list[int]
     dtype: str
-    max_abs_err: float | None
-    max_rel_err: float | None
-    worst_index: list[int] | None
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
+    max_rel_err: float | str
+    worst_index: list[int]
     ok: bool
     rtol: float
     atol: float
@@ -212,7 +212,11 @@ class OutputComparison:
 
 @attrs.define
 class VerifyResponse:
-    """The verdict: `ok` when every output matched within its tolerances."""
+    """The verdict: `ok` when every output matched within its tolerances.
+
+    The worker's `VerifyResult.to_json()` with camelCase keys (diagnostics and `divergence`
+    included), sent as JSON in this shape.
+    """
 
     module: str
     ok: bool
@@ -223,8 +227,16 @@ class VerifyResponse:
     rtol: float | None = None
     atol: float | None = None
     timings: dict[str, float] = attrs.Factory(dict)
-    max_abs_err: float | None = None
+    max_abs_err: float | str | None = None
     divergence: dict[str, Any] | None = None
+
+
+@attrs.define
+class StatusParams:
+    """`torchMlirLens/status` (server → client): what the server is doing."""
+
+    state: ServerState
+    detail: str | None = None
 
 
 # --- torchMlirLens/serverInfo ----------------------------------------------------------------
@@ -246,20 +258,12 @@ class ServerInfoResponse:
     torch_imported: bool
     torch_mlir_imported: bool
     trusted: bool
-    status: dict[str, Any]  # {state, detail}, as the last `torchMlirLens/status`
+    status: StatusParams  # as the last `torchMlirLens/status`
     settings: dict[str, Any]
     engine: dict[str, Any] | None  # None: no engine (untrusted, not started)
 
 
 # --- notifications -----------------------------------------------------------------------------
-
-
-@attrs.define
-class StatusParams:
-    """`torchMlirLens/status` (server → client): what the server is doing."""
-
-    state: ServerState
-    detail: str | None = None
 
 
 @attrs.define

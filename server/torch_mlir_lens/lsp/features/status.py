@@ -109,7 +109,7 @@ def register(server: LensServer) -> None:
             torch_imported="torch" in sys.modules,
             torch_mlir_imported="torch_mlir" in sys.modules,
             trusted=server.trusted,
-            status=server.service.status,
+            status=lens_types.StatusParams(**server.service.status),
             settings=settings,
             engine=convert.camel_keys(await server.service.stats(120.0 if wait else 2.0)),
         )
