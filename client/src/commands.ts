@@ -10,7 +10,7 @@ import type { Linking } from './linking';
 import { pickPass } from './passPicker';
 import { SCHEME, type PaneSpec } from './paneSpec';
 import { pickModule, pickTarget, type ModuleChoice, type TargetChoice } from './picking';
-import { SERVER_COMMANDS, VERIFY, targetTitle } from './protocol';
+import { SERVER_COMMANDS, VerifyRequest, targetTitle, type ExportModuleResponse, type ExportReproResponse, type VerifyParams, type VerifyResponse } from './protocol';
 import { setting } from './settings';
 
 interface ModuleArg {
@@ -109,7 +109,7 @@ export function registerCommands(
     // whether to replace an existing file: a second question would only repeat it. The server
     // refuses to replace a file unless told `overwrite` (contracts: the client asks first).
     const exists = fs.existsSync(dest.fsPath);
-    const result = await client.executeServerCommand<{ path: string; bytes: number } | undefined>(SERVER_COMMANDS.exportModule, [
+    const result = await client.executeServerCommand<ExportModuleResponse | undefined>(SERVER_COMMANDS.exportModule, [
       { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists },
     ]);
     const where = result?.path ?? dest.fsPath;
@@ -135,7 +135,7 @@ export function registerCommands(
       openLabel: 'Write repro here',
     });
     if (!dirs?.length) return;
-    const res = await client.executeServerCommand<{ mlirPath?: string; command?: string } | undefined>(SERVER_COMMANDS.exportRepro, [
+    const res = await client.executeServerCommand<ExportReproResponse | undefined>(SERVER_COMMANDS.exportRepro, [
       { uri: m.source, module: m.module, target: t.target, outputDir: dirs[0].fsPath },
     ]);
     if (res?.command) client.log.info(`repro for ${m.module} (${t.target}): ${res.command}`);
@@ -152,17 +152,17 @@ export function registerCommands(
     const a = { ...paneArg(), ...asModuleArg(arg) };
     const m = await resolveModule(a.uri, a.module);
     if (!m) return;
-    const params = { uri: m.source, module: m.module };
+    const params: VerifyParams = { uri: m.source, module: m.module };
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Torch-MLIR Lens: verifying ${m.module} against eager PyTorch…` },
       () =>
         client.hasServerCommand(SERVER_COMMANDS.verify)
-          ? client.executeServerCommand<Record<string, unknown>>(SERVER_COMMANDS.verify, [params])
-          : client.request<Record<string, unknown>>(VERIFY, params),
+          ? client.executeServerCommand<VerifyResponse | null>(SERVER_COMMANDS.verify, [params])
+          : client.request<VerifyResponse | null>(VerifyRequest.method, params),
     );
     client.log.info(`verify ${m.module}: ${JSON.stringify(result)}`);
-    const ok = result?.ok === true || result?.passed === true || result?.match === true;
-    const summary = typeof result?.message === 'string' ? result.message : ok ? 'matches eager PyTorch' : 'see the output for details';
+    const ok = result?.ok === true;
+    const summary = result?.message || (ok ? 'matches eager PyTorch' : 'see the output for details');
     const show = ok ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
     const picked = await show(`Torch-MLIR Lens: ${m.module}: ${summary}`, 'Show Output');
     if (picked) client.log.show();

@@ -18,7 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { documentSelector } from './documentScope';
 import { resolveInterpreter, type Interpreter } from './interpreter';
-import { SET_TRUSTED, STATUS, type StatusParams } from './protocol';
+import { SetTrustedNotification, StatusNotification } from './protocol';
 import { checkInterpreter, offerFix } from './serverCheck';
 import { serverSettings } from './settings';
 import type { ClientState } from './statusBar';
@@ -120,7 +120,7 @@ export class FolderServer implements vscode.Disposable {
       if (!this.client) return; // never started: it reads the trust when it starts
       if (this.running) {
         try {
-          await this.client.sendNotification(SET_TRUSTED, { trusted });
+          await this.client.sendNotification(SetTrustedNotification, { trusted });
           return;
         } catch (e) {
           this.log.warn(`could not tell the server about workspace trust (${String(e)}): restarting it`);
@@ -214,9 +214,9 @@ export class FolderServer implements vscode.Disposable {
       }
     });
     let heard = false; // the server's own status wins over our guess below
-    client.onNotification(STATUS, (p: StatusParams) => {
+    client.onNotification(StatusNotification, (p) => {
       heard = true;
-      this.setState(p.state, p.detail);
+      this.setState(p.state, p.detail ?? undefined);
     });
     this.phase('spawn');
     try {

@@ -181,7 +181,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     }
     const { text, irOffset } = paneText(pane.spec, res);
     pane.text = text;
-    pane.map = new LineMap(res.map ?? [], irOffset, res.frames);
+    pane.map = new LineMap(res.map ?? [], irOffset, res.frames ?? undefined);
   }
 
   dispose(): void {

@@ -1,37 +1,40 @@
-// Shapes of the server's custom requests and notifications (docs/contracts.md).
+// The server's custom requests, notifications and commands, typed: the same shapes as
+// server/torch_mlir_lens/protocol/lsp.py (camelCase here, snake_case there). Every interface
+// below has a class of the same name there with the same fields; a field is optional here
+// exactly when it has a default there. tests/test_protocol_agreement.py checks both.
 // Lines in `map` and `diagnostics` are 1-based, as in the engine's results.
 
-export const LOWER = 'torchMlirLens/lower';
-export const MODULES = 'torchMlirLens/modules';
-export const VERIFY = 'torchMlirLens/verify';
-export const STATUS = 'torchMlirLens/status';
-export const SET_TRUSTED = 'torchMlirLens/setTrusted';
+import { NotificationType, RequestType } from 'vscode-languageclient/node';
 
-/** Server-side commands (workspace/executeCommand). */
-export const SERVER_COMMANDS = {
-  exportModule: 'torchMlirLens.exportModule',
-  exportRepro: 'torchMlirLens.exportRepro',
-  explainInputs: 'torchMlirLens.explainInputs',
-  verify: 'torchMlirLens.verify',
-} as const;
+export interface Position {
+  line: number;
+  character: number;
+}
 
-export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm'] as const;
-export const TARGET_TITLES: Record<string, string> = {
-  fx: 'FX',
-  raw: 'Raw',
-  torch: 'Torch',
-  linalg: 'Linalg',
-  tosa: 'TOSA',
-  stablehlo: 'StableHLO',
-  llvm: 'LLVM',
-  custom: 'Custom',
-};
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export type ServerState = 'starting' | 'ready' | 'lowering' | 'error' | 'untrusted';
+export type InputsStatus = 'comment' | 'convention' | 'settings' | 'derived' | 'inferred' | 'missing';
+
+export interface LowerParams {
+  uri: string;
+  module?: string | null;
+  position?: Position | null;
+  target?: string | null;
+  pipeline?: string | null; // a name from the `pipelines` setting, or a pipeline string
+  printAfterAll?: boolean;
+  workDoneToken?: number | string | null;
+}
 
 export interface IrLineMapping {
   irLine: number; // 1-based line of `ir`
   uri: string; // source file URI
   line: number; // 1-based source line
   depth: number; // 0 innermost user frame; callers have higher depths
+  cell?: number | null; // a notebook cell's 1-based number (uri, line: in that cell)
 }
 
 /**
@@ -53,6 +56,12 @@ export interface RelatedLocation {
   message: string;
 }
 
+export interface KnockOn {
+  op: string | null;
+  uri: string | null;
+  line: number | null;
+}
+
 export interface LensDiagnostic {
   severity: string;
   message: string;
@@ -61,51 +70,189 @@ export interface LensDiagnostic {
   line: number | null;
   op: string | null;
   target: string | null;
-  related?: RelatedLocation[]; // library lines behind a finding inside library code
+  related: RelatedLocation[]; // library lines behind a finding inside library code
+  cause: string | null;
+  ops: string[] | null;
+  knockOn: KnockOn[] | null;
+  cell?: number | null; // a notebook cell's 1-based number
 }
 
-export interface LowerParams {
-  uri: string;
-  module?: string;
-  position?: { line: number; character: number };
-  target?: string;
-  pipeline?: string;
-  printAfterAll?: boolean;
+export interface PassIr {
+  name: string;
+  ir: string;
+}
+
+export interface LowerError {
+  kind: string;
+  message: string;
+  uri: string | null;
+  line: number | null;
+  cell?: number | null;
 }
 
 export interface LowerResponse {
   module: string;
   target: string;
   ok: boolean;
-  /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
-  partial?: boolean;
   ir: string;
   map: IrLineMapping[];
-  frames?: FrameTable; // absent when no op comes from library code
   diagnostics: LensDiagnostic[];
-  stats?: Record<string, unknown>;
-  timings?: Record<string, number>;
-  passes?: { name: string; ir: string }[];
+  stats: Record<string, unknown>;
+  timings: Record<string, number>;
+  inputsSource?: string | null;
+  /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
+  partial?: boolean;
+  frames?: FrameTable | null; // absent when no op comes from library code
+  passes?: PassIr[] | null;
+  error?: LowerError | null; // a lowering that produced no IR at all
+}
+
+export interface ModulesParams {
+  uri: string;
 }
 
 export interface ModuleInfo {
   name: string;
   kind: 'class' | 'function';
-  range: { start: { line: number; character: number }; end: { line: number; character: number } };
-  forwardRange?: unknown;
-  inputs: 'comment' | 'convention' | 'settings' | 'derived' | 'inferred' | 'missing';
+  range: Range;
+  selectionRange: Range;
+  forwardRange: Range | null;
+  inputs: InputsStatus;
+  parents: string[];
 }
 
 export interface ModulesResponse {
   modules: ModuleInfo[];
 }
 
-export type ServerState = 'starting' | 'ready' | 'lowering' | 'error' | 'untrusted';
+export interface VerifyParams {
+  uri: string;
+  module: string;
+  rtol?: number | null;
+  atol?: number | null;
+}
+
+export interface OutputComparison {
+  index: number;
+  shape: number[];
+  dtype: string;
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
+  maxRelErr: number | string;
+  worstIndex: number[];
+  ok: boolean;
+  rtol: number;
+  atol: number;
+  message: string;
+}
+
+export interface VerifyResponse {
+  module: string;
+  ok: boolean; // every output matched within its tolerances
+  kind: string | null;
+  message: string;
+  diagnostics: Record<string, unknown>[];
+  outputs?: OutputComparison[];
+  rtol?: number | null;
+  atol?: number | null;
+  timings?: Record<string, number>;
+  maxAbsErr?: number | string | null;
+  divergence?: Record<string, unknown> | null;
+}
+
+export interface ServerInfoParams {
+  waitForWorker?: boolean | null;
+}
+
+export interface ServerInfoResponse {
+  pid: number;
+  version: string;
+  torchImported: boolean;
+  torchMlirImported: boolean;
+  trusted: boolean;
+  status: StatusParams; // as the last torchMlirLens/status
+  settings: Record<string, unknown>;
+  engine: Record<string, unknown> | null;
+}
 
 export interface StatusParams {
   state: ServerState;
-  detail?: string;
+  detail?: string | null;
 }
+
+export interface SetTrustedParams {
+  trusted: boolean;
+}
+
+export interface ModuleArgs {
+  uri: string;
+  module: string;
+}
+
+export interface ExportModuleArgs {
+  uri: string;
+  module: string;
+  target?: string | null;
+  output?: string | null;
+  bytecode?: boolean;
+  overwrite?: boolean;
+}
+
+export interface ExportModuleResponse {
+  path: string;
+  uri: string;
+  bytes: number | null;
+}
+
+export interface ExportReproArgs {
+  uri: string;
+  module: string;
+  target?: string | null;
+  outputDir?: string | null;
+}
+
+export interface ExportReproResponse {
+  mlirPath: string;
+  mlirUri: string;
+  command: string;
+}
+
+export interface ExplainInputsResponse {
+  message: string;
+  template: string;
+}
+
+export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');
+export const ModulesRequest = new RequestType<ModulesParams, ModulesResponse, void>('torchMlirLens/modules');
+export const VerifyRequest = new RequestType<VerifyParams, VerifyResponse, void>('torchMlirLens/verify');
+export const ServerInfoRequest = new RequestType<ServerInfoParams, ServerInfoResponse, void>('torchMlirLens/serverInfo');
+export const StatusNotification = new NotificationType<StatusParams>('torchMlirLens/status');
+export const SetTrustedNotification = new NotificationType<SetTrustedParams>('torchMlirLens/setTrusted');
+
+export const LOWER = LowerRequest.method;
+export const MODULES = ModulesRequest.method;
+export const VERIFY = VerifyRequest.method;
+export const STATUS = StatusNotification.method;
+export const SET_TRUSTED = SetTrustedNotification.method;
+
+/** Server-side commands (workspace/executeCommand), with their argument and answer types. */
+export const SERVER_COMMANDS = {
+  exportModule: 'torchMlirLens.exportModule', // ExportModuleArgs → ExportModuleResponse
+  exportRepro: 'torchMlirLens.exportRepro', // ExportReproArgs → ExportReproResponse
+  explainInputs: 'torchMlirLens.explainInputs', // ModuleArgs → ExplainInputsResponse
+  verify: 'torchMlirLens.verify', // VerifyParams → VerifyResponse
+} as const;
+
+export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm'] as const;
+export const TARGET_TITLES: Record<string, string> = {
+  fx: 'FX',
+  raw: 'Raw',
+  torch: 'Torch',
+  linalg: 'Linalg',
+  tosa: 'TOSA',
+  stablehlo: 'StableHLO',
+  llvm: 'LLVM',
+  custom: 'Custom',
+};
 
 export function targetTitle(target: string): string {
   return TARGET_TITLES[target] ?? target;

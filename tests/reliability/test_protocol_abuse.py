@@ -121,6 +121,29 @@ def test_custom_requests_with_bad_params(raw: RawServer) -> None:
     assert_still_answers(raw)
 
 
+def test_bad_params_name_the_field(raw: RawServer) -> None:
+    """The typed requests and commands (`protocol.lsp`) answer InvalidParams naming the field
+    that is wrong, for requests and command arguments alike."""
+    raw.initialize()
+    cases = [
+        ("torchMlirLens/lower", {"module": "M"}, "$.params.uri"),
+        ("torchMlirLens/lower", {"uri": "file:///x.py", "position": "nope"}, "$.params.position"),
+        ("torchMlirLens/verify", {"uri": "file:///x.py"}, "$.params.module"),
+        ("torchMlirLens/modules", {}, "$.params.uri"),
+    ]
+    for method, params, where in cases:
+        reply = raw.response(raw.request(method, params), ANSWER_S)
+        assert error_code(reply) == INVALID_PARAMS, (method, reply)
+        message = reply["error"]["message"]
+        assert message.startswith(f"invalid params for {method}: ") and where in message, reply
+    reply = raw.response(raw.request("workspace/executeCommand", {
+        "command": "torchMlirLens.exportModule",
+        "arguments": [{"uri": "file:///x.py", "target": "tosa"}]}), ANSWER_S)
+    assert error_code(reply) == INVALID_PARAMS, reply
+    assert "argument.module" in reply["error"]["message"], reply
+    assert_still_answers(raw)
+
+
 def test_documents_never_opened(raw: RawServer, workspace: Path) -> None:
     """Requests about documents the client never opened: an answer (or an error that is not
     an internal one), for a file that exists on disk and for one that does not."""

@@ -29,6 +29,7 @@ from torch_mlir_lens.cli.common import (
     pick_module,
     where,
 )
+from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
 from torch_mlir_lens.results import LensError
 
 EXIT_MISMATCH = EXIT_FAILED
@@ -62,16 +63,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return verify
 
 
-def verify_request(job: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The worker job dict for `verify` (ModuleJob fields + tolerances)."""
-    request: dict[str, Any] = {**job.to_json(), "op": "verify"}
-    if args.rtol is not None:
-        request["rtol"] = args.rtol
-    if args.atol is not None:
-        request["atol"] = args.atol
-    if args.opt_level:
-        request["opt_level"] = args.opt_level
-    return request
+def verify_request(job: ModuleJob, args: argparse.Namespace) -> dict[str, Any]:
+    """The worker job for `verify` (ModuleJob fields + tolerances), as JSON."""
+    verify_job: VerifyJob = job.as_job(VerifyJob, rtol=args.rtol, atol=args.atol,
+                                       opt_level=args.opt_level or 0)
+    return verify_job.to_json()
 
 
 def exit_code(result: dict[str, Any]) -> int:

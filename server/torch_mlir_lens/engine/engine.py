@@ -17,13 +17,21 @@ import hashlib
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
 from torch_mlir_lens.engine.worker_client import EarlyWorker, OutputCallback, WorkerClient
 from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.jobs import (
+    ExportJob,
+    LowerJob,
+    ModuleJob,
+    ReproJob,
+    StatsJob,
+)
+from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
@@ -46,41 +54,6 @@ class EngineConfig:
 
 
 @dataclass
-class ModuleJob:
-    """The common fields of a module job (docs/contracts.md, "Worker jobs")."""
-
-    path: str
-    module: str
-    text: str | None = None  # unsaved buffer; None → the file on disk
-    inputs: str | None = None
-    inputs_file: str | None = None
-    init: str | None = None
-    settings_inputs: dict[str, str] = field(default_factory=dict)
-    workspace: str | None = None
-    strict: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """The job fields as the worker expects them (absolute path)."""
-        return {
-            "path": os.path.abspath(self.path),
-            "module": self.module,
-            "text": self.text,
-            "inputs": self.inputs,
-            "inputs_file": None if self.inputs_file is None else os.path.abspath(self.inputs_file),
-            "init": self.init,
-            "settings_inputs": dict(self.settings_inputs),
-            "workspace": self.workspace,
-            "strict": self.strict,
-        }
-
-
-# Fields of a lower job that choose what to print, not what to export.
-_TARGET_FIELDS = frozenset({"targets", "pipeline", "keep_weights", "debug_info",
-                            "print_after_all", "list_unsupported", "id"})
-_WORKER_PROGRAMS = 4  # exported programs the worker keeps (worker/jobs.py)
-
-
-@dataclass
 class _Pending:
     """A job waiting for (or holding) the worker."""
 
@@ -89,7 +62,7 @@ class _Pending:
     module_id: tuple[str, str] | None  # (path, module) for superseding; None: never superseded
     text_sha: str | None
     future: asyncio.Future[dict[str, Any]]
-    program: str | None = None  # which exported program the job needs (see _program_key)
+    program: str | None = None  # the exported program a lower job needs (protocol.programs)
 
 
 class Engine:
@@ -109,8 +82,6 @@ class Engine:
         self._pump_task: asyncio.Task[None] | None = None
         self._restart_client = False
         self._started = False
-        # Programs the worker has exported (it caches a few): a job on one of them only lowers.
-        self._exported: list[str] = []
 
     def _new_client(self, early: EarlyWorker | None = None) -> WorkerClient:
         return WorkerClient(
@@ -195,12 +166,11 @@ class Engine:
         Cached by content hash of the file text, module, inputs, targets and options. Raises
         LensError for failures that produce no IR (load, inputs, crash, time-out, ...).
         """
-        fields = self._job_fields(job)
-        request = {
-            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
-            "keep_weights": keep_weights, "debug_info": debug_info,
-            "print_after_all": print_after_all, "list_unsupported": list_unsupported,
-        }
+        request = self._filled(job).as_job(
+            LowerJob, targets=list(targets), pipeline=pipeline, keep_weights=keep_weights,
+            debug_info=debug_info, print_after_all=print_after_all,
+            list_unsupported=list_unsupported,
+        ).to_json()
         result = await self._submit(request, cache=True)
         return [LowerResult.from_json(r) for r in result.get("results", [])]
 
@@ -209,14 +179,13 @@ class Engine:
         **options: bool,
     ) -> list[LowerResult] | None:
         """The cached results of exactly this lower() call, or None (never runs a job)."""
-        fields = self._job_fields(job)
-        request = {
-            **fields, "op": "lower", "targets": list(targets), "pipeline": pipeline,
-            "keep_weights": options.get("keep_weights", False),
-            "debug_info": options.get("debug_info", False),
-            "print_after_all": options.get("print_after_all", False),
-            "list_unsupported": options.get("list_unsupported", True),
-        }
+        request = self._filled(job).as_job(
+            LowerJob, targets=list(targets), pipeline=pipeline,
+            keep_weights=options.get("keep_weights", False),
+            debug_info=options.get("debug_info", False),
+            print_after_all=options.get("print_after_all", False),
+            list_unsupported=options.get("list_unsupported", True),
+        ).to_json()
         value = self._cache.get(self._key(request))
         if isinstance(value, dict):
             return [LowerResult.from_json(r) for r in value.get("results", [])]
@@ -226,8 +195,8 @@ class Engine:
                      bytecode: bool = False) -> dict[str, Any]:
         """Write the module's IR at `target` to `output` atomically → {"path", "bytes"}."""
         output = os.path.abspath(output)
-        request = {**self._job_fields(job), "op": "export", "target": target,
-                   "output": output, "bytecode": bytecode}
+        request = self._filled(job).as_job(
+            ExportJob, target=target, output=output, bytecode=bytecode).to_json()
         before = _write_temps(output)
         try:
             return await self._submit(request, cache=False)
@@ -241,17 +210,18 @@ class Engine:
 
     async def repro(self, job: ModuleJob, target: str, output_dir: str) -> dict[str, Any]:
         """Write a reproducer (.mlir + torch-mlir-opt command) → {"mlir_path", "command"}."""
-        request = {**self._job_fields(job), "op": "repro", "target": target,
-                   "output_dir": os.path.abspath(output_dir)}
+        request = self._filled(job).as_job(
+            ReproJob, target=target, output_dir=os.path.abspath(output_dir)).to_json()
         return await self._submit(request, cache=False)
 
     async def run(self, request: dict[str, Any], *, cache: bool = False) -> dict[str, Any]:
-        """Run any worker job dict (e.g. "verify") through the queue; returns its result."""
+        """Run any worker job (`protocol.jobs`, e.g. `VerifyJob(...).to_json()`) through the
+        queue; returns its result."""
         return await self._submit(dict(request), cache=cache)
 
     async def stats(self) -> dict[str, Any]:
         """Worker counters {"jobs_run", "exports_run", "pid"} plus the engine's cache counters."""
-        result = await self._submit({"op": "stats"}, cache=False)
+        result = await self._submit(StatsJob().to_json(), cache=False)
         return {**result, "cache_entries": len(self._cache), "cache_hits": self._cache.hits,
                 "restarts": self._client.restarts}
 
@@ -277,29 +247,32 @@ class Engine:
 
     # --- scheduling --------------------------------------------------------------------------
 
-    def _job_fields(self, job: ModuleJob) -> dict[str, Any]:
-        fields = job.to_json()
-        if fields["text"] is None:
+    @staticmethod
+    def _filled(job: ModuleJob) -> ModuleJob:
+        """The job's common fields with its text and the module's fingerprint filled in."""
+        filled = job.module_fields()
+        filled.path = path = os.path.abspath(job.path)
+        if filled.text is None:
             # Hash (and send) the content, so the cache key is the text, not the path.
             try:
-                fields["text"] = Path(fields["path"]).read_text(encoding="utf-8")
+                filled.text = Path(path).read_text(encoding="utf-8")
             except FileNotFoundError as exc:
-                raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {fields['path']}",
-                                file=fields["path"]) from exc
+                raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {path}",
+                                file=path) from exc
             except (OSError, UnicodeDecodeError) as exc:
-                raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {fields['path']}: {exc}",
-                                file=fields["path"]) from exc
+                raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}",
+                                file=path) from exc
         # Computed here anyway (cache keys, usually already cached from the document): sent
         # along so the worker does not parse the file again to key its exported programs.
-        fields["fingerprint"] = job_fingerprint(fields, fields["text"])
-        return fields
+        filled.fingerprint = job_fingerprint(filled.to_json(), filled.text)
+        return filled
 
     @staticmethod
     def _key(request: dict[str, Any]) -> str:
         parts = dict(request)
         if isinstance(parts.get("text"), str):
             # The module's own fingerprint stands for the text (an edit elsewhere in the file
-            # keeps its result); `_job_fields` already computed it for the worker.
+            # keeps its result); `_filled` already computed it for the worker.
             sent = parts.pop("fingerprint", None)
             parts["text"] = sent if isinstance(sent, str) else job_fingerprint(
                 parts, parts["text"])
@@ -363,7 +336,7 @@ class Engine:
                                           "superseded by a newer version of the file"))
         running = self._running
         if (running is not None and stale(running) and self.config.cancel_stale
-                and running.program not in self._exported):
+                and running.program not in self._client.programs):
             # Killing costs a worker restart (seconds of imports): worth it only to stop a
             # stale export, not a lowering of an already exported program (e.g. the
             # follow-up backends of a check), which ends sooner than a restart would.
@@ -400,26 +373,18 @@ class Engine:
                                               f"{type(exc).__name__}: {exc}"))
             else:
                 self._inflight.pop(pending.key, None)
-                self._remember_export(pending.program)
                 if not pending.future.done():
                     pending.future.set_result(result)
             finally:
                 self._running = None
 
-    def _remember_export(self, program: str | None) -> None:
-        if program is None:
-            return
-        if program in self._exported:
-            self._exported.remove(program)
-        self._exported.append(program)
-        del self._exported[:-_WORKER_PROGRAMS]
-
-    def _program_key(self, request: dict[str, Any]) -> str | None:
-        """The exported program a lowering job needs: the job minus what only picks targets."""
-        if request.get("op") != "lower":
+    @staticmethod
+    def _program_key(request: dict[str, Any]) -> str | None:
+        """The exported program a lowering job needs (the worker reports the ones it holds)."""
+        text = request.get("text")
+        if request.get("op") != "lower" or not isinstance(text, str):
             return None
-        parts = {k: v for k, v in request.items() if k not in _TARGET_FIELDS}
-        return self._key(parts)
+        return program_key(request, text)
 
 
 def _write_temps(output: str) -> set[str]:

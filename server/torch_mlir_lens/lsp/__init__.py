@@ -23,12 +23,9 @@ Standard LSP
                                ("export-error", "worker-crash", "timeout", "memory-limit",
                                "inputs-missing", ...); data = {module, kind, targets}.
     textDocument/codeAction    quick fix for "inputs-missing": insert the inputs comment.
-    workspace/executeCommand   torchMlirLens.exportModule [{uri, module, target?, output?,
-                               bytecode?, overwrite?}] → {path, uri, bytes};
-                               torchMlirLens.exportRepro [{uri, module, target?, outputDir?}]
-                               → {mlirPath, mlirUri, command}; torchMlirLens.explainInputs
-                               [{uri, module}] → {message, template}; torchMlirLens.verify
-                               [{uri, module, rtol?, atol?}] (verdict → lens + diagnostics).
+    workspace/executeCommand   torchMlirLens.exportModule, .exportRepro, .explainInputs,
+                               .verify: one argument object each, typed in `protocol.lsp`
+                               (`COMMANDS`); verify's verdict → lens + diagnostics.
     workspace/codeLens/refresh sent (when supported) after checks and settings changes.
     notebookDocument/*         didOpen, didChange, didSave, didClose (LSP 3.17, every cell):
                                a notebook is one program of its Python cells; lenses, hover,
@@ -37,25 +34,10 @@ Standard LSP
     window/workDoneProgress    "Lowering <Module>" while a request waits for a lowering.
     window/logMessage          all logs (levels kept); window/showMessage for user news.
 
-Custom
-    torchMlirLens/lower        request {uri, module? | position?, target? | pipeline?,
-                               printAfterAll?} → {module, target, ok, ir, map, frames?,
-                               diagnostics, stats, timings, inputsSource, partial, passes?,
-                               error?}; frames: the call chains of ops made in library code
-                               (docs/contracts.md); partial: ok is false but ir is the target
-                               IR with each rejected op kept as a call. Diagnostics: one per
-                               cause, with cause, ops, knockOn, and related [{uri, line,
-                               message}] (library lines). For a notebook, map/diagnostic
-                               entries in its cells carry the cell's URI, the line in the cell
-                               and `cell` (1-based number).
-    torchMlirLens/modules      request {uri} → {modules: [{name, kind, range, selectionRange,
-                               forwardRange, inputs, parents}]}.
-    torchMlirLens/verify       request {uri, module} → the worker's verify result.
-    torchMlirLens/serverInfo   request {waitForWorker?} → {pid, version, torchImported,
-                               torchMlirImported, trusted, status, settings, engine}.
-    torchMlirLens/setTrusted   notification client→server {trusted}.
-    torchMlirLens/status       notification server→client {state: starting | ready |
-                               lowering | error | untrusted, detail?}.
+Custom requests and notifications (`torchMlirLens/lower`, `/modules`, `/verify`,
+`/serverInfo`; `/status` server→client, `/setTrusted` client→server): their params and results
+are the typed classes of `torch_mlir_lens.protocol.lsp` (the client's twin is
+client/src/protocol.ts); the converter structures them (`lsp/protocol.py`).
 
 Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
 section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,

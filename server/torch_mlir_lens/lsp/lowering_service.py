@@ -24,6 +24,7 @@ from pygls.capabilities import get_capability
 from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.lsp.output_budget import OutputBudget
+from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.verdict import backend_verdict
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNTRUSTED = "untrusted"  # LensError kind: the workspace is not trusted
-STATUS = "torchMlirLens/status"
+STATUS = lens_types.STATUS
 
 
 @dataclass
@@ -174,9 +175,9 @@ class LoweringService:
         if self._status.sent == (state, detail):
             return
         self._status.sent = (state, detail)
-        payload: dict[str, Any] = {"state": state}
-        if detail:
-            payload["detail"] = detail
+        # An unknown state name is a bug here, not the client's problem: sent as it is.
+        payload = lens_types.StatusParams(
+            state=state, detail=detail or None)  # type: ignore[arg-type]
         with contextlib.suppress(Exception):
             self._server.protocol.notify(STATUS, payload)
 

@@ -6,6 +6,8 @@
   unanswered, so a client never waits for a reply that cannot come.
 - A request whose params do not fit its method (or a custom request without params, which
   pygls 2.1 cannot structure) is answered InvalidParams (-32602); pygls would only log it.
+- The custom requests and notifications (`protocol.lsp`) are structured into their typed
+  params by the same converter as the standard ones: their message types are made here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 from typing import Any
 
 import attrs
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
@@ -23,6 +26,8 @@ from pygls.exceptions import (
     JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol, default_converter
+
+from torch_mlir_lens.protocol import lsp as lens_types
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +68,11 @@ def lens_converter() -> Any:
     converter.register_unstructure_hook_factory(
         _unresolved, lambda cls: converter.get_unstructure_hook(_resolved(cls)))
     converter.register_unstructure_hook(dict, lambda value: value)
+    for message in _CUSTOM_MESSAGES.values():
+        # Every field of a message is sent, defaults included (`jsonrpc`, `method`):
+        # lsprotocol omits defaults of fields it does not list as special.
+        converter.register_unstructure_hook(
+            message, cattrs.gen.make_dict_unstructure_fn(message, converter))
     return converter
 
 
@@ -89,6 +99,39 @@ def _resolved(cls: Any) -> Any:
     return cls
 
 
+def _message_class(method: str, params: type, request: bool) -> type:
+    """An lsprotocol-style message class of a custom method, with its typed params."""
+    fields: dict[str, Any] = {}
+    if request:
+        fields["id"] = attrs.field(type=int | str)  # type: ignore[arg-type]
+    # Params may be omitted (JSON-RPC) only where every field has a default: then the
+    # handler gets None; otherwise a missing field is refused as InvalidParams.
+    optional = all(f.default is not attrs.NOTHING for f in attrs.fields(params))
+    fields["params"] = attrs.field(
+        type=params | None if optional else params)  # type: ignore[arg-type]
+    fields["method"] = attrs.field(type=str, default=method)
+    fields["jsonrpc"] = attrs.field(type=str, default="2.0")
+    suffix = "Request" if request else "Notification"
+    return attrs.make_class(params.__name__.removesuffix("Params") + suffix, fields)
+
+
+_CUSTOM_MESSAGES: dict[str, type] = {
+    **{method: _message_class(method, params, True)
+       for method, (params, _result) in lens_types.REQUESTS.items()},
+    **{method: _message_class(method, params, False)
+       for method, params in lens_types.NOTIFICATIONS.items()},
+}
+
+
+def _params_problem(method: Any, exc: BaseException) -> str:
+    """`invalid params for M: <what and where>` from the converter's validation error."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, cattrs.ClassValidationError) else exc
+    if isinstance(cause, cattrs.ClassValidationError):
+        details = "; ".join(cattrs.transform_error(cause, path="$"))
+        return f"invalid params for {method}: {details}"
+    return f"invalid params for {method}"
+
+
 class _Answered:
     """Stands for a message that was already answered (with an error) while being parsed."""
 
@@ -102,6 +145,10 @@ class LensProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         self._initialize_seen = False
 
+    def get_message_type(self, method: str) -> Any:  # type: ignore[override]
+        custom = _CUSTOM_MESSAGES.get(method)
+        return custom if custom is not None else super().get_message_type(method)
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" in data and "method" in data and "params" not in data:
             data = {**data, "params": None}  # JSON-RPC allows omitting params
@@ -112,9 +159,7 @@ class LensProtocol(LanguageServerProtocol):
             if "jsonrpc" not in data or "method" not in data or msg_id is None:
                 raise
             log.warning("bad params for %s: %s", data.get("method"), exc)
-            error = exc if isinstance(exc, JsonRpcInvalidParams) else JsonRpcInvalidParams(
-                f"invalid params for {data.get('method')}"
-            )
+            error = JsonRpcInvalidParams(_params_problem(data.get("method"), exc))
             assert isinstance(error, JsonRpcException)
             self._send_response(msg_id, None, error.to_response_error())
             return _Answered()

@@ -22,7 +22,11 @@ def job_text(job: dict[str, Any]) -> str:
     text = job.get("text")
     if isinstance(text, str):
         return text
-    path = job_path(job)
+    return read_text(job_path(job))
+
+
+def read_text(path: str) -> str:
+    """A user's file from disk; LensError("load-error") when it cannot be read."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

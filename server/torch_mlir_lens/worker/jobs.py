@@ -12,8 +12,6 @@ inputs, strict) lets several targets and several jobs on the same module export 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import sys
 import time
@@ -24,10 +22,21 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.jobs import (
+    ExportJob,
+    Job,
+    LowerJob,
+    ModuleJob,
+    ModulesJob,
+    Reply,
+    ReproJob,
+    VerifyJob,
+    parse_job,
+)
+from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
-from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
+from torch_mlir_lens.worker.job_fields import read_text
 
 MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
 
@@ -59,30 +68,40 @@ def release_evicted() -> None:
     _evicted.clear()
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job dict and return its reply dict; never raises."""
-    job_id = job.get("id") if isinstance(job, dict) else None
+def run_job(data: dict[str, Any]) -> dict[str, Any]:
+    """Run one job frame (`protocol.jobs`) and return its reply's JSON; never raises."""
+    return run(data).to_json()
+
+
+def run(data: dict[str, Any]) -> Reply:
+    """Run one job frame and return its reply; never raises."""
+    job_id = data.get("id") if isinstance(data, dict) else None
+    job_id = job_id if isinstance(job_id, int) else None
     try:
-        if not isinstance(job, dict):
-            raise LensError(ErrorKind.BAD_REQUEST, "a job must be a JSON object")
-        op = job.get("op")
-        handler = _HANDLERS.get(op) if isinstance(op, str) else None
-        if handler is None:
-            raise LensError(ErrorKind.BAD_REQUEST, f"unknown job op {op!r}")
-        if op not in ("ping", "stats"):
-            _stats["jobs_run"] += 1
+        job = parse_job(data)
+        if not isinstance(job, ModuleJob | ModulesJob):
+            return Reply(job_id, True, _HANDLERS[job.op](job), programs=held_programs())
+        _stats["jobs_run"] += 1
         release_evicted()  # when run in-process, nobody called it after the last job
         with _restored_process_state():
-            result = handler(job)
-        return {"id": job_id, "ok": True, "result": result}
+            result = _HANDLERS[job.op](job)
+        return Reply(job_id, True, result, programs=held_programs())
     except LensError as exc:
         if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
             # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
             exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
                             file=exc.file, line=exc.line)
-        return {"id": job_id, "ok": False, "error": exc.to_json()}
+        return Reply(job_id, False, error=exc.to_json(), programs=held_programs())
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
-        return {"id": job_id, "ok": False, "error": _unexpected(exc).to_json()}
+        return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
+
+
+def held_programs() -> list[str]:
+    """The keys (`protocol.programs.program_key`) of the exported programs held, oldest first.
+
+    Sent in every reply, so the engine knows which jobs only lower and need no export.
+    """
+    return list(dict.fromkeys(key.rpartition(":")[0] for key in _programs))
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -126,54 +145,6 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def _file_digest(path: str | None) -> str | None:
-    """Content hash of an inputs file, so replacing it re-exports."""
-    if not path:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _folder_stamp(path: str) -> list[tuple[str, int, int]]:
-    """(name, mtime_ns, size) of the .py files next to `path`."""
-    stamps = []
-    try:
-        with os.scandir(os.path.dirname(path)) as entries:
-            for entry in entries:
-                if entry.name.endswith(".py") and entry.path != path:
-                    with contextlib.suppress(OSError):
-                        st = entry.stat()
-                        stamps.append((entry.name, st.st_mtime_ns, st.st_size))
-    except OSError:
-        pass
-    return sorted(stamps)
-
-
-def program_key(job: dict[str, Any], text: str) -> str:
-    """Everything that decides the exported program, hashed."""
-    sent = job.get("fingerprint")
-    parts = {
-        "path": job_path(job),
-        # The module's fingerprint, not the whole text: an edit to another module of the
-        # file reuses this module's exported program. The engine sends the one it computed.
-        "text": sent if isinstance(sent, str) and sent else job_fingerprint(job, text),
-        "module": job.get("module"),
-        "inputs": job.get("inputs"),
-        "inputs_file": job.get("inputs_file"),
-        "inputs_file_sha": _file_digest(job.get("inputs_file")),
-        "init": job.get("init"),
-        "settings_inputs": job.get("settings_inputs") or {},
-        "workspace": job.get("workspace"),
-        "strict": bool(job.get("strict", False)),
-        # Sibling files the module may import: an edit to one must re-export.
-        "siblings": _folder_stamp(job_path(job)),
-    }
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()
-
-
 def user_files_for(path: str) -> list[str]:
     """The user's file plus the loaded .py files of its folder tree (siblings, subpackages).
 
@@ -199,7 +170,7 @@ def user_files_for(path: str) -> list[str]:
     return sorted(files)
 
 
-def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
+def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     """The exported program of the job's module: cached, else load → inputs → export.
 
     Built without its weights (construct.py) unless `need_weights` names what needs them;
@@ -208,11 +179,11 @@ def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
     from torch_mlir_lens.worker import construct, loader, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
 
-    path = job_path(job)
-    text = job_text(job)
-    name = job_module(job)
-    policy = str(job.get("construct") or "auto")
-    base = program_key(job, text)
+    path = job.path
+    text = job.text if job.text is not None else read_text(path)
+    name = job.module
+    policy = job.construct
+    base = program_key(job.module_fields().to_json(), text)
     real_key, any_key = f"{base}:real", f"{base}:{policy}"
     for key in ([real_key] if need_weights else [any_key, real_key]):
         cached = _programs.get(key)
@@ -230,9 +201,9 @@ def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
     with inputs_mod.recording_without_weights(shapes_only):
         resolved = inputs_mod.resolve_inputs(
             mod, name, path=path, text=text,
-            inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
-            init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
-            workspace=job.get("workspace"),
+            inputs_expr=job.inputs, inputs_file=job.inputs_file,
+            init_expr=job.init, settings_inputs=job.settings_inputs,
+            workspace=job.workspace,
         )
     timings["inputs"] = time.perf_counter() - start
 
@@ -249,7 +220,7 @@ def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
         _stats["exports_run"] += 1
         return lowering.export_program(
             fn, resolved.args, resolved.kwargs, user_files=user_files,
-            strict=bool(job.get("strict", False)), dynamic_shapes=resolved.dynamic_shapes,
+            strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
         )
 
     program, built = construct.construct_and_export(
@@ -269,43 +240,41 @@ def _program(job: dict[str, Any], need_weights: str | None = None) -> _Program:
     return entry
 
 
-def _lower_options(job: dict[str, Any]) -> Any:
+def _lower_options(job: LowerJob | None) -> Any:
     from torch_mlir_lens.worker.lowering import LowerOptions
 
+    job = job or LowerJob(path="", module="")  # export: the defaults
     wanted = {
-        "keep_weights": bool(job.get("keep_weights", False)),
-        "debug_info": bool(job.get("debug_info", False)),
-        "print_after_all": bool(job.get("print_after_all", False)),
-        "list_unsupported": bool(job.get("list_unsupported", True)),
+        "keep_weights": job.keep_weights,
+        "debug_info": job.debug_info,
+        "print_after_all": job.print_after_all,
+        "list_unsupported": job.list_unsupported,
     }
     # Pass only the options this LowerOptions knows, so the two sides can evolve apart.
     known = getattr(LowerOptions, "__dataclass_fields__", wanted)
     return LowerOptions(**{k: v for k, v in wanted.items() if k in known})
 
 
-def _job_targets(job: dict[str, Any]) -> list[tuple[str, str | None]]:
+def _job_targets(job: LowerJob) -> list[tuple[str, str | None]]:
     """[(target name, custom pipeline or None)] in the order the job asked for them."""
-    targets = job.get("targets") or []
-    if isinstance(targets, str):
-        targets = [targets]
-    pipeline = job.get("pipeline")
+    pipeline = job.pipeline
     wanted: list[tuple[str, str | None]] = []
-    for target in targets:
-        if not isinstance(target, str) or not is_known_target(target):
+    for target in job.targets:
+        if not is_known_target(target):
             raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
         wanted.append((target, None))
-    if isinstance(pipeline, str) and pipeline.strip():
+    if pipeline and pipeline.strip():
         wanted.append((CUSTOM_TARGET, pipeline))
     if not wanted:
         raise LensError(ErrorKind.BAD_REQUEST, "the job names no target and no pipeline")
     return wanted
 
 
-def _failed_results(job: dict[str, Any], err: LensError) -> dict[str, Any]:
+def _failed_results(job: LowerJob, err: LensError) -> dict[str, Any]:
     """One failed LowerResult per target, carrying the export error at its line."""
     results = []
     for target, _ in _job_targets(job):
-        res = LowerResult(module=job_module(job), target=target, ok=False,
+        res = LowerResult(module=job.module, target=target, ok=False,
                           diagnostics=[err.to_diagnostic(target)])
         results.append(res.to_json())
     return {"results": results}
@@ -318,7 +287,7 @@ def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str |
     return None
 
 
-def _lower(job: dict[str, Any]) -> dict[str, Any]:
+def _lower(job: LowerJob) -> dict[str, Any]:
     wanted = _job_targets(job)
     options = _lower_options(job)
     try:
@@ -343,17 +312,16 @@ def _lower(job: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
-def _export(job: dict[str, Any]) -> dict[str, Any]:
-    target = job.get("target") or "linalg"
-    output = job.get("output")
-    if not isinstance(output, str) or not output:
+def _export(job: ExportJob) -> dict[str, Any]:
+    target, output = job.target, job.output
+    if not output:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
     program = _program(job, "export")  # the file must hold the real weights
     written = program.lowerer.write_export(
-        target, os.path.abspath(output), bytecode=bool(job.get("bytecode", False)),
-        options=_lower_options(job),
+        target, os.path.abspath(output), bytecode=job.bytecode,
+        options=_lower_options(None),
     )
     if isinstance(written, dict):
         return _jsonable(written)
@@ -361,22 +329,26 @@ def _export(job: dict[str, Any]) -> dict[str, Any]:
     return {"path": os.path.abspath(output), "bytes": size}
 
 
-def _repro(job: dict[str, Any]) -> dict[str, Any]:
-    target = job.get("target") or "linalg"
-    output_dir = job.get("output_dir")
-    if not isinstance(output_dir, str) or not output_dir:
+def _repro(job: ReproJob) -> dict[str, Any]:
+    target, output_dir = job.target, job.output_dir
+    if not output_dir:
         raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
     program = _program(job, "repro")
     return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
 
 
-def _verify(job: dict[str, Any]) -> dict[str, Any]:
+def _verify(job: VerifyJob) -> dict[str, Any]:
     """JIT the module's Linalg IR, run it on the example inputs, compare with eager."""
     from torch_mlir_lens.worker import verify
     from torch_mlir_lens.worker.lowering import LowerOptions
 
-    name = job_module(job)
-    rtol, atol = job.get("rtol"), job.get("atol")
+    name = job.module
+    rtol, atol = job.rtol, job.atol
+    for key, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and value < 0:
+            raise LensError(ErrorKind.BAD_REQUEST, f"{key} must be a number >= 0, not {value}")
+    if not 0 <= job.opt_level <= 3:
+        raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {job.opt_level}")
     program = _program(job, "verify")
     try:
         linalg = program.lowerer.module_for("linalg", options=LowerOptions())
@@ -392,23 +364,23 @@ def _verify(job: dict[str, Any]) -> dict[str, Any]:
         ).to_json()
     result = verify.verify_linalg_module(
         linalg, program.fn, program.args, program.kwargs, module_name=name, rtol=rtol,
-        atol=atol, opt_level=int(job.get("opt_level") or 0), user_files=program.user_files,
+        atol=atol, opt_level=job.opt_level, user_files=program.user_files,
     )
     return result.to_json()
 
 
-def _modules(job: dict[str, Any]) -> dict[str, Any]:
+def _modules(job: ModulesJob) -> dict[str, Any]:
     from torch_mlir_lens.discovery import find_modules
 
-    path = job_path(job)
-    return {"modules": [_jsonable(m) for m in find_modules(job_text(job), path)]}
+    text = job.text if job.text is not None else read_text(job.path)
+    return {"modules": [_jsonable(m) for m in find_modules(text, job.path)]}
 
 
-def _ping(job: dict[str, Any]) -> dict[str, Any]:
+def _ping(job: Job) -> dict[str, Any]:
     return {"pid": os.getpid()}
 
 
-def _stats_job(job: dict[str, Any]) -> dict[str, Any]:
+def _stats_job(job: Job) -> dict[str, Any]:
     return {**_stats, "pid": os.getpid(), "cached_programs": len(_programs)}
 
 
@@ -420,7 +392,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-_HANDLERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+_HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "lower": _lower,
     "export": _export,
     "repro": _repro,

@@ -3,10 +3,10 @@
     python -m torch_mlir_lens.worker.main --in-fd N --out-fd M
     (or TORCH_MLIR_LENS_IN_FD / TORCH_MLIR_LENS_OUT_FD in the environment)
 
-Jobs arrive and replies leave as frames on two dedicated pipe fds: a 4-byte big-endian length,
-then that many bytes of UTF-8 JSON. stdout and stderr are NOT the channel: the parent drains them
-into a log, so user prints (any amount) and MLIR's native fd-2 output can neither corrupt the
-channel nor block the worker. The loop ends on EOF of the input fd.
+Jobs arrive and replies leave as frames (`protocol.framing`) on two dedicated pipe fds.
+stdout and stderr are NOT the channel: the parent drains them into a log, so user prints (any
+amount) and MLIR's native fd-2 output can neither corrupt the channel nor block the worker.
+The loop ends on EOF of the input fd.
 """
 
 from __future__ import annotations
@@ -15,63 +15,21 @@ import argparse
 import contextlib
 import faulthandler
 import gc
-import json
 import os
 import select
 import signal
-import struct
 import sys
-from typing import Any
 
-_HEADER = struct.Struct(">I")
-MAX_FRAME = 1 << 31  # a sanity bound; a bigger length means a corrupted channel
+from torch_mlir_lens.protocol.framing import read_frame, write_frame
+from torch_mlir_lens.protocol.jobs import Reply
+from torch_mlir_lens.results import ErrorKind, LensError
+
 READY_GRACE_S = 0.05  # how long after "ready" a job counts as already waiting
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (Python's default: 700)
 
 IN_FD_ENV = "TORCH_MLIR_LENS_IN_FD"
 OUT_FD_ENV = "TORCH_MLIR_LENS_OUT_FD"
 OWN_GROUP_ENV = "TORCH_MLIR_LENS_OWN_GROUP"  # set by WorkerClient: the group is ours to end
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    """n bytes from fd, or None on EOF before the first byte; EOFError when cut mid-frame."""
-    chunks: list[bytes] = []
-    got = 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            if got == 0:
-                return None
-            raise EOFError("channel closed in the middle of a frame")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd: int) -> dict[str, Any] | None:
-    """The next JSON frame from fd, or None at EOF."""
-    header = _read_exact(fd, _HEADER.size)
-    if header is None:
-        return None
-    (size,) = _HEADER.unpack(header)
-    if size > MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes")
-    body = _read_exact(fd, size) if size else b""
-    if body is None:
-        raise EOFError("channel closed in the middle of a frame")
-    data = json.loads(body.decode("utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError("a frame must hold a JSON object")
-    return data
-
-
-def write_frame(fd: int, data: dict[str, Any]) -> None:
-    """Write one JSON frame to fd (blocking until all of it is written)."""
-    body = json.dumps(data, separators=(",", ":")).encode("utf-8")
-    view = memoryview(_HEADER.pack(len(body)) + body)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _protect_channel(in_fd: int, out_fd: int) -> tuple[int, int]:
@@ -196,11 +154,11 @@ def _job_waiting(fd: int, within: float = 0.0) -> bool:
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
     from torch_mlir_lens.worker import hygiene
-    from torch_mlir_lens.worker.jobs import release_evicted, run_job
+    from torch_mlir_lens.worker.jobs import release_evicted, run
 
     baseline = hygiene.Baseline.take()
     # Tell the parent the imports are done: job time-outs start counting from here.
-    write_frame(out_fd, {"id": 0, "ok": True, "result": {"ready": True, "pid": os.getpid()}})
+    write_frame(out_fd, Reply(0, True, {"ready": True, "pid": os.getpid()}).to_json())
     # Work for idle time before the first job, each step only while no job waits: a job that
     # is already there (a file opened while the worker started) goes first and does the
     # warming itself. After a user's job they would freeze the user's objects: dropped.
@@ -219,19 +177,15 @@ def serve(in_fd: int, out_fd: int) -> int:
             return 1
         if job is None:
             return 0
-        reply = run_job(job)
-        restart = hygiene.after_job(baseline)
-        if restart:
-            # The parent replaces this worker once it has the reply.
-            reply["restart"] = restart
+        reply = run(job)
+        # Non-empty when the parent must replace this worker once it has the reply.
+        reply.restart = hygiene.after_job(baseline) or None
         try:
-            write_frame(out_fd, reply)
+            write_frame(out_fd, reply.to_json())
         except (TypeError, ValueError) as exc:  # a result that does not serialize
-            write_frame(out_fd, {
-                "id": job.get("id"), "ok": False,
-                "error": {"kind": "bad-request", "message": f"unserializable result: {exc}",
-                          "file": None, "line": None},
-            })
+            error = LensError(ErrorKind.BAD_REQUEST, f"unserializable result: {exc}")
+            write_frame(out_fd, Reply(reply.id, False, error=error.to_json(),
+                                      restart=reply.restart, programs=reply.programs).to_json())
         except BrokenPipeError:
             return 0
         release_evicted()

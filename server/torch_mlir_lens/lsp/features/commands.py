@@ -1,30 +1,28 @@
 """`workspace/executeCommand`: export a module, export a reproducer, explain inputs, verify.
 
-- `torchMlirLens.exportModule` [{uri, module, target?, output?, bytecode?, overwrite?}] →
-  {path, uri, bytes}. The engine writes atomically. An existing file is never replaced unless
-  `overwrite: true` (the client asks the user first); without `output` the file goes next to
-  the source under a name that is not taken yet.
-- `torchMlirLens.exportRepro` [{uri, module, target?, outputDir?}] → {mlirPath, command}.
-- `torchMlirLens.explainInputs` [{uri, module}] → {message, template}; also shown.
-- `torchMlirLens.verify` [{uri, module, rtol?, atol?}] → the worker's verify result
-  (camelCase); the verdict also becomes the module's Verify lens and, when it fails,
-  diagnostics.
-(`torchMlirLens.showIr` is the client's own command: the server does not register it.)
+Arguments and answers are typed in `protocol.lsp` (`COMMANDS`): one argument object each,
+structured here by the server's converter. An export never replaces an existing file unless
+`overwrite` is true (the client asks the user first); without `output` the file goes next to
+the source under a name that is not taken yet. Verify's verdict also becomes the module's
+Verify lens and, when it fails, diagnostics. (`torchMlirLens.showIr` is the client's own
+command: the server does not register it.)
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.targets import TARGETS
 
@@ -34,10 +32,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EXPORT = "torchMlirLens.exportModule"
-EXPORT_REPRO = "torchMlirLens.exportRepro"
-EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
-VERIFY = "torchMlirLens.verify"
+EXPORT = lens_types.EXPORT_MODULE
+EXPORT_REPRO = lens_types.EXPORT_REPRO
+EXPLAIN_INPUTS = lens_types.EXPLAIN_INPUTS
+VERIFY = lens_types.VERIFY_COMMAND
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 CONTENT_MODIFIED = -32801
 
@@ -46,27 +44,36 @@ def register(server: LensServer) -> None:
     """Register the server-side commands."""
 
     @server.command(EXPORT)
-    async def export_module(*args: Any) -> dict[str, Any]:
-        return await export(server, _single_arg(args))
+    async def export_module(*args: Any) -> lens_types.ExportModuleResponse:
+        return await export(server, _single_arg(server, args, lens_types.ExportModuleArgs))
 
     @server.command(EXPORT_REPRO)
-    async def export_repro(*args: Any) -> dict[str, Any]:
-        return await repro(server, _single_arg(args))
+    async def export_repro(*args: Any) -> lens_types.ExportReproResponse:
+        return await repro(server, _single_arg(server, args, lens_types.ExportReproArgs))
 
     @server.command(EXPLAIN_INPUTS)
-    def explain_inputs(*args: Any) -> dict[str, Any]:
-        return explain(server, _single_arg(args))
+    def explain_inputs(*args: Any) -> lens_types.ExplainInputsResponse:
+        return explain(server, _single_arg(server, args, lens_types.ModuleArgs))
 
     @server.command(VERIFY)
     async def verify_module(*args: Any) -> Any:
-        return await verify(server, _single_arg(args))
+        return await verify(server, _single_arg(server, args, lens_types.VerifyParams))
 
 
-def _single_arg(args: tuple[Any, ...]) -> Mapping[str, Any]:
+_Args = TypeVar("_Args")
+
+
+def _single_arg(server: LensServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
+    """The command's one argument object, structured as `cls` (camelCase on the wire)."""
     arg = convert.to_plain(args[0]) if args else None
-    if not isinstance(arg, Mapping):
+    if not isinstance(arg, dict):
         raise JsonRpcInvalidParams("expected one object argument: {uri, module, ...}")
-    return arg
+    try:
+        structured: _Args = server.protocol._converter.structure(arg, cls)
+    except cattrs.ClassValidationError as exc:
+        details = "; ".join(cattrs.transform_error(exc, path="argument"))
+        raise JsonRpcInvalidParams(f"invalid command argument: {details}") from None
+    return structured
 
 
 def lens_error(err: LensError) -> JsonRpcException:
@@ -81,12 +88,11 @@ def lens_error(err: LensError) -> JsonRpcException:
 
 
 def document_and_module(
-    server: LensServer, args: Mapping[str, Any]
+    server: LensServer, uri: str, module: str
 ) -> tuple[DocumentState, discovery.ModuleInfo | None, str]:
     """The document, the module's static info (None if not found) and the module name."""
-    uri, module = args.get("uri"), args.get("module")
-    if not isinstance(uri, str) or not isinstance(module, str) or not module:
-        raise JsonRpcInvalidParams("`uri` and `module` are required")
+    if not module:
+        raise JsonRpcInvalidParams("`module` must not be empty")
     try:
         doc = load_document(server.store, uri)
     except OSError as exc:
@@ -103,9 +109,9 @@ def _job(server: LensServer, doc: DocumentState, module: str) -> ModuleJob:
         raise lens_error(err) from None
 
 
-def _target(server: LensServer, args: Mapping[str, Any]) -> str:
-    target = args.get("target") or server.settings.default_target
-    if not isinstance(target, str) or target not in TARGETS or target == "fx":
+def _target(server: LensServer, target: str | None) -> str:
+    target = target or server.settings.default_target
+    if target not in TARGETS or target == "fx":
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     return target
 
@@ -131,19 +137,20 @@ def free_path(folder: str, stem: str, suffix: str) -> str:
     return candidate
 
 
-async def export(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+async def export(server: LensServer,
+                 args: lens_types.ExportModuleArgs) -> lens_types.ExportModuleResponse:
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
-    doc, _info, module = document_and_module(server, args)
-    target = _target(server, args)
-    bytecode = bool(args.get("bytecode", False))
+    doc, _info, module = document_and_module(server, args.uri, args.module)
+    target = _target(server, args.target)
+    bytecode = args.bytecode
     folder = os.path.dirname(doc.path) if doc.path else server.workspace_root
-    output = _path_arg(args.get("output"), server.workspace_root or folder)
+    output = _path_arg(args.output, server.workspace_root or folder)
     if output is None:
         if folder is None:
             raise JsonRpcInvalidParams("`output` is required for an unsaved file")
         stem = f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
         output = free_path(folder, stem, ".mlirbc" if bytecode else ".mlir")
-    elif os.path.exists(output) and args.get("overwrite") is not True:
+    elif os.path.exists(output) and not args.overwrite:
         raise JsonRpcException(
             message=f"{output} exists; pass overwrite: true to replace it",
             code=REQUEST_FAILED, data={"kind": "exists", "path": output},
@@ -160,14 +167,16 @@ async def export(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
     path = result.get("path", output)
     log.info("exported %s (%s) to %s", module, target, path)
     server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
-    return {"path": path, "uri": convert.path_to_uri(path), "bytes": result.get("bytes")}
+    return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
+                                           bytes=result.get("bytes"))
 
 
-async def repro(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+async def repro(server: LensServer,
+                args: lens_types.ExportReproArgs) -> lens_types.ExportReproResponse:
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
-    doc, _info, module = document_and_module(server, args)
-    target = _target(server, args)
-    output_dir = _path_arg(args.get("outputDir"), server.workspace_root)
+    doc, _info, module = document_and_module(server, args.uri, args.module)
+    target = _target(server, args.target)
+    output_dir = _path_arg(args.output_dir, server.workspace_root)
     if output_dir is None:
         # Beside the source, in a new folder: the repro holds every weight, which must not
         # pile up in the system temp folder, and no existing file may be replaced.
@@ -185,15 +194,15 @@ async def repro(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
         result = await server.service.call(f"writing a reproducer for {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    out: dict[str, Any] = convert.camel_keys(dict(result))
-    if "mlirPath" in out:
-        out["mlirUri"] = convert.path_to_uri(out["mlirPath"])
-    return out
+    mlir_path = str(result.get("mlir_path", ""))
+    return lens_types.ExportReproResponse(mlir_path=mlir_path,
+                                          mlir_uri=convert.path_to_uri(mlir_path),
+                                          command=str(result.get("command", "")))
 
 
-def explain(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
+def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
     """How to give a module example inputs, with the comment to paste."""
-    doc, info, module = document_and_module(server, args)
+    doc, info, module = document_and_module(server, args.uri, args.module)
     template = discovery.input_template(info, doc.text).strip() if info else (
         "# torch-mlir-lens: inputs=(torch.randn(2, 16),)"
     )
@@ -204,21 +213,18 @@ def explain(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
         "the `torchMlirLens.exampleInputs` setting."
     )
     server.show(message)
-    return {"message": message, "template": template}
+    return lens_types.ExplainInputsResponse(message=message, template=template)
 
 
-async def verify(server: LensServer, args: Mapping[str, Any]) -> Any:
+async def verify(server: LensServer, args: lens_types.VerifyParams) -> Any:
     """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
 
     The verdict also shows in the editor: the module's Verify lens and, when it differs or
     fails, diagnostics on the class and at the first diverging line (`verify_view`).
     """
-    doc, info, module = document_and_module(server, args)
+    doc, info, module = document_and_module(server, args.uri, args.module)
     job = _job(server, doc, module)
-    request = {**job.to_json(), "op": "verify"}
-    for key in ("rtol", "atol"):
-        if isinstance(args.get(key), int | float):
-            request[key] = args[key]
+    request = job.as_job(VerifyJob, rtol=args.rtol, atol=args.atol).to_json()
 
     async def run(engine: Engine) -> Any:
         return await engine.run(request)

@@ -1,21 +1,12 @@
-"""Custom requests for the client's IR panes (camelCase, docs/contracts.md).
+"""Custom requests for the client's IR panes; their types are `protocol.lsp`.
 
-- `torchMlirLens/lower` {uri, module? | position?, target? | pipeline?, printAfterAll?} →
-  {module, target, ok, ir, map: [{irLine, uri, line, depth}], frames?, diagnostics, stats,
-  timings, passes?}; `frames` (only when some op was made in library code) is the chain table
-  of docs/contracts.md with URIs for files. `pipeline` is a name from the `pipelines` setting
-  or a pipeline string. A failure that produced no IR at all answers `ok: false` with the
-  error as its one diagnostic and `error: {kind, message, uri, line}`; a lowering superseded
-  by a newer text answers the LSP error ContentModified.
-- `torchMlirLens/modules` {uri} → {modules: [{name, kind, range, selectionRange,
-  forwardRange, inputs, parents}]} (static; works untrusted).
-- `torchMlirLens/verify` {uri, module} → the verify result (camelCase).
+The params arrive structured by the converter (`lsp/protocol.py`); a lowering superseded by a
+newer text answers the LSP error ContentModified.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -25,6 +16,7 @@ from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import convert, notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import commands
+from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
 
@@ -33,67 +25,56 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LOWER = "torchMlirLens/lower"
-MODULES = "torchMlirLens/modules"
-VERIFY = "torchMlirLens/verify"
+LOWER = lens_types.LOWER
+MODULES = lens_types.MODULES
+VERIFY = lens_types.VERIFY
 
 
 def register(server: LensServer) -> None:
     """Register the custom requests."""
 
     @server.feature(LOWER)
-    async def lower(params: Any) -> dict[str, Any]:
-        return await lower_request(server, _plain(params))
+    async def lower(params: lens_types.LowerParams) -> dict[str, Any]:
+        return await lower_request(server, params)
 
     @server.feature(MODULES)
-    def modules(params: Any) -> dict[str, Any]:
-        args = _plain(params)
-        doc = _document(server, args)
-        return {"modules": modules_json(server, doc)}
+    def modules(params: lens_types.ModulesParams) -> lens_types.ModulesResponse:
+        doc = _document(server, params.uri)
+        return lens_types.ModulesResponse(modules=module_infos(server, doc))
 
     @server.feature(VERIFY)
-    async def verify(params: Any) -> Any:
-        return await commands.verify(server, _plain(params))
+    async def verify(params: lens_types.VerifyParams) -> Any:
+        return await commands.verify(server, params)
 
 
-def _plain(params: Any) -> Mapping[str, Any]:
-    value = convert.to_plain(params)
-    if not isinstance(value, Mapping):
-        raise JsonRpcInvalidParams("expected an object")
-    return value
-
-
-def _document(server: LensServer, args: Mapping[str, Any]) -> DocumentState:
-    uri = args.get("uri")
-    if not isinstance(uri, str):
-        raise JsonRpcInvalidParams("`uri` is required")
+def _document(server: LensServer, uri: str) -> DocumentState:
     try:
         return load_document(server.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
 
 
-def modules_json(server: LensServer, doc: DocumentState) -> list[dict[str, Any]]:
+def module_infos(server: LensServer, doc: DocumentState) -> list[lens_types.ModuleInfo]:
     """The document's modules with their ranges and input status."""
     lines = doc.lines
     out = []
     for info in doc.modules(dict(server.settings.example_inputs), server.workspace_root):
         start = (info.decorator_line or info.line) - 1
-        out.append({
-            "name": info.name,
-            "kind": info.kind,
-            "range": _block_range(lines, start, info.end_line - 1),
-            "selectionRange": convert.name_range(
+        out.append(lens_types.ModuleInfo(
+            name=info.name,
+            kind=info.kind,  # type: ignore[arg-type]  # discovery's "class" | "function"
+            range=_block_range(lines, start, info.end_line - 1),
+            selection_range=convert.name_range(
                 lines, info.line, info.name_col, info.name_end_col, info.name
             ),
-            "forwardRange": (
+            forward_range=(
                 _block_range(lines, info.forward_line - 1, info.forward_end_line - 1)
                 if info.forward_line and info.forward_end_line else None
             ),
-            "inputs": info.inputs,
-            "parents": list(info.parent_candidates),
-        })
-    return [convert.camel_keys(_unstructure(m)) for m in out]
+            inputs=info.inputs,  # type: ignore[arg-type]  # discovery's input statuses
+            parents=list(info.parent_candidates),
+        ))
+    return out
 
 
 def _block_range(lines: list[str], first: int, last: int) -> types.Range:
@@ -104,26 +85,13 @@ def _block_range(lines: list[str], first: int, last: int) -> types.Range:
     )
 
 
-def _unstructure(value: Any) -> Any:
-    if isinstance(value, types.Range):
-        return {
-            "start": {"line": value.start.line, "character": value.start.character},
-            "end": {"line": value.end.line, "character": value.end.character},
-        }
-    if isinstance(value, dict):
-        return {k: _unstructure(v) for k, v in value.items()}
-    return value
-
-
-def _module_name(server: LensServer, doc: DocumentState, args: Mapping[str, Any]) -> str:
-    module = args.get("module")
-    if isinstance(module, str) and module:
-        return module
-    position = args.get("position")
-    if isinstance(position, Mapping) and isinstance(position.get("line"), int):
+def _module_name(server: LensServer, doc: DocumentState, params: lens_types.LowerParams) -> str:
+    if params.module:
+        return params.module
+    if params.position is not None:
         modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
-        line = position["line"]
-        _doc, cell = notebook_view.resolve(server, str(args.get("uri")))
+        line = params.position.line
+        _doc, cell = notebook_view.resolve(server, params.uri)
         if cell is not None:  # a notebook cell's line
             line = notebook_view.program_line(cell, line)
         info = discovery.module_at_line(modules, line + 1)
@@ -133,12 +101,9 @@ def _module_name(server: LensServer, doc: DocumentState, args: Mapping[str, Any]
     raise JsonRpcInvalidParams("`module` or `position` is required")
 
 
-def _pipeline(server: LensServer, args: Mapping[str, Any]) -> str | None:
-    pipeline = args.get("pipeline")
-    if pipeline is None or pipeline == "":
+def _pipeline(server: LensServer, pipeline: str | None) -> str | None:
+    if not pipeline:
         return None
-    if not isinstance(pipeline, str):
-        raise JsonRpcInvalidParams("`pipeline` must be a string")
     if pipeline in server.settings.pipelines:
         return server.settings.pipelines[pipeline]
     if "(" in pipeline:
@@ -147,16 +112,17 @@ def _pipeline(server: LensServer, args: Mapping[str, Any]) -> str | None:
     raise JsonRpcInvalidParams(f"unknown pipeline {pipeline!r} (named pipelines: {names})")
 
 
-async def lower_request(server: LensServer, args: Mapping[str, Any]) -> dict[str, Any]:
-    """Answer `torchMlirLens/lower`."""
-    doc = _document(server, args)
-    module = _module_name(server, doc, args)
-    pipeline = _pipeline(server, args)
-    target = args.get("target") or server.settings.default_target
-    if pipeline is None and (not isinstance(target, str) or target not in TARGETS):
+async def lower_request(server: LensServer, params: lens_types.LowerParams) -> dict[str, Any]:
+    """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`, built as JSON: its map
+    and IR are large, and a dict passes the converter untouched)."""
+    doc = _document(server, params.uri)
+    module = _module_name(server, doc, params)
+    pipeline = _pipeline(server, params.pipeline)
+    target = params.target or server.settings.default_target
+    if pipeline is None and target not in TARGETS:
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
-    print_after_all = bool(args.get("printAfterAll", False))
-    token = args.get("workDoneToken")
+    print_after_all = params.print_after_all
+    token = params.work_done_token
     try:
         result = await _lower(server, doc, module, target, pipeline, print_after_all, token)
     except LensError as err:

@@ -31,14 +31,15 @@ from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.features import diagnostics, project_config
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
 from torch_mlir_lens.lsp.settings import SECTION, effective_settings, section_of
+from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
 log = logging.getLogger(__name__)
 
-SET_TRUSTED = "torchMlirLens/setTrusted"
-SERVER_INFO = "torchMlirLens/serverInfo"
+SET_TRUSTED = lens_types.SET_TRUSTED
+SERVER_INFO = lens_types.SERVER_INFO
 UNTRUSTED_MESSAGE = (
     "Torch-MLIR Lens: this workspace is not trusted, so no user code is run: module list and "
     "lenses only, no IR, hovers or diagnostics. Trust the workspace to enable lowering."
@@ -84,20 +85,17 @@ def register(server: LensServer) -> None:
         await pull_settings(server, pushed=section_of(payload))
 
     @server.feature(SET_TRUSTED)
-    def on_set_trusted(params: Any) -> None:
-        value = convert.to_plain(params) or {}
-        trusted = value.get("trusted") if isinstance(value, Mapping) else None
-        if isinstance(trusted, bool):
-            set_trusted(server, trusted)
+    def on_set_trusted(params: lens_types.SetTrustedParams) -> None:
+        set_trusted(server, params.trusted)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(params: Any) -> None:
         await server.service.stop()
 
     @server.feature(SERVER_INFO)
-    async def server_info(params: Any) -> dict[str, Any]:
-        args = convert.to_plain(params)
-        wait = args.get("waitForWorker") if isinstance(args, Mapping) else None
+    async def server_info(
+            params: lens_types.ServerInfoParams | None) -> lens_types.ServerInfoResponse:
+        wait = params.wait_for_worker if params is not None else None
         engine = server.service.engine
         if wait is None:
             # Default: wait for a worker still starting up (nothing queued: it answers as soon
@@ -106,16 +104,16 @@ def register(server: LensServer) -> None:
         settings = convert.camel_keys(
             {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.settings).items()}
         )
-        return {
-            "pid": os.getpid(),
-            "version": server.version,
-            "torchImported": "torch" in sys.modules,
-            "torchMlirImported": "torch_mlir" in sys.modules,
-            "trusted": server.trusted,
-            "status": server.service.status,
-            "settings": settings,
-            "engine": convert.camel_keys(await server.service.stats(120.0 if wait else 2.0)),
-        }
+        return lens_types.ServerInfoResponse(
+            pid=os.getpid(),
+            version=server.version,
+            torch_imported="torch" in sys.modules,
+            torch_mlir_imported="torch_mlir" in sys.modules,
+            trusted=server.trusted,
+            status=lens_types.StatusParams(**server.service.status),
+            settings=settings,
+            engine=convert.camel_keys(await server.service.stats(120.0 if wait else 2.0)),
+        )
 
 
 def _workspace_root(params: types.InitializeParams) -> str | None:

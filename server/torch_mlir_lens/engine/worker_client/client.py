@@ -1,0 +1,300 @@
+"""`WorkerClient`: run jobs in a worker process, one at a time, guarded; restart on failure.
+
+No torch here: this runs in the language server and the CLI. Every failure comes back as a
+LensError of its own kind and the next request gets a fresh worker. Spawning is `spawn.py`,
+the pipes `channel.py`, the limits and their wording `guards.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import sys
+from typing import Any
+
+from torch_mlir_lens.engine.procs import is_running
+from torch_mlir_lens.engine.worker_client import channel, guards, spawn
+from torch_mlir_lens.engine.worker_client.channel import OutputCallback, Worker
+from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
+from torch_mlir_lens.protocol import framing
+from torch_mlir_lens.protocol.jobs import Reply
+from torch_mlir_lens.results import ErrorKind, LensError
+
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 180.0  # importing torch on a loaded machine can be slow
+
+
+class WorkerClient:
+    """Runs jobs in a worker process, one at a time, with a time-out and a memory limit.
+
+    `timeout_s` and `memory_limit_mb` may be changed at any time; they apply to the next job
+    (the memory limit also to the running one).
+    """
+
+    def __init__(
+        self,
+        python: str = sys.executable,
+        *,
+        timeout_s: float = 60.0,
+        memory_limit_mb: int = 8192,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+        early: EarlyWorker | None = None,
+    ) -> None:
+        """`early`: a worker spawned before the event loop, used as the first worker."""
+        self.python = python
+        self.timeout_s = timeout_s
+        self._memory_limit_mb = memory_limit_mb
+        self.env = env
+        self.cwd = cwd
+        self.on_output = on_output
+        self.restarts = 0  # workers started after the first (crash, time-out, cancel, ...)
+        self._worker: Worker | None = None
+        self._lock = asyncio.Lock()
+        # Spawning awaits; without this two callers could each start a worker (one leaks).
+        self._spawn_lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._cancel_event: asyncio.Event | None = None
+        self._spawns = 0
+        self._stopped = False
+        self._early = early
+        # The exported programs the current worker said it holds (its last reply).
+        self._programs: frozenset[str] = frozenset()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn the worker; returns at once, the worker imports torch in the background."""
+        self._stopped = False
+        await self._ensure_worker()
+
+    async def wait_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until the worker has finished its imports (spawns one if needed)."""
+        worker = await self._ensure_worker()
+        await asyncio.wait_for(asyncio.shield(worker.ready), timeout)
+
+    @property
+    def pid(self) -> int | None:
+        """The current worker's pid (also its process-group id), if one is running."""
+        worker = self._worker
+        return worker.pid if worker and worker.proc.returncode is None else None
+
+    @property
+    def busy(self) -> bool:
+        """True while a job runs in the worker."""
+        return bool(self._worker and self._worker.busy)
+
+    @property
+    def ready(self) -> bool:
+        """True when a warm worker is waiting for a job."""
+        worker = self._worker
+        return bool(worker and worker.is_ready and worker.proc.returncode is None)
+
+    @property
+    def programs(self) -> frozenset[str]:
+        """Keys (`protocol.programs.program_key`) of the programs the worker holds exported."""
+        return self._programs
+
+    @property
+    def memory_limit_mb(self) -> int:
+        return self._memory_limit_mb
+
+    @memory_limit_mb.setter
+    def memory_limit_mb(self, value: int) -> None:
+        self._memory_limit_mb = value
+        if self._worker and self._worker.proc.returncode is None:
+            spawn.set_address_limit(self._worker.pid, value)
+
+    async def stop(self) -> None:
+        """Stop the worker and everything in its process group; reap it. Idempotent."""
+        self._stopped = True
+        early, self._early = self._early, None
+        if early is not None:  # never adopted
+            early.discard()
+        if self._cancel_event is not None:
+            self._cancel_event.set()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await self._kill(worker)
+
+    async def cancel(self) -> bool:
+        """Abort the current request; False when there is none.
+
+        A job running in the worker is killed (and the worker restarted); a request still
+        waiting for the worker to warm up is simply dropped. It raises LensError("cancelled").
+        """
+        if self._cancel_event is None or self._cancel_event.is_set():
+            return False
+        self._cancel_event.set()
+        return True
+
+    # --- requests ----------------------------------------------------------------------------
+
+    async def request(self, job: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Run one job; return its `result` dict or raise LensError.
+
+        The time-out (default `timeout_s`) counts from when a warm worker got the job, not the
+        worker's start-up. If the calling task is cancelled mid-job, the worker is killed and
+        restarted (its reply would otherwise arrive for nobody).
+        """
+        async with self._lock:
+            self._stopped = False  # a request after stop() starts a worker again
+            self._cancel_event = cancel_event = asyncio.Event()
+            try:
+                worker = await self._ensure_worker()
+                await self._await_ready(worker, cancel_event)
+                job = {**job, "id": next(self._ids)}
+                worker.busy = True
+                try:
+                    return await self._run(worker, job, timeout or self.timeout_s, cancel_event)
+                finally:
+                    worker.busy = False
+            finally:
+                self._cancel_event = None
+
+    async def _run(
+        self, worker: Worker, job: dict[str, Any], timeout: float, cancel_event: asyncio.Event,
+    ) -> dict[str, Any]:
+        try:
+            frame = framing.encode(job)
+        except (TypeError, ValueError) as exc:
+            raise LensError(ErrorKind.BAD_REQUEST, f"job is not JSON: {exc}") from exc
+        reply_task = asyncio.ensure_future(worker.exchange(frame, job["id"]))
+        exit_task = asyncio.ensure_future(worker.proc.wait())
+        memory_task = asyncio.ensure_future(
+            guards.watch_memory(worker, lambda: self.memory_limit_mb))
+        cancel_task = asyncio.ensure_future(cancel_event.wait())
+        tasks = {reply_task, exit_task, memory_task, cancel_task}
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await self._replace(worker)
+            raise
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            # Retrieve exceptions so asyncio does not log them as never retrieved.
+            for task in tasks:
+                if task.done() and not task.cancelled():
+                    task.exception()
+
+        if reply_task in done and reply_task.exception() is None:
+            return await self._result(worker, reply_task.result())
+        if cancel_task in done:
+            await self._replace(worker)
+            raise LensError(ErrorKind.CANCELLED, "cancelled; the worker was restarted")
+        if memory_task in done:
+            await self._replace(worker)
+            raise guards.memory_error(memory_task.result(), self.memory_limit_mb)
+        if not done:
+            file, line = await guards.where_hung(worker, job.get("path"))
+            await self._replace(worker)
+            raise guards.timeout_error(timeout, file, line)
+        # The reply stream ended or the process exited: a crash.
+        raise await self._crash_error(worker, job.get("path"))
+
+    async def _result(self, worker: Worker, frame: dict[str, Any]) -> dict[str, Any]:
+        """The result of a reply, or its error raised; replaces the worker when it asks."""
+        reply = Reply.from_json(frame)
+        self._programs = frozenset(reply.programs)
+        error = reply.error or {}
+        if reply.restart or error.get("kind") == ErrorKind.MEMORY_LIMIT:
+            # The worker could not clean up after the user's code (threads left running),
+            # or an allocation hit the address-space backstop: start clean.
+            log.info("replacing the worker: %s", reply.restart or error["kind"])
+            await self._replace(worker)
+        if reply.ok:
+            return reply.result or {}
+        raise LensError.from_json(reply.error or {"kind": ErrorKind.LOWERING_ERROR,
+                                                  "message": "job failed"})
+
+    async def _crash_error(self, worker: Worker, path: str | None) -> LensError:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.proc.wait(), 2.0)
+        returncode = worker.proc.returncode
+        await self._replace(worker)  # kills the group: the drains then see EOF
+        return guards.crash_error(worker, returncode, path)
+
+    # --- processes ---------------------------------------------------------------------------
+
+    async def _ensure_worker(self) -> Worker:
+        async with self._spawn_lock:
+            worker = self._worker
+            # returncode is only set once the event loop has reaped the process: a worker
+            # killed from outside an instant ago would still take the job, and fail it.
+            if worker is None or worker.proc.returncode is not None or not is_running(
+                    worker.pid):
+                if worker is not None:
+                    await self._kill(worker)
+                early, self._early = self._early, None
+                worker = await (self._adopt(early) if early else self._spawn())
+            return worker
+
+    async def _await_ready(self, worker: Worker,
+                           cancel_event: asyncio.Event | None = None) -> None:
+        exit_task: asyncio.Future[Any] = asyncio.ensure_future(worker.proc.wait())
+        waits: set[asyncio.Future[Any]] = {worker.ready, exit_task}
+        cancel_task: asyncio.Future[Any] | None = None
+        if cancel_event is not None:
+            cancel_task = asyncio.ensure_future(cancel_event.wait())
+            waits.add(cancel_task)
+        try:
+            done, _ = await asyncio.wait(waits, timeout=STARTUP_TIMEOUT_S,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exit_task.cancel()
+            if cancel_task is not None:
+                cancel_task.cancel()
+        if worker.is_ready:
+            return
+        if cancel_task is not None and cancel_task in done:
+            # Cancelled before the job was sent: the warming worker stays as it is.
+            raise LensError(ErrorKind.CANCELLED, "cancelled before it started")
+        if not done:
+            await self._replace(worker)
+            raise LensError(ErrorKind.TIMEOUT,
+                            f"the worker did not start within {STARTUP_TIMEOUT_S:g} s")
+        raise await self._crash_error(worker, None)
+
+    async def _adopt(self, early: EarlyWorker) -> Worker:
+        """Take over a worker spawned before the event loop (it has been warming up since)."""
+        proc = await spawn.adopt_early(early)
+        spawn.set_address_limit(proc.pid, self.memory_limit_mb)
+        log.info("worker %d adopted (spawned before the server started)", proc.pid)
+        return await self._attach(proc, early.from_worker, early.to_worker)
+
+    async def _spawn(self) -> Worker:
+        proc, from_worker_r, to_worker_w = await spawn.spawn(self.python, self.env, self.cwd)
+        spawn.set_address_limit(proc.pid, self.memory_limit_mb)
+        log.info("worker %d started", proc.pid)
+        return await self._attach(proc, from_worker_r, to_worker_w)
+
+    async def _attach(self, proc: spawn.WorkerProcess, from_worker_r: int,
+                      to_worker_w: int) -> Worker:
+        worker = await channel.attach(proc, from_worker_r, to_worker_w, self.on_output)
+        if self._spawns:
+            self.restarts += 1
+        self._spawns += 1
+        self._worker = worker
+        self._programs = frozenset()  # a new worker holds no program yet
+        return worker
+
+    async def _replace(self, worker: Worker) -> None:
+        """Kill a worker that failed and start the next one warming (unless stopped)."""
+        await self._kill(worker)
+        if self._worker is worker:
+            self._worker = None
+        if not self._stopped and self._worker is None:
+            try:
+                await self._ensure_worker()
+            except LensError as exc:
+                log.error("cannot restart the worker: %s", exc.message)
+
+    async def _kill(self, worker: Worker) -> None:
+        await channel.end(worker)

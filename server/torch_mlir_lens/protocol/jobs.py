@@ -1,0 +1,255 @@
+"""The worker's jobs and replies, typed (torch-free; the engine, the CLI and the worker share it).
+
+A job travels as one flat JSON object, `{"id", "op", ...fields}` (`Job.to_json`); the worker
+reads it back with `parse_job`, which checks every field's type and answers a wrong one as a
+`bad-request` LensError naming the field. A reply is `Reply.to_json()`: `{"id", "ok",
+"result" | "error", "restart"?, "programs"}`; `programs` lists the keys
+(`protocol.programs.program_key`) of the exported programs the worker holds after the job.
+The first frame a worker sends is a `Reply` with id 0 and result `{"ready": true, "pid"}`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from torch_mlir_lens.results import ErrorKind, LensError
+
+CONSTRUCT_POLICIES = ("auto", "meta", "real")
+_M = typing.TypeVar("_M", bound="ModuleJob")
+
+
+@dataclass(kw_only=True)
+class Job:
+    """A job of any kind; `op` names it on the wire."""
+
+    op: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The job as the worker reads it (no `id`: the client numbers its jobs)."""
+        data = dataclasses.asdict(self)
+        return {"op": self.op, **data} if self.op else data
+
+
+@dataclass(kw_only=True)
+class ModuleJob(Job):
+    """The fields every job on one module of a file carries (docs/contracts.md)."""
+
+    path: str  # the user's file (frames are matched against it)
+    module: str  # class or function name in that file
+    text: str | None = None  # the unsaved buffer; None → the file on disk
+    inputs: str | None = None  # Python expression → tuple of example inputs
+    inputs_file: str | None = None  # torch.save'd tuple / dict of kwargs
+    init: str | None = None  # Python expression → tuple of constructor args
+    settings_inputs: dict[str, str] = field(default_factory=dict)
+    workspace: str | None = None  # root of relative paths in settings_inputs
+    strict: bool = False  # torch.export strict mode
+    construct: str = "auto"  # "auto" | "meta" | "real": how the module is built
+    fingerprint: str | None = None  # the module's fingerprint (fingerprint.py), when known
+
+    def to_json(self) -> dict[str, Any]:
+        """Absolute paths; `construct` and `fingerprint` only when set."""
+        data = super().to_json()
+        data["path"] = os.path.abspath(self.path)
+        if self.inputs_file is not None:
+            data["inputs_file"] = os.path.abspath(self.inputs_file)
+        if self.construct == "auto":
+            del data["construct"]
+        if self.fingerprint is None:
+            del data["fingerprint"]
+        return data
+
+    def module_fields(self) -> ModuleJob:
+        """The common fields alone (what decides the exported program)."""
+        return self.as_job(ModuleJob)
+
+    def as_job(self, cls: type[_M], **fields: Any) -> _M:
+        """A job of kind `cls` on this module: these common fields plus `fields`."""
+        common = {f.name: getattr(self, f.name) for f in dataclasses.fields(ModuleJob)}
+        return cls(**common, **fields)
+
+
+@dataclass(kw_only=True)
+class LowerJob(ModuleJob):
+    """Lower to each target (and/or a custom pipeline) → `{"results": [LowerResult...]}`."""
+
+    op: ClassVar[str] = "lower"
+    targets: list[str] = field(default_factory=list)
+    pipeline: str | None = None  # custom pipeline; its result's target is "custom"
+    keep_weights: bool = False
+    debug_info: bool = False
+    print_after_all: bool = False
+    list_unsupported: bool = True
+
+
+@dataclass(kw_only=True)
+class ExportJob(ModuleJob):
+    """Write the IR at `target` to `output` atomically → `{"path", "bytes"}`."""
+
+    op: ClassVar[str] = "export"
+    output: str
+    target: str = "linalg"
+    bytecode: bool = False
+
+
+@dataclass(kw_only=True)
+class ReproJob(ModuleJob):
+    """Write a reproducer into `output_dir` → `{"mlir_path", "command"}`."""
+
+    op: ClassVar[str] = "repro"
+    output_dir: str
+    target: str = "linalg"
+
+
+@dataclass(kw_only=True)
+class VerifyJob(ModuleJob):
+    """JIT the Linalg IR, run it, compare with eager → `VerifyResult.to_json()`."""
+
+    op: ClassVar[str] = "verify"
+    rtol: float | None = None
+    atol: float | None = None
+    opt_level: int = 0
+
+
+@dataclass(kw_only=True)
+class ModulesJob(Job):
+    """The file's modules (discovery) → `{"modules": [...]}`."""
+
+    op: ClassVar[str] = "modules"
+    path: str
+    text: str | None = None
+
+
+@dataclass(kw_only=True)
+class PingJob(Job):
+    """→ `{"pid"}`."""
+
+    op: ClassVar[str] = "ping"
+
+
+@dataclass(kw_only=True)
+class StatsJob(Job):
+    """→ `{"jobs_run", "exports_run", "cached_programs", "pid"}`."""
+
+    op: ClassVar[str] = "stats"
+
+
+JOB_TYPES: dict[str, type[Job]] = {cls.op: cls for cls in (
+    LowerJob, ExportJob, ReproJob, VerifyJob, ModulesJob, PingJob, StatsJob)}
+
+AnyJob = LowerJob | ExportJob | ReproJob | VerifyJob | ModulesJob | PingJob | StatsJob
+
+
+@dataclass
+class Reply:
+    """The worker's answer to one job."""
+
+    id: int | None
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None  # LensError.to_json()
+    restart: str | None = None  # why the worker asks to be replaced
+    programs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"id", "ok", "result" | "error", "restart"?, "programs"}`."""
+        data: dict[str, Any] = {"id": self.id, "ok": self.ok}
+        if self.ok:
+            data["result"] = self.result if self.result is not None else {}
+        else:
+            data["error"] = self.error
+        if self.restart:
+            data["restart"] = self.restart
+        data["programs"] = list(self.programs)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Reply:
+        """A reply frame, read leniently (an old or odd worker must not crash the client)."""
+        result, error, programs = data.get("result"), data.get("error"), data.get("programs")
+        return cls(
+            id=data.get("id") if isinstance(data.get("id"), int) else None,
+            ok=data.get("ok") is True,
+            result=result if isinstance(result, dict) else None,
+            error=error if isinstance(error, dict) else None,
+            restart=str(data["restart"]) if data.get("restart") else None,
+            programs=[p for p in programs if isinstance(p, str)]
+            if isinstance(programs, list) else [],
+        )
+
+
+# --- reading a job -------------------------------------------------------------------------------
+
+
+def _bad(message: str) -> LensError:
+    return LensError(ErrorKind.BAD_REQUEST, message)
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """Whether a JSON value fits a field's annotation (the few kinds jobs use)."""
+    origin = typing.get_origin(kind)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, k) for k in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is str:
+        return isinstance(value, str)
+    if origin is list:
+        (item,) = typing.get_args(kind)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(kind)
+        return isinstance(value, dict) and all(
+            _fits(k, key) and _fits(v, item) for k, v in value.items())
+    return False
+
+
+def parse_job(data: Any) -> AnyJob:
+    """The typed job of a job frame; LensError("bad-request") naming what is wrong.
+
+    Unknown fields (and `id`) are ignored, so an older worker reads a newer engine's jobs.
+    """
+    if not isinstance(data, dict):
+        raise _bad("a job must be a JSON object")
+    op = data.get("op")
+    cls = JOB_TYPES.get(op) if isinstance(op, str) else None
+    if cls is None:
+        raise _bad(f"unknown job op {op!r}")
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data or (data[f.name] is None and not _fits(None, hints[f.name])):
+            required = (f.default is dataclasses.MISSING
+                        and f.default_factory is dataclasses.MISSING)
+            if required:
+                raise _bad(f"the job has no {f.name!r}")
+            continue
+        value = data[f.name]
+        if f.name == "targets" and isinstance(value, str):
+            value = [value]  # one target may be sent bare
+        if not _fits(value, hints[f.name]):
+            raise _bad(f"{f.name!r} of a {op} job cannot be {value!r}")
+        values[f.name] = float(value) if hints[f.name] in (float, float | None) and (
+            value is not None) else value
+    job = typing.cast(AnyJob, cls(**values))
+    if isinstance(job, ModuleJob):
+        if not job.path or not job.module:
+            raise _bad("the job's 'path' and 'module' must not be empty")
+        if job.construct not in CONSTRUCT_POLICIES:
+            raise _bad(f"'construct' must be one of {', '.join(CONSTRUCT_POLICIES)}")
+        job.path = os.path.abspath(job.path)
+    elif isinstance(job, ModulesJob):
+        if not job.path:
+            raise _bad("the job has no 'path'")
+        job.path = os.path.abspath(job.path)
+    return job

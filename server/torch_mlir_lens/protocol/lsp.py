@@ -1,0 +1,351 @@
+"""The custom LSP requests and notifications of Torch-MLIR Lens, typed.
+
+attrs classes with snake_case fields; lsprotocol's converter (`lsp/protocol.py` registers
+`REQUESTS` and `NOTIFICATIONS` with it) writes and reads them camelCase on the wire, as it does
+for the standard LSP types. `client/src/protocol.ts` declares the same shapes for the client;
+`tests/test_protocol_agreement.py` fails when the two drift apart. Lines in results are 1-based,
+LSP positions (`Position`, `Range`) 0-based. Fields without a default are always sent (null
+when empty); fields with one may be absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+from lsprotocol.types import Position, Range
+
+LOWER = "torchMlirLens/lower"
+MODULES = "torchMlirLens/modules"
+VERIFY = "torchMlirLens/verify"
+SERVER_INFO = "torchMlirLens/serverInfo"
+STATUS = "torchMlirLens/status"  # server → client
+SET_TRUSTED = "torchMlirLens/setTrusted"  # client → server
+
+# Server commands (workspace/executeCommand; one argument object each).
+EXPORT_MODULE = "torchMlirLens.exportModule"
+EXPORT_REPRO = "torchMlirLens.exportRepro"
+EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
+VERIFY_COMMAND = "torchMlirLens.verify"
+
+ServerState = Literal["starting", "ready", "lowering", "error", "untrusted"]
+InputsStatus = Literal["comment", "convention", "settings", "derived", "inferred", "missing"]
+
+
+# --- torchMlirLens/lower ---------------------------------------------------------------------
+
+
+@attrs.define
+class LowerParams:
+    """Which module (by name, or the one at `position`) to lower to which target/pipeline."""
+
+    uri: str
+    module: str | None = None
+    position: Position | None = None
+    target: str | None = None  # default: the `defaultTarget` setting
+    pipeline: str | None = None  # a name from the `pipelines` setting, or a pipeline string
+    print_after_all: bool = False
+    work_done_token: int | str | None = None
+
+
+@attrs.define
+class IrLineMapping:
+    """IR line `ir_line` was made by source `uri:line`; depth 0 is the innermost user frame."""
+
+    ir_line: int
+    uri: str
+    line: int
+    depth: int
+    cell: int | None = None  # a notebook cell's 1-based number (uri, line: in that cell)
+
+
+@attrs.define
+class FrameTable:
+    """Call chains of the IR lines made inside library code (docs/contracts.md)."""
+
+    files: list[str]  # URIs
+    library: list[int]  # indices into files that are library code
+    chains: list[list[int]]  # [file, line, file, line, ...] innermost first
+    rows: list[list[int]]  # [irLine, chain index]
+
+
+@attrs.define
+class RelatedLocation:
+    """A library line behind a finding made inside library code."""
+
+    uri: str
+    line: int
+    message: str
+
+
+@attrs.define
+class KnockOn:
+    """An op that fails only because of a diagnostic's cause."""
+
+    op: str | None
+    uri: str | None
+    line: int | None
+
+
+@attrs.define
+class LensDiagnostic:
+    """A finding of a lowering (one per cause and line)."""
+
+    severity: str
+    message: str
+    kind: str
+    uri: str | None
+    line: int | None
+    op: str | None
+    target: str | None
+    related: list[RelatedLocation]
+    cause: str | None
+    ops: list[str] | None
+    knock_on: list[KnockOn] | None
+    cell: int | None = None  # a notebook cell's 1-based number
+
+
+@attrs.define
+class PassIr:
+    """The IR after one pass (`printAfterAll`)."""
+
+    name: str
+    ir: str
+
+
+@attrs.define
+class LowerError:
+    """Why a lowering produced no IR at all."""
+
+    kind: str
+    message: str
+    uri: str | None
+    line: int | None
+    cell: int | None = None
+
+
+@attrs.define
+class LowerResponse:
+    """One module lowered to one target (or pipeline).
+
+    A lowering that produced no IR at all answers `ok: false` with the error as its one
+    diagnostic and as `error`; one superseded by a newer text answers the LSP error
+    ContentModified. `partial`: `ir` is the target IR with each rejected op kept as a call.
+    Diagnostics are one per cause and line (`cause`, `ops`, `knock_on`), `related` the library
+    lines behind it. In a notebook, map, diagnostic and error entries in its cells carry the
+    cell's URI, the line in the cell and `cell`.
+    """
+
+    module: str
+    target: str
+    ok: bool
+    ir: str
+    map: list[IrLineMapping]
+    diagnostics: list[LensDiagnostic]
+    stats: dict[str, Any]
+    timings: dict[str, float]
+    inputs_source: str | None = None
+    partial: bool = False  # ok is false, but `ir` is the target IR with rejects kept as calls
+    frames: FrameTable | None = None  # absent when no op comes from library code
+    passes: list[PassIr] | None = None
+    error: LowerError | None = None
+
+
+# --- torchMlirLens/modules -------------------------------------------------------------------
+
+
+@attrs.define
+class ModulesParams:
+    """The document whose modules to list (static: works untrusted)."""
+
+    uri: str
+
+
+@attrs.define
+class ModuleInfo:
+    """A module (nn.Module class or function) of the document."""
+
+    name: str
+    kind: Literal["class", "function"]
+    range: Range
+    selection_range: Range
+    forward_range: Range | None
+    inputs: InputsStatus
+    parents: list[str]
+
+
+@attrs.define
+class ModulesResponse:
+    """The document's modules, in source order."""
+
+    modules: list[ModuleInfo]
+
+
+# --- torchMlirLens/verify (request, and the command of the same name) -------------------------
+
+
+@attrs.define
+class VerifyParams:
+    """The module to JIT and compare with eager PyTorch; tolerances optional."""
+
+    uri: str
+    module: str
+    rtol: float | None = None
+    atol: float | None = None
+
+
+@attrs.define
+class OutputComparison:
+    """One output of the module, compiled against eager."""
+
+    index: int
+    shape: list[int]
+    dtype: str
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
+    max_rel_err: float | str
+    worst_index: list[int]
+    ok: bool
+    rtol: float
+    atol: float
+    message: str
+
+
+@attrs.define
+class VerifyResponse:
+    """The verdict: `ok` when every output matched within its tolerances.
+
+    The worker's `VerifyResult.to_json()` with camelCase keys (diagnostics and `divergence`
+    included), sent as JSON in this shape.
+    """
+
+    module: str
+    ok: bool
+    kind: str | None
+    message: str
+    diagnostics: list[dict[str, Any]]  # result diagnostics (file paths, as the CLI's --json)
+    outputs: list[OutputComparison] = attrs.Factory(list)
+    rtol: float | None = None
+    atol: float | None = None
+    timings: dict[str, float] = attrs.Factory(dict)
+    max_abs_err: float | str | None = None
+    divergence: dict[str, Any] | None = None
+
+
+@attrs.define
+class StatusParams:
+    """`torchMlirLens/status` (server → client): what the server is doing."""
+
+    state: ServerState
+    detail: str | None = None
+
+
+# --- torchMlirLens/serverInfo ----------------------------------------------------------------
+
+
+@attrs.define
+class ServerInfoParams:
+    """`wait_for_worker`: wait for a starting worker (default: when nothing runs)."""
+
+    wait_for_worker: bool | None = None
+
+
+@attrs.define
+class ServerInfoResponse:
+    """The server's process, imports, trust, status, settings and engine counters."""
+
+    pid: int
+    version: str
+    torch_imported: bool
+    torch_mlir_imported: bool
+    trusted: bool
+    status: StatusParams  # as the last `torchMlirLens/status`
+    settings: dict[str, Any]
+    engine: dict[str, Any] | None  # None: no engine (untrusted, not started)
+
+
+# --- notifications -----------------------------------------------------------------------------
+
+
+@attrs.define
+class SetTrustedParams:
+    """`torchMlirLens/setTrusted` (client → server): the workspace's trust changed."""
+
+    trusted: bool
+
+
+# --- server commands ---------------------------------------------------------------------------
+
+
+@attrs.define
+class ModuleArgs:
+    """The argument of `torchMlirLens.explainInputs`: a module of a document."""
+
+    uri: str
+    module: str
+
+
+@attrs.define
+class ExportModuleArgs:
+    """`torchMlirLens.exportModule`: write the module's IR; never replaces unless asked."""
+
+    uri: str
+    module: str
+    target: str | None = None
+    output: str | None = None
+    bytecode: bool = False
+    overwrite: bool = False
+
+
+@attrs.define
+class ExportModuleResponse:
+    """Where the IR was written."""
+
+    path: str
+    uri: str
+    bytes: int | None
+
+
+@attrs.define
+class ExportReproArgs:
+    """`torchMlirLens.exportRepro`: write a reproducer (.mlir + torch-mlir-opt command)."""
+
+    uri: str
+    module: str
+    target: str | None = None
+    output_dir: str | None = None
+
+
+@attrs.define
+class ExportReproResponse:
+    """The reproducer's files and command."""
+
+    mlir_path: str
+    mlir_uri: str
+    command: str
+
+
+@attrs.define
+class ExplainInputsResponse:
+    """How to give the module example inputs, and the comment to paste."""
+
+    message: str
+    template: str
+
+
+# method → (params type, result type); None: a notification.
+REQUESTS: dict[str, tuple[type, type]] = {
+    LOWER: (LowerParams, LowerResponse),
+    MODULES: (ModulesParams, ModulesResponse),
+    VERIFY: (VerifyParams, VerifyResponse),
+    SERVER_INFO: (ServerInfoParams, ServerInfoResponse),
+}
+NOTIFICATIONS: dict[str, type] = {
+    STATUS: StatusParams,
+    SET_TRUSTED: SetTrustedParams,
+}
+COMMANDS: dict[str, tuple[type, type]] = {
+    EXPORT_MODULE: (ExportModuleArgs, ExportModuleResponse),
+    EXPORT_REPRO: (ExportReproArgs, ExportReproResponse),
+    EXPLAIN_INPUTS: (ModuleArgs, ExplainInputsResponse),
+    VERIFY_COMMAND: (VerifyParams, VerifyResponse),
+}
