@@ -1,4 +1,5 @@
-"""`torch-mlir-lens verify`: parsing, verdict text, exit codes; the job runs in-process here."""
+"""`torch-mlir-lens verify`: parsing, verdict text, exit codes; the job runs in-process here,
+except in the last test, which goes through the real worker."""
 
 from __future__ import annotations
 
@@ -141,3 +142,31 @@ def test_verify_cli_never_imports_torch() -> None:
         "sys.exit(1 if 'torch' in sys.modules else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_verify_through_the_worker_names_the_first_differing_line(tmp_path: Path) -> None:
+    """The real command and worker (no in-process job): a module whose compiled values differ
+    from eager (fresh random noise on each side) is reported at the line that adds the noise."""
+    path = tmp_path / "noisy.py"
+    path.write_text(textwrap.dedent(
+        """\
+        import torch
+        from torch import nn
+
+
+        # torch-mlir-lens: inputs=(torch.randn(2, 8),)
+        class Noisy(nn.Module):
+            def forward(self, x):
+                y = x * 2.0
+                z = y + torch.rand_like(y)
+                return z - 1.0
+        """
+    ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_mlir_lens", "verify", str(path), "--module", "Noisy"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "first differs at line 9" in out, out
+    assert f"{path}:9: error: compiled values first differ from eager" in out, out

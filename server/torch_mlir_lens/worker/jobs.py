@@ -338,11 +338,10 @@ def _repro(job: ReproJob) -> dict[str, Any]:
 
 
 def _verify(job: VerifyJob) -> dict[str, Any]:
-    """JIT the module's Linalg IR, run it on the example inputs, compare with eager."""
-    from torch_mlir_lens.worker import verify
-    from torch_mlir_lens.worker.lowering import LowerOptions
+    """JIT the module's Linalg IR, run it on the example inputs, compare with eager; on a
+    mismatch, also the first user line whose values differ (verify/job.py)."""
+    from torch_mlir_lens.worker.verify.job import verify_lowerer
 
-    name = job.module
     rtol, atol = job.rtol, job.atol
     for key, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and value < 0:
@@ -350,23 +349,9 @@ def _verify(job: VerifyJob) -> dict[str, Any]:
     if not 0 <= job.opt_level <= 3:
         raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {job.opt_level}")
     program = _program(job, "verify")
-    try:
-        linalg = program.lowerer.module_for("linalg", options=LowerOptions())
-    except LensError as err:  # does not lower: a verdict, not a failed job
-        first = err.message.splitlines()[0] if err.message else err.kind
-        # The culprits at their lines, as `lower` and `check` list them (not one summary).
-        diagnostics = program.lowerer.failure_diagnostics("linalg") or [
-            err.to_diagnostic(target="linalg")]
-        return verify.VerifyResult(
-            module=name, ok=False, rtol=rtol, atol=atol,
-            diagnostics=diagnostics, message=f"✗ {first}",
-            kind=diagnostics[0].kind,
-        ).to_json()
-    result = verify.verify_linalg_module(
-        linalg, program.fn, program.args, program.kwargs, module_name=name, rtol=rtol,
-        atol=atol, opt_level=job.opt_level, user_files=program.user_files,
-    )
-    return result.to_json()
+    result = verify_lowerer(program.lowerer, program.fn, program.args, program.kwargs,
+                            rtol=rtol, atol=atol, opt_level=job.opt_level)
+    return {**result.to_json(), "inputs_source": program.inputs_source}
 
 
 def _modules(job: ModulesJob) -> dict[str, Any]:
