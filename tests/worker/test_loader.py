@@ -213,6 +213,6 @@ def test_modules_loaded_before_any_user_file_are_skipped_by_the_scans(tmp_path, 
     assert load_definitions(str(main)).FACTOR == 3
     loaded = dict(loader.modules_loaded_since_start())
     assert loaded["late_sibling"].__file__ == str(tmp_path / "proj" / "late_sibling.py")
-    from torch_mlir_lens.worker.jobs import user_files_for
+    from torch_mlir_lens.worker.loader import user_files_for
 
     assert str(tmp_path / "proj" / "late_sibling.py") in user_files_for(str(main))

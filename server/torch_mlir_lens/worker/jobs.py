@@ -145,31 +145,6 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def user_files_for(path: str) -> list[str]:
-    """The user's file plus the loaded .py files of its folder tree (siblings, subpackages).
-
-    Frames in a submodule defined in a sibling file then map too. Installed packages that
-    happen to live under the folder (a `.venv` inside the workspace) are not the user's.
-    """
-    from torch_mlir_lens.worker.loader import modules_loaded_since_start
-
-    folder = os.path.dirname(path)
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
-    files = {path}
-    for _name, module in modules_loaded_since_start():
-        file = getattr(module, "__file__", None)
-        if not isinstance(file, str) or not file.endswith(".py"):
-            continue
-        file = os.path.abspath(file)
-        if not file.startswith(folder + os.sep):
-            continue
-        real = os.path.realpath(file)
-        if "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes):
-            continue
-        files.add(file)
-    return sorted(files)
-
-
 def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     """The exported program of the job's module: cached, else load → inputs → export.
 
@@ -207,7 +182,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
         )
     timings["inputs"] = time.perf_counter() - start
 
-    user_files = user_files_for(path)
+    user_files = loader.user_files_for(path)
     start = time.perf_counter()
 
     def build_real() -> Any:

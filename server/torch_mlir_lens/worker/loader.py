@@ -387,3 +387,26 @@ def _load_error(exc: BaseException, path: str) -> LensError:
     return LensError(
         ErrorKind.LOAD_ERROR, f"{message}: {detail}" if detail else message, file=file, line=line,
     )
+
+
+def user_files_for(path: str) -> list[str]:
+    """The user's file plus the loaded .py files of its folder tree (siblings, subpackages).
+
+    Frames in a submodule defined in a sibling file then map too. Installed packages that
+    happen to live under the folder (a `.venv` inside the workspace) are not the user's.
+    """
+    folder = os.path.dirname(path)
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
+    files = {path}
+    for _name, module in modules_loaded_since_start():
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not file.endswith(".py"):
+            continue
+        file = os.path.abspath(file)
+        if not file.startswith(folder + os.sep):
+            continue
+        real = os.path.realpath(file)
+        if "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes):
+            continue
+        files.add(file)
+    return sorted(files)

@@ -18,11 +18,10 @@ def register_all(server: LensServer) -> None:
         diagnostics,
         hover,
         notebooks,
-        project_config,
         status,
         sync,
     )
 
     for feature in (status, sync, notebooks, diagnostics, code_lens, hover, code_actions,
-                    commands, custom_requests, project_config):
+                    commands, custom_requests):
         feature.register(server)

@@ -2,8 +2,8 @@
 
 The settings themselves are merged in `settings.effective_settings` (the project's keys win
 over the editor's, so the editor and `torch-mlir-lens check` in CI agree). Here: ask the
-client to watch `**/pyproject.toml` (dynamic registration, where the client supports it) and
-apply the settings again when one changes.
+client to watch `**/pyproject.toml` (dynamic registration, where the client supports it);
+status.py applies the settings again when one changes.
 """
 
 from __future__ import annotations
@@ -23,16 +23,10 @@ WATCH_ID = "torchMlirLens/pyproject"
 GLOB = "**/pyproject.toml"
 
 
-def register(server: LensServer) -> None:
-    """Handle `workspace/didChangeWatchedFiles` for pyproject.toml files."""
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    async def on_watched(params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
-            from torch_mlir_lens.lsp.features.status import pull_settings
-
-            log.info("pyproject.toml changed: reading [tool.torch-mlir-lens] again")
-            await pull_settings(server)
+def changed(params: types.DidChangeWatchedFilesParams) -> bool:
+    """Whether a watched-files notification concerns a pyproject.toml (status.py re-reads the
+    settings then)."""
+    return any(change.uri.endswith("/pyproject.toml") for change in params.changes)
 
 
 async def watch(server: LensServer) -> None:

@@ -77,6 +77,12 @@ def register(server: LensServer) -> None:
         await pull_settings(server)
         server.background(project_config.watch(server))
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def on_watched(params: types.DidChangeWatchedFilesParams) -> None:
+        if project_config.changed(params):
+            log.info("pyproject.toml changed: reading [tool.torch-mlir-lens] again")
+            await pull_settings(server)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
         payload = convert.to_plain(params.settings)

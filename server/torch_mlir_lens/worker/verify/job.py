@@ -176,7 +176,7 @@ def run_verify_job(job: dict[str, Any],
     alters the linalg text before it is compiled (tests force a mismatch with it).
     """
     from torch_mlir_lens.worker import inputs as inputs_mod
-    from torch_mlir_lens.worker import jobs, loader
+    from torch_mlir_lens.worker import loader
 
     rtol, atol, opt_level = parse_verify_options(job)
     path = job_path(job)
@@ -198,7 +198,7 @@ def run_verify_job(job: dict[str, Any],
 
     result = verify_callable(
         fn, resolved.args, resolved.kwargs, module_name=name,
-        user_files=jobs.user_files_for(path), strict=bool(job.get("strict", False)),
+        user_files=loader.user_files_for(path), strict=bool(job.get("strict", False)),
         dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
         mutate_ir=mutate_ir,
     )
