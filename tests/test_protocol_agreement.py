@@ -95,6 +95,19 @@ def ts_type(text: str, aliases: dict[str, str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _annotation(cls: type, name: str) -> str:
+    """A field's annotation as written. Not `attrs.fields(cls).type`: once the LSP converter
+    has resolved the classes' forward references (any earlier test that starts it in this
+    process), that holds the resolved type (`<class 'str'>`), no longer the text."""
+    for klass in cls.__mro__:
+        written = vars(klass).get("__annotations__", {}).get(name)
+        if written is not None:
+            if isinstance(written, str):
+                return written
+            return getattr(written, "__name__", str(written))
+    raise KeyError(f"{cls.__name__}.{name} has no annotation")
+
+
 def type_mismatches(text: str) -> list[str]:
     """Fields whose types differ (Python literal aliases may be TS aliases of the same name)."""
     aliases = dict(_ALIAS.findall(text))
@@ -105,7 +118,7 @@ def type_mismatches(text: str) -> list[str]:
         cls = getattr(lens_types, name, None)
         if cls is None or not attrs.has(cls) or cls.__module__ != lens_types.__name__:
             continue
-        declared = {_camel(f.name): f.type for f in attrs.fields(cls)}
+        declared = {_camel(f.name): _annotation(cls, f.name) for f in attrs.fields(cls)}
         for field, ts in _FIELD_TYPE.findall(body):
             if field not in declared:
                 continue
