@@ -1,15 +1,17 @@
 """`check FILE` with explicit inputs (or one notebook): each module of one file at each target,
 as a verdict per target (verdict.py), printed as a listing or as JSON.
 
-`print_check` is also the repository check's per-file listing (the same wording everywhere).
+The listing is the repository check's per-file listing (repo_check/listing.py): the same
+wording everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import Any, cast
 
-from torch_mlir_lens import notebook_cli
+from torch_mlir_lens import notebook
 from torch_mlir_lens.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -19,12 +21,12 @@ from torch_mlir_lens.cli.common import (
     display,
     exit_code_for,
     from_lens,
-    indented,
     load_source,
     make_engine,
     module_job,
     pick_module,
 )
+from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.results import LensError
 from torch_mlir_lens.targets import TARGETS
 from torch_mlir_lens.verdict import verdict_json
@@ -87,45 +89,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
 
 
 def print_check(src: Any, report: list[dict[str, Any]]) -> None:
-    """The listing of one file's check. `src` has `path` and `notebook` (None: a .py file)."""
-
-    def line_text(line: int | None) -> str:
-        return notebook_cli.line_text(src.notebook, line)
-
-    print(display(src.path))
-    for entry in report:
-        head = f"  {entry['name']} ({line_text(entry['line'])})" if entry["line"] else \
-            f"  {entry['name']}"
-        if "skipped" in entry:
-            print(f"{head}: skipped, {entry['skipped']}")
-            continue
-        if "error" in entry:
-            err = entry["error"]
-            at = f" at {line_text(err['line'])}" if err.get("line") else ""
-            print(f"{head}: error{at}: {indented(err['message'], '      ')}")
-            continue
-        verdicts = list(entry["targets"].values())
-        errors = {(v["error"], v["error_line"]) for v in verdicts}
-        if verdicts and all(not v["ok"] and not v["unsupported"] for v in verdicts) \
-                and len(errors) == 1:
-            # One failure before any backend (the export): say it once.
-            message, line = errors.pop()
-            at = f" at {line_text(line)}" if line else ""
-            print(f"{head}: failed{at}: {indented(message or 'failed', '      ')}")
-            continue
-        marks = []
-        for target, v in entry["targets"].items():
-            if v["ok"]:
-                marks.append(f"{target} ok")
-            elif v["unsupported"]:
-                marks.append(f"{target} {len(v['unsupported'])} unsupported")
-            else:
-                marks.append(f"{target} failed")
-        print(f"{head}: " + ", ".join(marks))
-        for target, v in entry["targets"].items():
-            for u in v["unsupported"]:
-                at = line_text(u["line"]) if u["line"] else "no line"
-                print(f"    {target}: {u.get('cause') or u['op']} at {at}")
-            if v["error"] and not v["unsupported"]:
-                at = f" ({line_text(v['error_line'])})" if v["error_line"] else ""
-                print(f"    {target}{at}: {indented(v['error'], '      ')}")
+    """The listing of one file's check, worded as the repository check's (repo_check/listing.py).
+    `src` has `path` and `notebook` (None: a .py file; else its lines become cell lines)."""
+    entries = report if src.notebook is None else \
+        cast(list[dict[str, Any]], notebook.relocate_json(report, src.path, src.notebook))
+    sys.stdout.write(file_listing(display(src.path), entries))
