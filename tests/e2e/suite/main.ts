@@ -78,8 +78,12 @@ export async function runMain(ws: vscode.Uri): Promise<void> {
   await steps.run('passPane', async () => {
     // What "Show IR After Pass…" opens: the IR after the first pass of the Linalg pipeline.
     const { path: passPath, query } = toUriParts({ source: mlp.uri.toString(), module: 'MLP', target: 'linalg', pass: 0, passName: 'first' });
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: passPath, query }));
+    const uri = vscode.Uri.from({ scheme: SCHEME, path: passPath, query });
+    await vscode.workspace.openTextDocument(uri);
     const text = await waitFor('IR after the first pass', 150_000, async () => {
+      // Looked up each time: a virtual document no editor shows may be closed by VS Code and
+      // its object keeps the old text; opening it again asks the extension for its content.
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) ?? (await vscode.workspace.openTextDocument(uri));
       const t = doc.getText();
       return /func\.func|module/.test(t) && !t.includes('lowering MLP to') ? t : undefined;
     });
