@@ -37,6 +37,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
       vscode.workspace.onDidSaveTextDocument((doc) => this.refreshSource(doc.uri.toString())),
       vscode.workspace.onDidSaveNotebookDocument((nb) => this.refreshSource(nb.uri.toString())),
       vscode.workspace.onDidChangeTextDocument((e) => this.onTyped(e.document)),
+      vscode.workspace.onDidOpenTextDocument((doc) => this.reconcile(doc)),
       vscode.workspace.onDidCloseTextDocument((doc) => {
         if (doc.uri.scheme === SCHEME) this.forget(doc.uri.toString());
       }),
@@ -123,6 +124,17 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
         this.refreshSource(source);
       }, TYPING_DELAY_MS),
     );
+  }
+
+  /**
+   * A pane's document just opened: if its text is not the pane's, say the pane changed again.
+   * VS Code drops a change event fired while it is still creating the document from the first
+   * content (a fast lowering answers before that), and would keep the placeholder for good.
+   */
+  private reconcile(doc: vscode.TextDocument): void {
+    if (doc.uri.scheme !== SCHEME) return;
+    const pane = this.panes.get(doc.uri.toString());
+    if (pane && doc.getText() !== pane.text) this.changeEmitter.fire(pane.uri);
   }
 
   private track(uri: vscode.Uri, spec: PaneSpec): Pane {

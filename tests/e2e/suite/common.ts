@@ -14,7 +14,11 @@ export function baseDir(): string {
   return base;
 }
 
-export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+/**
+ * Polls `probe` until it returns a value. `seen`, when given, describes the state the last probe
+ * saw, so a time-out says what the user would have seen instead of only what was awaited.
+ */
+export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, seen?: () => string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError = '';
   while (Date.now() < deadline) {
@@ -26,7 +30,8 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
     }
     await new Promise((r) => setTimeout(r, 300)); // polling interval of a condition, not a fixed wait
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`);
+  const state = seen ? ` (last seen: ${seen()})` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state}${lastError ? ` (last error: ${lastError})` : ''}`);
 }
 
 export function hoverText(hovers: vscode.Hover[]): string {

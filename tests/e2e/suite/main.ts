@@ -80,13 +80,16 @@ export async function runMain(ws: vscode.Uri): Promise<void> {
     const { path: passPath, query } = toUriParts({ source: mlp.uri.toString(), module: 'MLP', target: 'linalg', pass: 0, passName: 'first' });
     const uri = vscode.Uri.from({ scheme: SCHEME, path: passPath, query });
     await vscode.workspace.openTextDocument(uri);
+    let last = '';
     const text = await waitFor('IR after the first pass', 150_000, async () => {
       // Looked up each time: a virtual document no editor shows may be closed by VS Code and
       // its object keeps the old text; opening it again asks the extension for its content.
-      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) ?? (await vscode.workspace.openTextDocument(uri));
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+      const doc = open ?? (await vscode.workspace.openTextDocument(uri));
       const t = doc.getText();
+      last = `${open ? 'open' : 'reopened'} document: ${JSON.stringify(t.slice(0, 300))}`;
       return /func\.func|module/.test(t) && !t.includes('lowering MLP to') ? t : undefined;
-    });
+    }, () => last);
     if (text.startsWith('// Torch-MLIR Lens:')) throw new Error(text.split('\n')[0]);
     return `${passPath}: ${text.split('\n').length} lines`;
   });
