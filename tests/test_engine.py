@@ -197,15 +197,52 @@ async def test_patched_torch_is_restored(engine: Engine) -> None:
     assert engine.restarts == 0
 
 
-async def test_cancel_running_job(engine: Engine) -> None:
+async def test_abandoned_job_is_killed(engine: Engine) -> None:
+    """A pane closed mid-export: nobody waits any more, so the worker stops working for it."""
     await engine.wait_ready()
-    task = asyncio.ensure_future(engine.lower(job("HangForward"), targets=["linalg"]))
+    restarts = engine.restarts
+    task = asyncio.ensure_future(
+        engine.lower(job("HangForward"), targets=["linalg"], cancel_on_abandon=True))
     await wait_for(lambda: engine.busy)
-    assert await engine.cancel(FAULTY, "HangForward") == 1
-    with pytest.raises(LensError) as info:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
         await task
-    assert info.value.kind == "cancelled"
+    await wait_for(lambda: engine.restarts > restarts and not engine.busy)
     await lower_healthy(engine)
+
+
+async def test_job_a_caller_keeps_survives_the_others_leaving(engine: Engine) -> None:
+    """A pane and a check share one queued job; the pane leaves, the check still gets it."""
+    await engine.wait_ready()
+    hang = asyncio.ensure_future(
+        engine.lower(job("HangForward"), targets=["linalg"], cancel_on_abandon=True))
+    await wait_for(lambda: engine.busy)  # the worker is taken: what follows queues
+    healthy = job("Healthy", text=Path(FAULTY).read_text() + "_SHARED = 1\n")
+    pane = asyncio.ensure_future(
+        engine.lower(healthy, targets=["torch"], cancel_on_abandon=True))
+    check = asyncio.ensure_future(engine.lower(healthy, targets=["torch"]))
+    await asyncio.sleep(0)  # both submitted (one job)
+    pane.cancel()
+    hang.cancel()  # frees the worker (killed: nobody waits for the hang)
+    (res,) = await check
+    assert res.ok and "torch.aten" in res.ir
+    for task in (pane, hang):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_lowering_a_job_in_flight_covers_joins_it(engine: Engine) -> None:
+    """A hover's default target while the check lowers every backend: one job, not two."""
+    await engine.wait_ready()
+    healthy = job("Healthy", text=Path(FAULTY).read_text() + "_COVERED = 1\n")
+    before = (await engine.stats())["jobs_run"]
+    every, one = await asyncio.gather(
+        engine.lower(healthy, targets=["linalg", "tosa"]),
+        engine.lower(healthy, targets=["tosa"]),
+    )
+    assert [r.target for r in every] == ["linalg", "tosa"]
+    assert [r.target for r in one] == ["tosa"] and one[0].ir == every[1].ir
+    assert (await engine.stats())["jobs_run"] == before + 1
 
 
 async def test_newer_text_supersedes_queued_and_running(tmp_path: Path) -> None:

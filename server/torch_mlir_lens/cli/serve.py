@@ -23,9 +23,10 @@ def run(args: argparse.Namespace) -> int:
     # First thing: the worker's torch imports take seconds and overlap ours (pygls,
     # lsprotocol). It runs no user code until a job arrives, so trust is not involved yet;
     # the server stops it at once if the client says the workspace is untrusted.
-    from torch_mlir_lens.engine.worker_client import spawn_early
+    from torch_mlir_lens.engine import Engine, EngineConfig
 
-    early = spawn_early(sys.executable)
+    engine = Engine(EngineConfig(python=sys.executable))
+    engine.prespawn()
     # lsprotocol builds hundreds of classes as it is imported: collecting garbage meanwhile
     # only costs start-up time (~15 %), and what it builds lives as long as the server.
     gc.disable()
@@ -34,4 +35,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gc.freeze()
         gc.enable()
-    return run_server(tcp=args.tcp, host=args.host, port=args.port, early_worker=early)
+    return run_server(tcp=args.tcp, host=args.host, port=args.port, prespawned=engine)

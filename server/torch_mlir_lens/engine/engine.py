@@ -1,7 +1,11 @@
 """The Engine: what the language server and the CLI call to lower modules (no torch here).
 
-One worker, one job at a time, results cached by content hash. Scheduling rules:
-- identical requests in flight share one job;
+One worker, one job at a time, results cached by content hash. This is the only scheduling
+layer (the language server adds trust, progress and status around it). Its rules:
+- identical requests in flight share one job; a lowering whose targets a job in flight for
+  the same text and options already covers joins that job;
+- a job nobody waits for any more is dropped (queued) or killed (running, when the worker
+  still has to export its program) if every caller asked for `cancel_on_abandon`;
 - a queued request for an older text of a (path, module) is dropped (LensError "cancelled")
   when a request for a newer text of the same module arrives;
 - if the job running in the worker is for an older text of that module, it is killed and the
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.engine.cache import ResultCache, content_key, text_hash
-from torch_mlir_lens.engine.worker_client import EarlyWorker, OutputCallback, WorkerClient
+from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
 from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.protocol.jobs import (
     ExportJob,
@@ -63,18 +67,18 @@ class _Pending:
     text_sha: str | None
     future: asyncio.Future[dict[str, Any]]
     program: str | None = None  # the exported program a lower job needs (protocol.programs)
+    waiters: int = 0  # callers awaiting it now
+    keep: bool = False  # a caller wants it finished even if nobody waits (checks, the CLI)
 
 
 class Engine:
     """Lower modules through a warm worker process, with caching and cancellation."""
 
     def __init__(self, config: EngineConfig | None = None, *,
-                 on_output: OutputCallback | None = None,
-                 early: EarlyWorker | None = None) -> None:
-        """`early`: a worker spawned before the event loop, adopted as the first worker."""
+                 on_output: OutputCallback | None = None) -> None:
         self.config = config or EngineConfig()
         self._on_output = on_output
-        self._client = self._new_client(early)
+        self._client = self._new_client()
         self._cache = ResultCache(self.config.cache_entries)
         self._queue: list[_Pending] = []
         self._inflight: dict[str, _Pending] = {}
@@ -82,15 +86,35 @@ class Engine:
         self._pump_task: asyncio.Task[None] | None = None
         self._restart_client = False
         self._started = False
+        self._cleanups: set[asyncio.Task[None]] = set()  # abandoned jobs being dropped
+        self.prespawned_pid: int | None = None  # the worker `prespawn` started, if any
 
-    def _new_client(self, early: EarlyWorker | None = None) -> WorkerClient:
+    def _new_client(self) -> WorkerClient:
         return WorkerClient(
             self.config.python, timeout_s=self.config.timeout_s,
             memory_limit_mb=self.config.memory_limit_mb, env=self.config.env,
-            cwd=self.config.cwd, on_output=self._on_output, early=early,
+            cwd=self.config.cwd, on_output=self._on_output,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
+
+    def prespawn(self) -> int | None:
+        """Spawn the worker now, before any event loop runs (the language server does it
+        first thing, so torch's imports overlap its own); the worker's pid, or None.
+
+        The worker only imports torch until a job arrives: `discard_prespawned` stops it if
+        the workspace turns out to be untrusted. `start` adopts it.
+        """
+        self.prespawned_pid = self._client.prespawn()
+        return self.prespawned_pid
+
+    def set_output(self, on_output: OutputCallback | None) -> None:
+        """Where the worker's stdout/stderr go from now on (e.g. the language server's log)."""
+        self._on_output = self._client.on_output = on_output
+
+    def discard_prespawned(self) -> None:
+        """Stop a prespawned worker that must not run anything (untrusted, never started)."""
+        self._client.discard_prespawned()
 
     async def start(self) -> None:
         """Spawn the worker; it imports torch in the background (returns at once)."""
@@ -160,19 +184,27 @@ class Engine:
         debug_info: bool = False,
         print_after_all: bool = False,
         list_unsupported: bool = True,
+        cancel_on_abandon: bool = False,
     ) -> list[LowerResult]:
         """Lower a module to each target (and/or a custom pipeline): one result per target.
 
         Cached by content hash of the file text, module, inputs, targets and options. Raises
         LensError for failures that produce no IR (load, inputs, crash, time-out, ...).
+        `cancel_on_abandon`: when every caller waiting for this job was cancelled and all of
+        them passed True, the job is dropped or killed (a pane the user closed); otherwise it
+        finishes and its result is cached (a check the features will want anyway).
         """
         request = self._filled(job).as_job(
             LowerJob, targets=list(targets), pipeline=pipeline, keep_weights=keep_weights,
             debug_info=debug_info, print_after_all=print_after_all,
             list_unsupported=list_unsupported,
         ).to_json()
-        result = await self._submit(request, cache=True)
-        return [LowerResult.from_json(r) for r in result.get("results", [])]
+        result = await self._submit(request, cache=True, cancel_on_abandon=cancel_on_abandon)
+        results = [LowerResult.from_json(r) for r in result.get("results", [])]
+        if pipeline is None:
+            # A job that covered this request (see `_covering`) lowered more targets.
+            results = [r for r in results if r.target in targets]
+        return results
 
     def cached_lower(
         self, job: ModuleJob, targets: Sequence[str] = ("linalg",), pipeline: str | None = None,
@@ -229,22 +261,6 @@ class Engine:
         """Forget results of a file (and of its neighbours, which may import it)."""
         self._cache.invalidate(path)
 
-    async def cancel(self, path: str | None = None, module: str | None = None) -> int:
-        """Cancel queued jobs (and the running one) for path/module (None = any); count them."""
-        def matches(p: _Pending) -> bool:
-            return p.module_id is not None and (path is None or p.module_id[0] == os.path.abspath(
-                path)) and (module is None or p.module_id[1] == module)
-
-        cancelled = 0
-        for pending in [p for p in self._queue if matches(p)]:
-            self._queue.remove(pending)
-            self._fail(pending, LensError(ErrorKind.CANCELLED, "cancelled"))
-            cancelled += 1
-        running = self._running
-        if running is not None and matches(running) and await self._client.cancel():
-            cancelled += 1
-        return cancelled
-
     # --- scheduling --------------------------------------------------------------------------
 
     @staticmethod
@@ -285,7 +301,8 @@ class Engine:
                 parts["inputs_file_sha"] = None
         return content_key(parts)
 
-    async def _submit(self, request: dict[str, Any], *, cache: bool) -> dict[str, Any]:
+    async def _submit(self, request: dict[str, Any], *, cache: bool,
+                      cancel_on_abandon: bool = False) -> dict[str, Any]:
         key = self._key(request)
         if cache:
             value = self._cache.get(key)
@@ -293,7 +310,8 @@ class Engine:
                 raise LensError(value.kind, value.message, file=value.file, line=value.line)
             if value is not None:
                 return value  # type: ignore[no-any-return]
-        shared = self._inflight.get(key)
+        shared = self._inflight.get(key) or self._covering(request)
+        new = shared is None
         if shared is None:
             loop = asyncio.get_running_loop()
             path, module = request.get("path"), request.get("module")
@@ -305,22 +323,63 @@ class Engine:
                 future=loop.create_future(),
                 program=self._program_key(request),
             )
-            await self._supersede(shared)
             self._inflight[key] = shared
             self._queue.append(shared)
-            self._ensure_pump()
+        shared.waiters += 1
+        shared.keep = shared.keep or not cancel_on_abandon
         # Shield: one caller giving up must not cancel a job others (or the cache) still want.
         try:
+            if new:
+                await self._supersede(shared)
+                self._ensure_pump()
             result = await asyncio.shield(shared.future)
+        except asyncio.CancelledError:
+            if shared.waiters == 1 and not shared.keep and not shared.future.done():
+                # This task is being cancelled: the clean-up runs as a task of its own.
+                task = asyncio.ensure_future(self._abandon(shared))
+                self._cleanups.add(task)
+                task.add_done_callback(self._cleanups.discard)
+            raise
         except LensError as err:
             # A load error may come from code outside the module's fingerprint: not cached.
             if cache and err.kind not in _TRANSIENT_ERRORS and request.get("path") and (
                     err.kind != ErrorKind.LOAD_ERROR):
                 self._cache.put(key, request["path"], err)
             raise
+        finally:
+            shared.waiters -= 1
         if cache and request.get("path"):
             self._cache.put(key, request["path"], result)
         return result
+
+    def _covering(self, request: dict[str, Any]) -> _Pending | None:
+        """A lowering in flight of the same text and options whose targets include all of
+        this request's (a hover's default target while the check lowers every backend)."""
+        if request.get("op") != "lower" or request.get("pipeline") or not request.get("targets"):
+            return None
+        wanted = set(request["targets"])
+        rest = {k: v for k, v in request.items() if k != "targets"}
+        for pending in self._inflight.values():
+            job = pending.job
+            if (job.get("op") == "lower" and wanted <= set(job.get("targets") or ())
+                    and {k: v for k, v in job.items() if k != "targets"} == rest):
+                return pending
+        return None
+
+    async def _abandon(self, pending: _Pending) -> None:
+        """Nobody waits for `pending` any more: drop it, or kill it while it still exports."""
+        if pending.waiters or pending.keep or pending.future.done():
+            return  # wanted again since (a caller joined meanwhile)
+        if pending in self._queue:
+            self._queue.remove(pending)
+            self._fail(pending, LensError(ErrorKind.CANCELLED, "nobody waits for it any more"))
+        elif self._running is pending and self._worth_killing(pending):
+            await self._client.cancel()
+
+    def _worth_killing(self, running: _Pending) -> bool:
+        """Killing costs a worker restart (seconds of imports): worth it only to stop an
+        export, not a lowering of a program the worker holds, which ends sooner."""
+        return running.program not in self._client.programs
 
     async def _supersede(self, newer: _Pending) -> None:
         """Drop queued jobs and kill a running one for an older text of the same module."""
@@ -336,10 +395,7 @@ class Engine:
                                           "superseded by a newer version of the file"))
         running = self._running
         if (running is not None and stale(running) and self.config.cancel_stale
-                and running.program not in self._client.programs):
-            # Killing costs a worker restart (seconds of imports): worth it only to stop a
-            # stale export, not a lowering of an already exported program (e.g. the
-            # follow-up backends of a check), which ends sooner than a restart would.
+                and self._worth_killing(running)):
             await self._client.cancel()
 
     def _fail(self, pending: _Pending, err: LensError) -> None:

@@ -1,16 +1,15 @@
 """The one way from language features to the lowering engine.
 
 Everything that runs user code goes through `LoweringService`: the trust gate (an untrusted
-workspace never starts the worker), sharing one lowering between the features that ask for
-the same module at the same text, cancelling lowerings of stale text, work-done progress, the
-`torchMlirLens/status` notifications, and caching check results on the document.
+workspace never starts the worker), work-done progress, the `torchMlirLens/status`
+notifications, and caching check results on the document. Sharing, superseding and cancelling
+lowerings is the engine's job (`engine/engine.py`), the one scheduling layer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import sys
 import uuid
@@ -30,24 +29,12 @@ from torch_mlir_lens.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
-    from torch_mlir_lens.engine.worker_client import EarlyWorker
     from torch_mlir_lens.lsp.server import LensServer
 
 log = logging.getLogger(__name__)
 
 UNTRUSTED = "untrusted"  # LensError kind: the workspace is not trusted
 STATUS = lens_types.STATUS
-
-
-@dataclass
-class _Flight:
-    """One lowering under way, shared by every caller that wants exactly it."""
-
-    generation: int
-    spec: tuple[Any, ...]
-    task: asyncio.Task[list[LowerResult]] | None = None
-    waiters: int = 0
-    cancel_on_abandon: bool = True
 
 
 @dataclass
@@ -64,9 +51,9 @@ class LoweringService:
     def __init__(self, server: LensServer) -> None:
         self._server = server
         self.engine: Engine | None = None
+        self.prespawned: Engine | None = None  # made by `serve` before the loop, not started
         self._start_task: asyncio.Task[None] | None = None
         self._spawned: asyncio.Future[None] | None = None
-        self._flights: dict[tuple[str, str], list[_Flight]] = {}
         self._status = _Status()
         self.early_pid: int | None = None  # the adopted early worker's pid (serverInfo)
         self._output_budget = OutputBudget(lambda line: log.info("%s", line))
@@ -92,25 +79,25 @@ class LoweringService:
             timeout_s=settings.timeout_seconds,
             memory_limit_mb=settings.memory_limit_mb,
         )
-        self.engine = Engine(config, on_output=self._worker_output,
-                             early=self._take_early_worker())
+        engine, self.prespawned = self.prespawned, None
+        if engine is None:
+            engine = Engine(config, on_output=self._worker_output)
+        else:
+            # Limits apply without a restart; the interpreter is the same (ours).
+            engine.update_config(timeout_s=config.timeout_s,
+                                 memory_limit_mb=config.memory_limit_mb)
+            engine.set_output(self._worker_output)
+            self.early_pid = engine.prespawned_pid
+        self.engine = engine
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
         self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
 
-    def _take_early_worker(self) -> EarlyWorker | None:
-        """The worker `serve` spawned first thing, if any, for the engine to adopt."""
-        early, self._server.early_worker = self._server.early_worker, None
-        if early is not None:
-            self.early_pid = early.pid
-        return early
-
-    def discard_early_worker(self) -> None:
-        """Kill the worker spawned before the client said the workspace is untrusted."""
-        early, self._server.early_worker = self._server.early_worker, None
-        if early is not None:
-            log.info("untrusted workspace: stopping the early worker %d", early.pid)
-            early.discard()
+    def discard_prespawned(self) -> None:
+        """Stop the worker `serve` spawned before the client said the workspace is untrusted."""
+        engine, self.prespawned = self.prespawned, None
+        if engine is not None:
+            engine.discard_prespawned()
 
     async def _warm(self, engine: Engine, spawned: asyncio.Future[None]) -> None:
         try:
@@ -134,11 +121,6 @@ class LoweringService:
 
     async def stop(self) -> None:
         """Stop the worker (shutdown, or trust withdrawn)."""
-        for flights in self._flights.values():
-            for flight in flights:
-                if flight.task is not None:
-                    flight.task.cancel()
-        self._flights.clear()
         engine, self.engine = self.engine, None
         if self._start_task is not None:
             self._start_task.cancel()
@@ -244,96 +226,26 @@ class LoweringService:
         progress: bool = False,
         cancel_on_abandon: bool = True,
     ) -> list[LowerResult]:
-        """Lower `module` of the document's current text (shared, cancellable).
+        """Lower `module` of the document's current text, behind the trust gate.
 
-        Callers asking for the same lowering of the same text share one engine call. A
-        caller cancelled (`$/cancelRequest`) stops waiting at once; when nobody waits any
-        more and `cancel_on_abandon`, the engine cancels the job (killing the worker if it
-        is running). Checks pass False: their results are wanted by the other features
-        anyway, and a hover the mouse left must not restart the worker. A lowering of an
-        older text is dropped or killed by the engine when the newer one is submitted.
+        The engine schedules it: callers asking for the same lowering share one job, a
+        lowering of an older text is dropped or killed when a newer one is submitted, and a
+        job whose callers were all cancelled (`$/cancelRequest`) is dropped when each of them
+        passed `cancel_on_abandon`. Checks pass False: their results are wanted by the other
+        features anyway, and a hover the mouse left must not restart the worker.
         """
         engine = await self._engine_or_raise()
         job = self.job(doc, module)
-        # The text's hash too: documents read from disk for one request all have generation 0.
-        spec = (tuple(targets or ()), pipeline, print_after_all, hash(doc.text))
-        key = (doc.uri, module)
-        generation = doc.generation
-
-        flights = self._flights.setdefault(key, [])
-        flights[:] = [f for f in flights if f.generation >= generation]
-        flight = next((f for f in flights if f.generation == generation and f.spec == spec), None)
-        if flight is None:
-            flight = _Flight(generation, spec, cancel_on_abandon=cancel_on_abandon)
-            run = self._run(
-                engine, job, key, flight, list(targets or []), pipeline, print_after_all
-            )
-            flight.task = asyncio.ensure_future(run)
-            flights.append(flight)
-            flight.task.add_done_callback(functools.partial(self._forget, key, flight))
-        else:
-            flight.cancel_on_abandon = flight.cancel_on_abandon and cancel_on_abandon
-        if flight.task is not None and flight.task.done():
-            return await self._wait(flight)
-        # Each caller shows progress for its own wait (a hover joining a check under way too).
         what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
-        async with self.progress(
-            f"Lowering {module}", what, token=progress_token, enabled=progress
-        ):
-            return await self._wait(flight)
-
-    def _forget(self, key: tuple[str, str], flight: _Flight, task: object = None) -> None:
-        flights = self._flights.get(key)
-        if flights and flight in flights:
-            flights.remove(flight)
-        if key in self._flights and not self._flights[key]:
-            del self._flights[key]
-        if isinstance(task, asyncio.Task) and not task.cancelled():
-            task.exception()  # retrieved: a lowering nobody waits for any more may fail
-
-    async def _wait(self, flight: _Flight) -> list[LowerResult]:
-        assert flight.task is not None
-        flight.waiters += 1
-        try:
-            return await asyncio.shield(flight.task)
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():
-                # This caller was cancelled; the lowering goes on if others still want it.
-                if flight.waiters == 1 and flight.cancel_on_abandon and not flight.task.done():
-                    flight.task.cancel()
-                raise
-            raise LensError(ErrorKind.CANCELLED, "the lowering was cancelled") from None
-        finally:
-            flight.waiters -= 1
-
-    async def _run(
-        self,
-        engine: Engine,
-        job: ModuleJob,
-        key: tuple[str, str],
-        flight: _Flight,
-        targets: list[str],
-        pipeline: str | None,
-        print_after_all: bool,
-    ) -> list[LowerResult]:
-        what = f"{job.module} → {'custom pipeline' if pipeline else ', '.join(targets)}"
-        with self._busy(f"lowering {what}"):
-            log.info("lowering %s", what)
-            try:
-                results = await engine.lower(
-                    job, targets=targets, pipeline=pipeline, print_after_all=print_after_all,
+        # Each caller shows progress for its own wait (a hover joining a check under way too).
+        async with self.progress(f"Lowering {module}", what, token=progress_token,
+                                 enabled=progress):
+            with self._busy(f"lowering {what}"):
+                log.info("lowering %s", what)
+                return await engine.lower(
+                    job, targets=list(targets or []), pipeline=pipeline,
+                    print_after_all=print_after_all, cancel_on_abandon=cancel_on_abandon,
                 )
-            except asyncio.CancelledError:
-                # The engine shields its jobs: tell it, unless another lowering of this
-                # module (a different request) still needs the worker's job.
-                others = [f for f in self._flights.get(key, []) if f is not flight]
-                if not others:
-                    log.info("cancelling the lowering of %s", job.module)
-                    with contextlib.suppress(Exception):
-                        await engine.cancel(job.path, job.module)
-                raise
-            return list(results)
 
     async def check(
         self,
@@ -416,20 +328,6 @@ class LoweringService:
         except LensError as err:  # recorded on the document by _stage; nobody else to tell
             log.info("follow-up check of %s: %s", module, err.message)
 
-    def _covering(self, doc: DocumentState, module: str, targets: list[str]) -> list[str]:
-        """The targets of a check flight of this text already lowering all of `targets`.
-
-        A stage that a flight under way covers joins it instead of starting a second job
-        (e.g. a hover's default target while a follow-up lowers it with the others).
-        """
-        for flight in self._flights.get((doc.uri, module), []):
-            flight_targets, pipeline, print_after_all, text_hash = flight.spec
-            if (flight.generation == doc.generation and pipeline is None
-                    and not print_after_all and text_hash == hash(doc.text)
-                    and set(targets) <= set(flight_targets)):
-                return list(flight_targets)
-        return targets
-
     async def _stage(
         self,
         doc: DocumentState,
@@ -444,7 +342,7 @@ class LoweringService:
         generation = doc.generation
         try:
             results = await self.lower(
-                doc, module, self._covering(doc, module, targets),
+                doc, module, targets,
                 progress_token=progress_token, progress=progress,
                 cancel_on_abandon=cancel_on_abandon,
             )

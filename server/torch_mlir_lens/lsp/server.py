@@ -28,7 +28,7 @@ from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine.worker_client import EarlyWorker
+    from torch_mlir_lens.engine import Engine
 
 log = logging.getLogger("torch_mlir_lens")
 
@@ -57,7 +57,6 @@ class LensServer(LanguageServer):
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
         # Spawned by `serve` before pygls was imported; adopted at start, killed if untrusted.
-        self.early_worker: EarlyWorker | None = None
 
     def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine in the background, keeping a reference until it is done."""
@@ -137,16 +136,17 @@ def create_server() -> LensServer:
 
 
 def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
-               early_worker: EarlyWorker | None = None) -> int:
+               prespawned: Engine | None = None) -> int:
     """Serve LSP over stdio (default) or TCP until the client says exit; the exit code.
 
     The code is 0 after a `shutdown` request and 1 otherwise (`exit` without `shutdown`, or a
     client that vanished), as the LSP specification asks.
-    `early_worker`: a worker already warming up, adopted by the lowering service.
+    `prespawned`: an engine whose worker is already warming up (`Engine.prespawn`), used by
+    the lowering service once the client says the workspace is trusted.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
-    server.early_worker = early_worker
+    server.service.prespawned = prespawned
     try:
         if tcp:
             server.start_tcp(host, port)
@@ -154,8 +154,7 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
             server.start_io()
     finally:
         # The client vanished without shutdown/exit: take the worker (a process group) along.
-        if server.early_worker is not None:  # never adopted (no `initialized`)
-            server.early_worker.discard()
+        server.service.discard_prespawned()  # never started (no `initialized`)
         pid = server.service.engine.worker_pid if server.service.engine else None
         if pid:
             with contextlib.suppress(OSError):

@@ -43,9 +43,7 @@ class WorkerClient:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_output: OutputCallback | None = None,
-        early: EarlyWorker | None = None,
     ) -> None:
-        """`early`: a worker spawned before the event loop, used as the first worker."""
         self.python = python
         self.timeout_s = timeout_s
         self._memory_limit_mb = memory_limit_mb
@@ -61,7 +59,7 @@ class WorkerClient:
         self._cancel_event: asyncio.Event | None = None
         self._spawns = 0
         self._stopped = False
-        self._early = early
+        self._early: EarlyWorker | None = None
         # The exported programs the current worker said it holds (its last reply).
         self._programs: frozenset[str] = frozenset()
 
@@ -109,12 +107,24 @@ class WorkerClient:
         if self._worker and self._worker.proc.returncode is None:
             spawn.set_address_limit(self._worker.pid, value)
 
+    def prespawn(self) -> int | None:
+        """Spawn the first worker now, without an event loop (it only imports torch until a
+        job arrives); its pid, or None when it could not start (it is spawned later)."""
+        if self._early is None and self._worker is None:
+            self._early = spawn.spawn_early(self.python)
+        return self._early.pid if self._early is not None else None
+
+    def discard_prespawned(self) -> None:
+        """Kill a prespawned worker no job has used yet (no user code ever ran in it)."""
+        early, self._early = self._early, None
+        if early is not None:
+            log.info("stopping the prespawned worker %d", early.pid)
+            early.discard()
+
     async def stop(self) -> None:
         """Stop the worker and everything in its process group; reap it. Idempotent."""
         self._stopped = True
-        early, self._early = self._early, None
-        if early is not None:  # never adopted
-            early.discard()
+        self.discard_prespawned()
         if self._cancel_event is not None:
             self._cancel_event.set()
         worker, self._worker = self._worker, None

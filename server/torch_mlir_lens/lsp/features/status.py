@@ -58,7 +58,7 @@ def register(server: LensServer) -> None:
         # No trust concept in the client (e.g. a plain Neovim setup): the user started us.
         server.trusted = trusted if isinstance(trusted, bool) else True
         if not server.trusted:
-            server.service.discard_early_worker()  # spawned before we knew: no user code ran
+            server.service.discard_prespawned()  # spawned before we knew: no user code ran
         server.init_settings = dict(section_of(options.get("settings")) or {})
         server.workspace_root = _workspace_root(params)
         apply_settings(server, None, initial=True)
