@@ -9,6 +9,7 @@ their lines are edited, until the next check replaces them.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,23 @@ class Verdict:
     ok: bool
     unsupported: tuple[str, ...] = ()  # op names, one per unsupported op occurrence
     error: str | None = None  # export / worker failure that stopped the check
+
+
+@dataclass
+class PendingCheck:
+    """The diagnostics check under way for a document (one at a time; a newer one replaces it).
+
+    A lowering check of a text stays owed until it finishes: a check that replaces it for the
+    same text (e.g. settings pulled just after the file opened) lowers too.
+    """
+
+    task: asyncio.Task[None]
+    generation: int  # the text it checks
+    lowering: bool  # whether it lowers the modules, or only publishes static findings
+
+    def owes_lowering(self, generation: int) -> bool:
+        """Whether a check replacing this one for text `generation` must lower."""
+        return self.lowering and self.generation == generation and not self.task.done()
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
-from torch_mlir_lens.lsp.documents import DocumentStore
+from torch_mlir_lens.lsp.documents import DocumentStore, PendingCheck
 from torch_mlir_lens.lsp.features.notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from torch_mlir_lens.lsp.lowering_service import LoweringService
 from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
@@ -51,12 +51,9 @@ class LensServer(LanguageServer):
         self.service = LoweringService(self)
         self.initialized = False
         self.untrusted_announced = False
-        self.check_tasks: dict[str, asyncio.Task[None]] = {}  # uri → diagnostics check
-        # uri → the text generation a lowering check was asked for and has not finished
-        self.owed_lowering: dict[str, int] = {}
+        self.checks: dict[str, PendingCheck] = {}  # uri → its diagnostics check under way
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
-        # Spawned by `serve` before pygls was imported; adopted at start, killed if untrusted.
 
     def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine in the background, keeping a reference until it is done."""

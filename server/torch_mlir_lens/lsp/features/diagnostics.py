@@ -22,7 +22,7 @@ from lsprotocol import types
 from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert, library_related, notebook_view, verify_view
-from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState
+from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState, PendingCheck
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, target_title
@@ -71,10 +71,9 @@ def on_save(server: LensServer, doc: DocumentState) -> None:
 
 
 def on_close(server: LensServer, doc: DocumentState) -> None:
-    task = server.check_tasks.pop(doc.uri, None)
-    if task is not None:
-        task.cancel()
-    server.owed_lowering.pop(doc.uri, None)
+    pending = server.checks.pop(doc.uri, None)
+    if pending is not None:
+        pending.task.cancel()
     if doc.notebook is not None:  # its cells hold its diagnostics
         doc.notebook.spans.clear()
         doc.notebook.problems.clear()
@@ -99,21 +98,17 @@ def schedule(
     server: LensServer, doc: DocumentState, *, lowering: bool, delay: float = 0.0
 ) -> None:
     """(Re)start the check of a document, cancelling the one under way (debounce)."""
-    tasks = server.check_tasks
-    previous = tasks.pop(doc.uri, None)
+    checks = server.checks
+    previous = checks.pop(doc.uri, None)
     if previous is not None:
-        previous.cancel()
-    # A lowering check of this very text that has not finished is still owed: the check that
-    # replaces it (e.g. the settings pulled just after a file opens) must not drop it.
-    owed = server.owed_lowering.get(doc.uri) == doc.generation
-    lowering = lowering or owed
-    if lowering:
-        server.owed_lowering[doc.uri] = doc.generation
-    else:
-        server.owed_lowering.pop(doc.uri, None)
-    task = asyncio.ensure_future(_check_later(server, doc, lowering, delay))
-    tasks[doc.uri] = task
-    task.add_done_callback(lambda t: tasks.pop(doc.uri, None) if tasks.get(doc.uri) is t else None)
+        # Still owed: the check that replaces it for the same text must not drop its lowering.
+        lowering = lowering or previous.owes_lowering(doc.generation)
+        previous.task.cancel()
+    pending = PendingCheck(asyncio.ensure_future(_check_later(server, doc, lowering, delay)),
+                           doc.generation, lowering)
+    checks[doc.uri] = pending
+    pending.task.add_done_callback(
+        lambda _: checks.pop(doc.uri, None) if checks.get(doc.uri) is pending else None)
 
 
 async def _check_later(
@@ -127,8 +122,6 @@ async def _check_later(
         raise
     except Exception:
         log.exception("checking %s failed", doc.uri)
-    if server.owed_lowering.get(doc.uri) == doc.generation and lowering:
-        del server.owed_lowering[doc.uri]
 
 
 # -- what -------------------------------------------------------------------------------
