@@ -25,6 +25,7 @@ from torch_mlir_lens.cli.common import (
     make_engine,
     module_job,
     pick_module,
+    running_engine,
 )
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.results import LensError
@@ -54,9 +55,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
 
     report: list[dict[str, Any]] = []
     failed = False
-    engine = make_engine(args)
-    await engine.start()
-    try:
+    async with running_engine(args, make_engine, src.path) as engine:
         for name, line, inputs in names:
             entry: dict[str, Any] = {"name": name, "line": line, "inputs": inputs, "targets": {}}
             report.append(entry)
@@ -78,8 +77,6 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 verdict = verdict_json(result)
                 failed = failed or not verdict["ok"]
                 entry["targets"][result.target] = verdict
-    finally:
-        await engine.stop()
 
     if args.json:
         print(src.to_json({"file": src.path, "modules": report}))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -235,6 +236,24 @@ def make_engine(args: argparse.Namespace) -> Any:
 
     return Engine(EngineConfig(python=sys.executable, timeout_s=args.timeout,
                                memory_limit_mb=args.memory_limit))
+
+
+@contextlib.asynccontextmanager
+async def running_engine(args: argparse.Namespace, make_engine: EngineFactory,
+                         path: str) -> AsyncIterator[Any]:
+    """The command's engine, started, and stopped on the way out (the worker goes with it).
+
+    A LensError escaping the block becomes the command's located error about `path`
+    (`FILE:LINE: message`, exit code by kind).
+    """
+    engine = make_engine(args)
+    await engine.start()
+    try:
+        yield engine
+    except LensError as err:
+        raise from_lens(err, path) from err
+    finally:
+        await engine.stop()
 
 
 # --- printing results --------------------------------------------------------------------------

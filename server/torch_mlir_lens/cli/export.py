@@ -12,12 +12,11 @@ from torch_mlir_lens.cli.common import (
     EngineFactory,
     add_inputs,
     display,
-    from_lens,
     load_source,
     make_engine,
     module_job,
+    running_engine,
 )
-from torch_mlir_lens.results import LensError
 from torch_mlir_lens.targets import TARGETS
 
 
@@ -43,14 +42,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         raise CliError("the output folder does not exist", file=args.output)
     src = load_source(args.file)
     job = module_job(src, args.module, args)
-    engine = make_engine(args)
-    await engine.start()
-    try:
+    async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
                                       bytecode=args.bytecode)
-    except LensError as err:
-        raise from_lens(err, src.path) from err
-    finally:
-        await engine.stop()
     print(f"wrote {display(written.get('path', args.output))} ({written.get('bytes', '?')} bytes)")
     return EXIT_OK

@@ -20,8 +20,8 @@ from torch_mlir_lens.cli.common import (
     module_job,
     pick_module,
     print_diagnostics,
+    running_engine,
 )
-from torch_mlir_lens.results import LensError
 from torch_mlir_lens.targets import TARGETS
 
 
@@ -58,18 +58,12 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
-    engine = make_engine(args)
-    await engine.start()
-    try:
+    async with running_engine(args, make_engine, src.path) as engine:
         results = await engine.lower(
             job, targets=[] if args.pipeline else [target], pipeline=args.pipeline,
             keep_weights=args.keep_weights, debug_info=args.debug_info,
             print_after_all=args.print_after_all,
         )
-    except LensError as err:
-        raise from_lens(err, src.path) from err
-    finally:
-        await engine.stop()
     result = results[0]
     bad = bad_pipeline(result)
     if bad is not None:

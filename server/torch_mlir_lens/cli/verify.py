@@ -22,15 +22,14 @@ from torch_mlir_lens.cli.common import (
     add_inputs,
     add_module_choice,
     display,
-    from_lens,
     load_source,
     make_engine,
     module_job,
     pick_module,
+    running_engine,
     where,
 )
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
-from torch_mlir_lens.results import LensError
 
 EXIT_MISMATCH = EXIT_FAILED
 
@@ -98,14 +97,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
-    engine = make_engine(args)
-    await engine.start()
-    try:
+    async with running_engine(args, make_engine, src.path) as engine:
         result = await engine.run(verify_request(job, args))
-    except LensError as err:
-        raise from_lens(err, src.path) from err
-    finally:
-        await engine.stop()
     if args.json:
         print(src.to_json(result))
     else:
