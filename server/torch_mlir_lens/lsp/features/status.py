@@ -5,13 +5,14 @@
   pulls `workspace/configuration`; `workspace/didChangeConfiguration` pulls it again, so a
   changed setting takes effect without a restart.
 - `torchMlirLens/setTrusted` (notification) turns user-code execution on or off.
-- `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `{pid, version,
-  torchImported, torchMlirImported, trusted, status, settings, engine}`; `engine` is null
-  without a worker, else `{restarts, ready, busy, workerPid}` plus the worker's `{jobsRun,
-  exportsRun, pid, cacheEntries, cacheHits}`. The worker answers between jobs only: by
-  default the request waits for a worker that is still starting, but only 2 s behind a
-  running job (then `workerBusy: true`); `waitForWorker: true` always waits, `false` never
-  more than 2 s. Tests and benchmarks use it.
+- `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `ServerInfoResponse`
+  (`protocol.lsp`): `{pid, version, torchImported, torchMlirImported, trusted, status,
+  settings, engine}`; `settings` the effective `ServerSettings`, `engine` null without a
+  worker, else `EngineStats`: `{restarts, ready, busy, workerPid, earlyPid}` plus the
+  worker's `{jobsRun, exportsRun, cachedPrograms, pid, cacheEntries, cacheHits}`. The
+  worker answers between jobs only: by default the request waits for a worker that is still
+  starting, but only 2 s behind a running job (then `workerBusy: true`); `waitForWorker:
+  true` always waits, `false` never more than 2 s. Tests and benchmarks use it.
 """
 
 from __future__ import annotations
