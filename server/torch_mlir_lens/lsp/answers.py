@@ -56,20 +56,14 @@ def lens_diagnostic(diag: LensDiagnostic) -> lens_types.LensDiagnostic:
 
 def lower_response(result: LowerResult) -> lens_types.LowerResponse:
     """`torchMlirLens/lower`'s answer for one result (docs/contracts.md)."""
-    uri_of: dict[str, str] = {}
-
-    def uri(path: str) -> str:
-        # A big model's map has ~12,000 entries over a handful of files.
-        found = uri_of.get(path)
-        if found is None:
-            found = uri_of[path] = path_to_uri(path)
-        return found
-
+    # A big model's map has ~12,000 entries over a handful of files: each file's URI once.
+    uri = {path: path_to_uri(path)
+           for path in {m.file for m in result.map}.union(result.frames.files)}
     frames = None
     if result.frames:
         # Chains through library code, as the engine's table, with URIs for paths.
         table = result.frames.to_json()
-        frames = lens_types.FrameTable(files=[uri(f) for f in table["files"]],
+        frames = lens_types.FrameTable(files=[uri[f] for f in table["files"]],
                                        library=table["library"], chains=table["chains"],
                                        rows=table["rows"])
     mapping = lens_types.IrLineMapping
@@ -78,7 +72,7 @@ def lower_response(result: LowerResult) -> lens_types.LowerResponse:
         target=result.target,
         ok=result.ok,
         ir=result.ir,
-        map=[mapping(m.ir_line, uri(m.file), m.line, m.depth) for m in result.map],
+        map=[mapping(m.ir_line, uri[m.file], m.line, m.depth) for m in result.map],
         diagnostics=[lens_diagnostic(d) for d in result.diagnostics],
         stats=camel_names(result.stats),
         timings=dict(result.timings),
