@@ -128,7 +128,7 @@ def test_non_finite_stats_and_timings_are_passed_on_as_before() -> None:
     assert '"timings": {"total": NaN, "load": -Infinity}' in text
 
 
-WORKER_VERIFY = {  # a VerifyJob reply (`worker.verify.VerifyResult.to_json()`)
+WORKER_VERIFY: dict[str, Any] = {  # a VerifyJob reply (`worker.verify.VerifyResult.to_json()`)
     "module": "Net", "ok": False,
     "outputs": [{"index": 0, "shape": [2, 3], "dtype": "float32", "max_abs_err": "inf",
                  "max_rel_err": "nan", "worst_index": [1, 2], "ok": False,
