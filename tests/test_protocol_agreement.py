@@ -52,13 +52,13 @@ def py_classes() -> dict[str, dict[str, bool]]:
                            for f in attrs.fields(cls)} for cls in classes}
 
 
-def _split_union(text: str) -> list[str]:
-    """The members of a union at the top level (not inside brackets)."""
+def _split_union(text: str, sep: str = "|") -> list[str]:
+    """The members of a union (or with `sep=","`, of a tuple) at the top level."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         depth += ch in "[<({"
         depth -= ch in "]>)}"
-        if ch == "|" and depth == 0:
+        if ch == sep and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
     parts.append(text[start:].strip())
@@ -74,6 +74,9 @@ def py_type(annotation: str) -> frozenset[str]:
         elif part.startswith("list["):
             inner = sorted(py_type(part[5:-1]))
             out.add((inner[0] if len(inner) == 1 else "(" + " | ".join(inner) + ")") + "[]")
+        elif part.startswith("tuple["):  # a fixed-size tuple: a TypeScript tuple type
+            items = [" | ".join(sorted(py_type(item))) for item in _split_union(part[6:-1], ",")]
+            out.add("[" + ", ".join(items) + "]")
         elif part.startswith("dict[str, "):
             out.add("Record<string, " + " | ".join(sorted(py_type(part[10:-1]))) + ">")
         else:
@@ -223,6 +226,7 @@ def test_every_answer_is_typed_down_to_its_leaves() -> None:
      "ServerSettings.pipelines"),
     (("  earlyPid: number | null;\n", ""), "EngineStats.earlyPid: only in protocol/lsp.py"),
     (("export interface Divergence {", "export interface Divergent {"), "Divergence: only in"),
+    (("  rows: [number, number][];", "  rows: number[][];"), "FrameTable.rows"),
 ])
 def test_a_drift_is_found(edit: tuple[str, str], expected: str) -> None:
     text = PROTOCOL_TS.read_text(encoding="utf-8")

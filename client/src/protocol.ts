@@ -47,7 +47,7 @@ export interface FrameTable {
   files: string[];
   library: number[];
   chains: number[][];
-  rows: number[][];
+  rows: [number, number][];
 }
 
 export interface RelatedLocation {

@@ -60,12 +60,16 @@ def lower_response(result: LowerResult) -> lens_types.LowerResponse:
     uri = {path: path_to_uri(path)
            for path in {m.file for m in result.map}.union(result.frames.files)}
     frames = None
-    if result.frames:
-        # Chains through library code, as the engine's table, with URIs for paths.
-        table = result.frames.to_json()
-        frames = lens_types.FrameTable(files=[uri[f] for f in table["files"]],
-                                       library=table["library"], chains=table["chains"],
-                                       rows=table["rows"])
+    table = result.frames
+    if table:
+        # Chains through library code, as the engine's table, with URIs for paths. Its rows
+        # are (irLine, chain) pairs already: one list of them, not one new list per row.
+        frames = lens_types.FrameTable(
+            files=[uri[f] for f in table.files],
+            library=[i for i, lib in enumerate(table.library) if lib],
+            chains=[[x for pair in chain for x in pair] for chain in table.chains],
+            rows=list(table.rows),
+        )
     mapping = lens_types.IrLineMapping
     return lens_types.LowerResponse(
         module=result.module,

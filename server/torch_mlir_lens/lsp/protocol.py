@@ -90,14 +90,15 @@ def _register_answer_hooks(converter: Any) -> None:
     """Hooks for the big parts of the custom answers, writing the JSON cattrs would write.
 
     A lowering's answer holds ~12,000 source-map entries and a frame table as large: lists
-    of plain values (`list[int]`, `list[str]`, `list[list[int]]`) are JSON already and pass
-    as they are, not copied element by element; a list of the answers' own classes is one
+    of plain values (`list[int]`, `list[str]`, `list[list[int]]`, `list[tuple[int, int]]`)
+    are JSON already (`json.dumps` writes a tuple as an array) and pass as they are, not
+    copied element by element; a list of the answers' own classes is one
     comprehension over the class's generated hook, not cattrs's generator.
     """
     def identity(value: Any) -> Any:
         return value
 
-    for plain in (list[int], list[str], list[list[int]]):
+    for plain in (list[int], list[str], list[list[int]], list[tuple[int, int]]):
         converter.register_unstructure_hook_func(lambda t, plain=plain: t == plain, identity)
 
     def list_of_answer_class(t: Any) -> bool:

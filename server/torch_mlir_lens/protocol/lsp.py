@@ -66,7 +66,7 @@ class FrameTable:
     files: list[str]  # URIs
     library: list[int]  # indices into files that are library code
     chains: list[list[int]]  # [file, line, file, line, ...] innermost first
-    rows: list[list[int]]  # [irLine, chain index]
+    rows: list[tuple[int, int]]  # [irLine, chain index]
 
 
 @attrs.define
