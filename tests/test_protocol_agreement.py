@@ -52,13 +52,13 @@ def py_classes() -> dict[str, dict[str, bool]]:
                            for f in attrs.fields(cls)} for cls in classes}
 
 
-def _split_union(text: str) -> list[str]:
-    """The members of a union at the top level (not inside brackets)."""
+def _split_union(text: str, sep: str = "|") -> list[str]:
+    """The members of a union (or with `sep=","`, of a tuple) at the top level."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         depth += ch in "[<({"
         depth -= ch in "]>)}"
-        if ch == "|" and depth == 0:
+        if ch == sep and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
     parts.append(text[start:].strip())
@@ -74,6 +74,9 @@ def py_type(annotation: str) -> frozenset[str]:
         elif part.startswith("list["):
             inner = sorted(py_type(part[5:-1]))
             out.add((inner[0] if len(inner) == 1 else "(" + " | ".join(inner) + ")") + "[]")
+        elif part.startswith("tuple["):  # a fixed-size tuple: a TypeScript tuple type
+            items = [" | ".join(sorted(py_type(item))) for item in _split_union(part[6:-1], ",")]
+            out.add("[" + ", ".join(items) + "]")
         elif part.startswith("dict[str, "):
             out.add("Record<string, " + " | ".join(sorted(py_type(part[10:-1]))) + ">")
         else:
@@ -169,6 +172,37 @@ def test_protocol_ts_matches_the_python_protocol() -> None:
     assert mismatches(text) == []
 
 
+def _referenced(cls: type) -> set[str]:
+    """The protocol classes `cls`'s fields name (as written), transitively, `cls` included."""
+    seen: set[str] = set()
+    todo = [cls.__name__]
+    while todo:
+        name = todo.pop()
+        found = getattr(lens_types, name, None)
+        if name in seen or found is None or not attrs.has(found):
+            continue
+        seen.add(name)
+        for field in attrs.fields(found):
+            todo += re.findall(r"\b[A-Z]\w+", _annotation(found, field.name))
+    return seen
+
+
+def test_every_answer_is_typed_down_to_its_leaves() -> None:
+    # The answers of requests and commands are attrs classes all the way down, declared in
+    # protocol.ts; the one untyped part is the engine's open map of counters (`stats`).
+    text = PROTOCOL_TS.read_text(encoding="utf-8")
+    declared = set(ts_interfaces(text))
+    answers = [r for _p, r in lens_types.REQUESTS.values()] + [
+        r for _a, r in lens_types.COMMANDS.values()]
+    for answer in answers:
+        classes = _referenced(answer)
+        assert classes <= declared, f"{answer.__name__}: {sorted(classes - declared)}"
+        untyped = [f"{name}.{field.name}" for name in classes
+                   for field in attrs.fields(getattr(lens_types, name))
+                   if "Any" in _annotation(getattr(lens_types, name), field.name)]
+        assert set(untyped) <= {"LowerResponse.stats"}, untyped
+
+
 @pytest.mark.parametrize("edit, expected", [
     # A field the client lacks, an optionality flip, a renamed method, a lost command.
     (("  selectionRange: Range;\n", ""), "ModuleInfo.selectionRange: only in protocol/lsp.py"),
@@ -179,6 +213,20 @@ def test_protocol_ts_matches_the_python_protocol() -> None:
     (("  line: number; // 1-based source line", "  line: string; // 1-based source line"),
      "IrLineMapping.line: int vs string"),
     (("  parents: string[];", "  parents: string;"), "ModuleInfo.parents"),
+    # The answers of lower, verify and serverInfo, and the types inside them.
+    (("  partial: boolean;", "  partial?: boolean;"),
+     "LowerResponse.partial: optional in protocol.ts only"),
+    (("  divergence: Divergence | null;", "  divergence: Record<string, unknown> | null;"),
+     "VerifyResponse.divergence"),
+    (("  knockOn: FileKnockOn[] | null;", "  knockOn: KnockOn[] | null;"),
+     "FileDiagnostic.knockOn"),
+    (("  maxAbsErr: number | string; // \"inf\"", "  maxAbsErr: number; // \"inf\""),
+     "OutputComparison.maxAbsErr"),
+    (("  pipelines: Record<string, string>;", "  pipelines: Record<string, unknown>;"),
+     "ServerSettings.pipelines"),
+    (("  earlyPid: number | null;\n", ""), "EngineStats.earlyPid: only in protocol/lsp.py"),
+    (("export interface Divergence {", "export interface Divergent {"), "Divergence: only in"),
+    (("  rows: [number, number][];", "  rows: number[][];"), "FrameTable.rows"),
 ])
 def test_a_drift_is_found(edit: tuple[str, str], expected: str) -> None:
     text = PROTOCOL_TS.read_text(encoding="utf-8")

@@ -47,7 +47,7 @@ export interface FrameTable {
   files: string[];
   library: number[];
   chains: number[][];
-  rows: number[][];
+  rows: [number, number][];
 }
 
 export interface RelatedLocation {
@@ -97,13 +97,13 @@ export interface LowerResponse {
   ir: string;
   map: IrLineMapping[];
   diagnostics: LensDiagnostic[];
-  stats: Record<string, unknown>;
-  timings: Record<string, number>;
-  inputsSource?: string | null;
+  stats: Record<string, unknown>; // engine counters, camelCase: ops, mappedOps, irBytes, ...
+  timings: Record<string, number>; // seconds per phase: load, export, lower, total, ...
+  inputsSource: string | null; // how the inputs were found: "comment", "inferred", ...
   /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
-  partial?: boolean;
+  partial: boolean;
   frames?: FrameTable | null; // absent when no op comes from library code
-  passes?: PassIr[] | null;
+  passes?: PassIr[] | null; // with printAfterAll only
   error?: LowerError | null; // a lowering that produced no IR at all
 }
 
@@ -145,22 +145,90 @@ export interface OutputComparison {
   message: string;
 }
 
+export interface FileRelatedLocation {
+  file: string; // a file path, as the CLI's --json
+  line: number;
+  message: string;
+}
+
+export interface FileKnockOn {
+  op: string | null;
+  file: string | null;
+  line: number | null;
+}
+
+/** A finding as the CLI's --json gives it: located by file path, not URI. */
+export interface FileDiagnostic {
+  severity: string;
+  message: string;
+  kind: string;
+  file: string | null;
+  line: number | null;
+  op: string | null;
+  target: string | null;
+  cause: string | null;
+  ops: string[] | null;
+  knockOn: FileKnockOn[] | null;
+  related?: FileRelatedLocation[]; // absent when empty
+}
+
+/** The first user line whose eager and compiled values differ. */
+export interface Divergence {
+  file: string;
+  line: number;
+  shape: number[];
+  dtype: string;
+  maxAbsErr: number;
+  worstIndex: number[];
+  message: string;
+}
+
 export interface VerifyResponse {
   module: string;
   ok: boolean; // every output matched within its tolerances
-  kind: string | null;
+  outputs: OutputComparison[];
+  rtol: number | null; // null: per-dtype defaults (each output says what it used)
+  atol: number | null;
+  timings: Record<string, number>; // seconds: lowerLlvm, jit, run, eager, compare, total, ...
+  diagnostics: FileDiagnostic[];
   message: string;
-  diagnostics: Record<string, unknown>[];
-  outputs?: OutputComparison[];
-  rtol?: number | null;
-  atol?: number | null;
-  timings?: Record<string, number>;
-  maxAbsErr?: number | string | null;
-  divergence?: Record<string, unknown> | null;
+  kind: string | null; // null when ok
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
+  divergence: Divergence | null; // on a mismatch, when a diverging line was found
 }
 
 export interface ServerInfoParams {
   waitForWorker?: boolean | null;
+}
+
+/** The effective settings (torchMlirLens.* merged with the defaults and pyproject.toml). */
+export interface ServerSettings {
+  defaultTarget: string;
+  lensTargets: string[];
+  diagnostics: string;
+  diagnosticTargets: string[];
+  timeoutSeconds: number;
+  memoryLimitMb: number;
+  exampleInputs: Record<string, string>; // keys are the user's names, as given
+  pipelines: Record<string, string>;
+  strictExport: boolean;
+}
+
+/** The engine's state and counters; the worker's are absent while it is busy. */
+export interface EngineStats {
+  restarts: number;
+  ready: boolean;
+  busy: boolean;
+  workerPid: number | null;
+  earlyPid: number | null;
+  jobsRun?: number | null;
+  exportsRun?: number | null;
+  cachedPrograms?: number | null;
+  pid?: number | null;
+  cacheEntries?: number | null;
+  cacheHits?: number | null;
+  workerBusy?: boolean; // the worker did not answer in time: its counters are absent
+  error?: string | null;
 }
 
 export interface ServerInfoResponse {
@@ -170,8 +238,8 @@ export interface ServerInfoResponse {
   torchMlirImported: boolean;
   trusted: boolean;
   status: StatusParams; // as the last torchMlirLens/status
-  settings: Record<string, unknown>;
-  engine: Record<string, unknown> | null;
+  settings: ServerSettings;
+  engine: EngineStats | null; // null: no engine (untrusted, not started)
 }
 
 export interface StatusParams {

@@ -1,7 +1,7 @@
 """Conversions between the engine's plain results and LSP shapes.
 
-Results use 1-based lines and file paths; LSP uses 0-based positions and URIs; custom
-requests answer camelCase JSON. All of those translations live here.
+Results use 1-based lines and file paths; LSP uses 0-based positions and URIs: those
+translations live here (the custom answers are built in `answers.py`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from typing import Any
 
 from lsprotocol import types
 from pygls import uris
-
-from torch_mlir_lens.results import LensDiagnostic, LowerResult
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -82,83 +80,10 @@ def short_op(op: str | None) -> str | None:
     return op[len("torch."):] if op.startswith("torch.aten.") else op
 
 
-def diagnostic_json(diag: LensDiagnostic) -> dict[str, Any]:
-    """A result diagnostic as camelCase JSON with a URI instead of a path."""
-    return {
-        "severity": diag.severity,
-        "message": diag.message,
-        "kind": diag.kind,
-        "uri": path_to_uri(diag.file) if diag.file else None,
-        "line": diag.line,
-        "op": diag.op,
-        "target": diag.target,
-        "related": [{"uri": path_to_uri(r.file), "line": r.line, "message": r.message}
-                    for r in diag.related],
-        "cause": diag.cause,
-        "ops": diag.ops,
-        "knockOn": [
-            {"op": k.get("op"), "uri": path_to_uri(k["file"]) if k.get("file") else None,
-             "line": k.get("line")}
-            for k in diag.knock_on
-        ] if diag.knock_on else None,
-    }
+def json_object(value: Any) -> dict[str, Any] | None:
+    """A free-form JSON value from the client (`initializationOptions`, settings) as an object.
 
-
-def lower_result_json(result: LowerResult) -> dict[str, Any]:
-    """`torchMlirLens/lower`'s answer for one result (contracts.md)."""
-    uri_of: dict[str, str] = {}
-
-    def uri(path: str) -> str:
-        if path not in uri_of:
-            uri_of[path] = path_to_uri(path)
-        return uri_of[path]
-
-    out: dict[str, Any] = {
-        "module": result.module,
-        "target": result.target,
-        "ok": result.ok,
-        "ir": result.ir,
-        "map": [
-            {"irLine": m.ir_line, "uri": uri(m.file), "line": m.line, "depth": m.depth}
-            for m in result.map
-        ],
-        "diagnostics": [diagnostic_json(d) for d in result.diagnostics],
-        "stats": camel_keys(result.stats),
-        "timings": dict(result.timings),
-        "inputsSource": result.inputs_source,
-        "partial": result.partial,
-    }
-    if result.frames:
-        # Chains through library code, as the engine's table, with URIs for paths.
-        table = result.frames.to_json()
-        table["files"] = [uri(f) for f in table["files"]]
-        out["frames"] = table
-    if result.passes is not None:
-        out["passes"] = [{"name": p.name, "ir": p.ir} for p in result.passes]
-    return out
-
-
-def camel(name: str) -> str:
-    """snake_case → camelCase."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def camel_keys(value: Any) -> Any:
-    """A JSON value with every dict key camelCased (recursively)."""
-    if isinstance(value, dict):
-        return {camel(str(k)): camel_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [camel_keys(v) for v in value]
-    return value
-
-
-def to_plain(value: Any) -> Any:
-    """Request params as plain JSON: pygls hands unknown methods' params as namedtuples."""
-    if hasattr(value, "_asdict"):
-        return {k: to_plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: to_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_plain(v) for v in value]
-    return value
+    lsprotocol hands LSPAny fields as parsed JSON; the settings are the user's, so anything
+    but an object (a client may send null, a list, a string) means "none given".
+    """
+    return value if isinstance(value, dict) else None

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.notebook import CellSpan, Program, module_text, relabel
+from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -181,37 +182,41 @@ def _problem_diagnostic(line: int, message: str) -> types.Diagnostic:
     )
 
 
-def relocate_lower_json(doc: DocumentState, out: dict[str, Any]) -> dict[str, Any]:
+def relocate_lower(doc: DocumentState,
+                   answer: lens_types.LowerResponse) -> lens_types.LowerResponse:
     """A `torchMlirLens/lower` answer with the notebook's lines as (cell URI, cell line)."""
     program = doc.notebook
     if program is None or not doc.path:
-        return out
+        return answer
     want = os.path.normcase(os.path.normpath(doc.path))
     cached: dict[str, bool] = {}
 
-    def mine(uri: Any) -> bool:
-        if not isinstance(uri, str):
+    def mine(uri: str | None) -> bool:
+        if uri is None:
             return False
         if uri not in cached:
             path = convert.uri_to_path(uri)
             cached[uri] = path is not None and os.path.normcase(os.path.normpath(path)) == want
         return cached[uri]
 
-    def move(entry: dict[str, Any]) -> None:
-        line = entry.get("line")
-        if not mine(entry.get("uri")) or not isinstance(line, int):
+    def move(entry: _CellEntry) -> None:
+        if not mine(entry.uri) or entry.line is None:
             return
-        where = program.to_cell(line)
+        where = program.to_cell(entry.line)
         if where is None:
             return
-        entry["cell"] = where[0].number
+        entry.cell = where[0].number
         if where[0].uri:
-            entry["uri"], entry["line"] = where[0].uri, where[1]
+            entry.uri, entry.line = where[0].uri, where[1]
 
-    for entry in out.get("map", []):
-        move(entry)
-    for entry in out.get("diagnostics", []):
-        move(entry)
-    if isinstance(out.get("error"), dict):
-        move(out["error"])
-    return out
+    for mapping in answer.map:
+        move(mapping)
+    for diag in answer.diagnostics:
+        move(diag)
+    if answer.error is not None:
+        move(answer.error)
+    return answer
+
+
+# The answer entries located in a notebook's program, which `relocate_lower` moves to cells.
+_CellEntry = lens_types.IrLineMapping | lens_types.LensDiagnostic | lens_types.LowerError

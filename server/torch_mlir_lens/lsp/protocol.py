@@ -7,13 +7,16 @@
 - A request whose params do not fit its method (or a custom request without params, which
   pygls 2.1 cannot structure) is answered InvalidParams (-32602); pygls would only log it.
 - The custom requests and notifications (`protocol.lsp`) are structured into their typed
-  params by the same converter as the standard ones: their message types are made here.
+  params by the same converter as the standard ones: their message types are made here and
+  handed to pygls through its public hooks (`converter_factory`, `get_message_type`); their
+  typed answers are written camelCase by the same converter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import typing
 from typing import Any
 
 import attrs
@@ -33,25 +36,31 @@ log = logging.getLogger(__name__)
 
 
 def lens_converter() -> Any:
-    """pygls's converter, built faster, and sending plain dicts as they are.
+    """pygls's converter, built faster, writing the custom answers' big lists faster.
 
     Start-up: lsprotocol resolves the type annotations of all ~560 of its classes before the
-    first message (70 ms, on the way to the first code lenses); here each class is resolved
-    when cattrs first makes a hook for it, i.e. only the few a session uses.
+    first message (55-90 ms, on the way to the first code lenses; this converter: ~7 ms);
+    here each class is resolved when cattrs first makes a hook for it, i.e. only the few a
+    session uses.
 
-    The custom requests answer with JSON-ready dicts (a block's IR and source map: ~70 KB);
-    cattrs would copy them key by key (2 ms) before `json.dumps` walks them again. Anything
-    else inside such a dict (an lsprotocol object, an enum) still reaches pygls's serializer,
-    which `json.dumps` calls for every value it cannot encode.
+    Plain dicts inside a result (`data` fields, an open-ended map) pass as they are: cattrs
+    would copy them key by key before `json.dumps` walks them again. Anything else inside
+    such a dict (an lsprotocol object, an enum) still reaches pygls's serializer, which
+    `json.dumps` calls for every value it cannot encode.
     """
     from lsprotocol import _hooks
 
     # The one class whose resolved field type lsprotocol's hook registration reads.
     _resolved(types.NotebookCellTextDocumentFilter)
     # Skip the resolve-everything step for this converter only: another one made in the same
-    # process (a client's, in tests) still gets it. lsprotocol (2025.0.0) offers no public
-    # switch: `get_converter` always resolves everything unless this private flag says it
-    # did. Should a release drop the flag, the converter is built the ordinary (slower) way.
+    # process (a client's, in tests) still gets it. Why a private flag: neither lsprotocol
+    # (2025.0.0, the latest release) nor pygls (2.1.1) has a public way to build the LSP
+    # converter without it: `lsprotocol.converters.get_converter` (which pygls's
+    # `default_converter` calls) always runs `_hooks.register_hooks`, whose first step resolves
+    # every class unless this module flag says it was done; the hook registrations after it
+    # are private functions too. (Registering the custom methods' types needs nothing private:
+    # `converter_factory` and `get_message_type` below are pygls's public hooks.) Should a
+    # release drop the flag, the converter is built the ordinary (slower) way.
     flag = "_resolved_forward_references"
     skipped = getattr(_hooks, flag, None)
     if skipped is not None:
@@ -68,12 +77,40 @@ def lens_converter() -> Any:
     converter.register_unstructure_hook_factory(
         _unresolved, lambda cls: converter.get_unstructure_hook(_resolved(cls)))
     converter.register_unstructure_hook(dict, lambda value: value)
+    _register_answer_hooks(converter)
     for message in _CUSTOM_MESSAGES.values():
         # Every field of a message is sent, defaults included (`jsonrpc`, `method`):
         # lsprotocol omits defaults of fields it does not list as special.
         converter.register_unstructure_hook(
             message, cattrs.gen.make_dict_unstructure_fn(message, converter))
     return converter
+
+
+def _register_answer_hooks(converter: Any) -> None:
+    """Hooks for the big parts of the custom answers, writing the JSON cattrs would write.
+
+    A lowering's answer holds ~12,000 source-map entries and a frame table as large: lists
+    of plain values (`list[int]`, `list[str]`, `list[list[int]]`, `list[tuple[int, int]]`)
+    are JSON already (`json.dumps` writes a tuple as an array) and pass as they are, not
+    copied element by element; a list of the answers' own classes is one
+    comprehension over the class's generated hook, not cattrs's generator.
+    """
+    def identity(value: Any) -> Any:
+        return value
+
+    for plain in (list[int], list[str], list[list[int]], list[tuple[int, int]]):
+        converter.register_unstructure_hook_func(lambda t, plain=plain: t == plain, identity)
+
+    def list_of_answer_class(t: Any) -> bool:
+        args = typing.get_args(t)
+        return (typing.get_origin(t) is list and len(args) == 1 and attrs.has(args[0])
+                and args[0].__module__ == lens_types.__name__)
+
+    def list_hook(t: Any) -> Any:
+        element = converter.get_unstructure_hook(typing.get_args(t)[0])
+        return lambda values: [element(v) for v in values]
+
+    converter.register_unstructure_hook_factory(list_of_answer_class, list_hook)
 
 
 _resolve_tried: set[type] = set()
@@ -132,6 +169,14 @@ def _params_problem(method: Any, exc: BaseException) -> str:
     return f"invalid params for {method}"
 
 
+def converter_of(server: Any) -> cattrs.Converter:
+    """The converter of a server running `LensProtocol` (the one pygls reads messages with)."""
+    protocol = server.protocol
+    if not isinstance(protocol, LensProtocol):
+        raise TypeError(f"{type(server).__name__} does not run LensProtocol")
+    return protocol.converter
+
+
 class _Answered:
     """Stands for a message that was already answered (with an error) while being parsed."""
 
@@ -141,8 +186,11 @@ class _Answered:
 class LensProtocol(LanguageServerProtocol):
     """pygls' protocol plus the initialize/shutdown gates."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, server: Any, converter: cattrs.Converter) -> None:
+        super().__init__(server, converter)
+        # pygls (2.1) keeps the converter it was given private; the features structure
+        # command arguments with it, so the protocol keeps its own reference.
+        self.converter = converter
         self._initialize_seen = False
 
     def get_message_type(self, method: str) -> Any:  # type: ignore[override]

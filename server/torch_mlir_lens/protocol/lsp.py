@@ -66,7 +66,7 @@ class FrameTable:
     files: list[str]  # URIs
     library: list[int]  # indices into files that are library code
     chains: list[list[int]]  # [file, line, file, line, ...] innermost first
-    rows: list[list[int]]  # [irLine, chain index]
+    rows: list[tuple[int, int]]  # [irLine, chain index]
 
 
 @attrs.define
@@ -133,7 +133,9 @@ class LowerResponse:
     ContentModified. `partial`: `ir` is the target IR with each rejected op kept as a call.
     Diagnostics are one per cause and line (`cause`, `ops`, `knock_on`), `related` the library
     lines behind it. In a notebook, map, diagnostic and error entries in its cells carry the
-    cell's URI, the line in the cell and `cell`.
+    cell's URI, the line in the cell and `cell`. `stats` are the engine's counters with
+    camelCase names (`ops`, `mappedOps`, `unmappedOpNames`, `irBytes`, ...), `timings` its
+    phases in seconds (`load`, `export`, `lower`, `total`, ...): open-ended, so plain maps.
     """
 
     module: str
@@ -144,11 +146,11 @@ class LowerResponse:
     diagnostics: list[LensDiagnostic]
     stats: dict[str, Any]
     timings: dict[str, float]
-    inputs_source: str | None = None
-    partial: bool = False  # ok is false, but `ir` is the target IR with rejects kept as calls
+    inputs_source: str | None  # how the inputs were found: "comment", "inferred", ...
+    partial: bool  # ok is false, but `ir` is the target IR with rejects kept as calls
     frames: FrameTable | None = None  # absent when no op comes from library code
-    passes: list[PassIr] | None = None
-    error: LowerError | None = None
+    passes: list[PassIr] | None = None  # with `printAfterAll` only
+    error: LowerError | None = None  # a lowering that produced no IR at all
 
 
 # --- torchMlirLens/modules -------------------------------------------------------------------
@@ -211,24 +213,73 @@ class OutputComparison:
 
 
 @attrs.define
+class FileRelatedLocation:
+    """A library line behind a finding, by file path."""
+
+    file: str
+    line: int
+    message: str
+
+
+@attrs.define
+class FileKnockOn:
+    """An op that fails only because of a finding's cause, by file path."""
+
+    op: str | None
+    file: str | None
+    line: int | None
+
+
+@attrs.define
+class FileDiagnostic:
+    """A finding as the CLI's `--json` gives it: located by file path, not URI."""
+
+    severity: str
+    message: str
+    kind: str
+    file: str | None
+    line: int | None
+    op: str | None
+    target: str | None
+    cause: str | None
+    ops: list[str] | None
+    knock_on: list[FileKnockOn] | None
+    related: list[FileRelatedLocation] = attrs.Factory(list)  # absent when empty
+
+
+@attrs.define
+class Divergence:
+    """The first user line whose eager and compiled values differ (by file path)."""
+
+    file: str
+    line: int
+    shape: list[int]
+    dtype: str
+    max_abs_err: float
+    worst_index: list[int]
+    message: str
+
+
+@attrs.define
 class VerifyResponse:
     """The verdict: `ok` when every output matched within its tolerances.
 
-    The worker's `VerifyResult.to_json()` with camelCase keys (diagnostics and `divergence`
-    included), sent as JSON in this shape.
+    The worker's `VerifyResult.to_json()`, every field always sent. `kind` is null when ok;
+    `rtol`/`atol` null: per-dtype defaults (each output says what it used); `timings` keys
+    in seconds, camelCase (`lowerLlvm`, `jit`, `run`, `eager`, `compare`, `total`, ...).
     """
 
     module: str
     ok: bool
-    kind: str | None
+    outputs: list[OutputComparison]
+    rtol: float | None
+    atol: float | None
+    timings: dict[str, float]
+    diagnostics: list[FileDiagnostic]
     message: str
-    diagnostics: list[dict[str, Any]]  # result diagnostics (file paths, as the CLI's --json)
-    outputs: list[OutputComparison] = attrs.Factory(list)
-    rtol: float | None = None
-    atol: float | None = None
-    timings: dict[str, float] = attrs.Factory(dict)
-    max_abs_err: float | str | None = None
-    divergence: dict[str, Any] | None = None
+    kind: str | None
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
+    divergence: Divergence | None  # on a mismatch, when a diverging line was found
 
 
 @attrs.define
@@ -250,6 +301,40 @@ class ServerInfoParams:
 
 
 @attrs.define
+class ServerSettings:
+    """The effective settings (`torchMlirLens.*` merged with the defaults and pyproject.toml)."""
+
+    default_target: str
+    lens_targets: list[str]
+    diagnostics: str
+    diagnostic_targets: list[str]
+    timeout_seconds: float
+    memory_limit_mb: int
+    example_inputs: dict[str, str]  # keys are the user's names, sent as they are
+    pipelines: dict[str, str]
+    strict_export: bool
+
+
+@attrs.define
+class EngineStats:
+    """The engine's state and counters; the worker's are absent while it is busy."""
+
+    restarts: int
+    ready: bool
+    busy: bool
+    worker_pid: int | None
+    early_pid: int | None  # the worker spawned before initialize, when there was one
+    jobs_run: int | None = None
+    exports_run: int | None = None
+    cached_programs: int | None = None
+    pid: int | None = None  # the worker's, as it reports itself
+    cache_entries: int | None = None  # the engine's result cache
+    cache_hits: int | None = None
+    worker_busy: bool = False  # the worker did not answer in time: its counters are absent
+    error: str | None = None  # why the worker could not answer
+
+
+@attrs.define
 class ServerInfoResponse:
     """The server's process, imports, trust, status, settings and engine counters."""
 
@@ -259,8 +344,8 @@ class ServerInfoResponse:
     torch_mlir_imported: bool
     trusted: bool
     status: StatusParams  # as the last `torchMlirLens/status`
-    settings: dict[str, Any]
-    engine: dict[str, Any] | None  # None: no engine (untrusted, not started)
+    settings: ServerSettings
+    engine: EngineStats | None  # None: no engine (untrusted, not started)
 
 
 # --- notifications -----------------------------------------------------------------------------

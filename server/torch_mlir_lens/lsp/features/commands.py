@@ -18,9 +18,10 @@ import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert, verify_view
+from torch_mlir_lens.lsp import answers, convert, verify_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.protocol import converter_of
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensError
@@ -56,7 +57,7 @@ def register(server: LensServer) -> None:
         return explain(server, _single_arg(server, args, lens_types.ModuleArgs))
 
     @server.command(VERIFY)
-    async def verify_module(*args: Any) -> Any:
+    async def verify_module(*args: Any) -> lens_types.VerifyResponse:
         return await verify(server, _single_arg(server, args, lens_types.VerifyParams))
 
 
@@ -64,12 +65,16 @@ _Args = TypeVar("_Args")
 
 
 def _single_arg(server: LensServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
-    """The command's one argument object, structured as `cls` (camelCase on the wire)."""
-    arg = convert.to_plain(args[0]) if args else None
-    if not isinstance(arg, dict):
+    """The command's one argument object, structured as `cls` (camelCase on the wire).
+
+    Not pygls's own structuring of annotated command parameters: that answers a bad argument
+    with the converter's bare exception text; this one names the field.
+    """
+    arg = args[0] if args else None
+    if not isinstance(arg, dict):  # lsprotocol hands the arguments (LSPAny) as parsed JSON
         raise JsonRpcInvalidParams("expected one object argument: {uri, module, ...}")
     try:
-        structured: _Args = server.protocol._converter.structure(arg, cls)
+        structured: _Args = converter_of(server).structure(arg, cls)
     except cattrs.ClassValidationError as exc:
         details = "; ".join(cattrs.transform_error(exc, path="argument"))
         raise JsonRpcInvalidParams(f"invalid command argument: {details}") from None
@@ -216,7 +221,8 @@ def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.Expla
     return lens_types.ExplainInputsResponse(message=message, template=template)
 
 
-async def verify(server: LensServer, args: lens_types.VerifyParams) -> Any:
+async def verify(server: LensServer,
+                 args: lens_types.VerifyParams) -> lens_types.VerifyResponse:
     """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
 
     The verdict also shows in the editor: the module's Verify lens and, when it differs or
@@ -240,7 +246,7 @@ async def verify(server: LensServer, args: lens_types.VerifyParams) -> Any:
             })
         raise lens_error(err) from None
     _show_verify(server, doc, info, module, generation, dict(result))
-    return convert.camel_keys(result)
+    return answers.verify_response(result)
 
 
 def _show_verify(

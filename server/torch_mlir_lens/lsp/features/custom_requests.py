@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import convert, notebook_view
+from torch_mlir_lens.lsp import answers, convert, notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import commands
 from torch_mlir_lens.protocol import lsp as lens_types
@@ -34,7 +34,7 @@ def register(server: LensServer) -> None:
     """Register the custom requests."""
 
     @server.feature(LOWER)
-    async def lower(params: lens_types.LowerParams) -> dict[str, Any]:
+    async def lower(params: lens_types.LowerParams) -> lens_types.LowerResponse:
         return await lower_request(server, params)
 
     @server.feature(MODULES)
@@ -43,7 +43,7 @@ def register(server: LensServer) -> None:
         return lens_types.ModulesResponse(modules=module_infos(server, doc))
 
     @server.feature(VERIFY)
-    async def verify(params: lens_types.VerifyParams) -> Any:
+    async def verify(params: lens_types.VerifyParams) -> lens_types.VerifyResponse:
         return await commands.verify(server, params)
 
 
@@ -112,9 +112,9 @@ def _pipeline(server: LensServer, pipeline: str | None) -> str | None:
     raise JsonRpcInvalidParams(f"unknown pipeline {pipeline!r} (named pipelines: {names})")
 
 
-async def lower_request(server: LensServer, params: lens_types.LowerParams) -> dict[str, Any]:
-    """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`, built as JSON: its map
-    and IR are large, and a dict passes the converter untouched)."""
+async def lower_request(server: LensServer,
+                        params: lens_types.LowerParams) -> lens_types.LowerResponse:
+    """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`; `lsp/answers.py`)."""
     doc = _document(server, params.uri)
     module = _module_name(server, doc, params)
     pipeline = _pipeline(server, params.pipeline)
@@ -128,9 +128,9 @@ async def lower_request(server: LensServer, params: lens_types.LowerParams) -> d
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise commands.lens_error(err) from None
-        return notebook_view.relocate_lower_json(
-            doc, error_json(module, CUSTOM_TARGET if pipeline else target, err))
-    return notebook_view.relocate_lower_json(doc, convert.lower_result_json(result))
+        return notebook_view.relocate_lower(
+            doc, answers.lower_error(module, CUSTOM_TARGET if pipeline else target, err))
+    return notebook_view.relocate_lower(doc, answers.lower_response(result))
 
 
 async def _lower(
@@ -164,20 +164,3 @@ async def _lower(
     if plain and doc.generation == generation and server.store.get(doc.uri) is doc:
         doc.results[(module, target)] = result
     return result
-
-
-def error_json(module: str, target: str, err: LensError) -> dict[str, Any]:
-    """The `lower` answer of a lowering that produced no IR at all."""
-    diag = convert.diagnostic_json(err.to_diagnostic(target))
-    return {
-        "module": module,
-        "target": target,
-        "ok": False,
-        "ir": "",
-        "map": [],
-        "diagnostics": [diag],
-        "stats": {},
-        "timings": {},
-        "error": {"kind": err.kind, "message": err.message, "uri": diag["uri"],
-                  "line": err.line},
-    }

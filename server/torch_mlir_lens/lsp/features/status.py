@@ -5,13 +5,14 @@
   pulls `workspace/configuration`; `workspace/didChangeConfiguration` pulls it again, so a
   changed setting takes effect without a restart.
 - `torchMlirLens/setTrusted` (notification) turns user-code execution on or off.
-- `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `{pid, version,
-  torchImported, torchMlirImported, trusted, status, settings, engine}`; `engine` is null
-  without a worker, else `{restarts, ready, busy, workerPid}` plus the worker's `{jobsRun,
-  exportsRun, pid, cacheEntries, cacheHits}`. The worker answers between jobs only: by
-  default the request waits for a worker that is still starting, but only 2 s behind a
-  running job (then `workerBusy: true`); `waitForWorker: true` always waits, `false` never
-  more than 2 s. Tests and benchmarks use it.
+- `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `ServerInfoResponse`
+  (`protocol.lsp`): `{pid, version, torchImported, torchMlirImported, trusted, status,
+  settings, engine}`; `settings` the effective `ServerSettings`, `engine` null without a
+  worker, else `EngineStats`: `{restarts, ready, busy, workerPid, earlyPid}` plus the
+  worker's `{jobsRun, exportsRun, cachedPrograms, pid, cacheEntries, cacheHits}`. The
+  worker answers between jobs only: by default the request waits for a worker that is still
+  starting, but only 2 s behind a running job (then `workerBusy: true`); `waitForWorker:
+  true` always waits, `false` never more than 2 s. Tests and benchmarks use it.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.features import diagnostics, project_config
 from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
-from torch_mlir_lens.lsp.settings import SECTION, effective_settings, section_of
+from torch_mlir_lens.lsp.settings import SECTION, Settings, effective_settings, section_of
 from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
@@ -51,9 +52,7 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
-        options = convert.to_plain(params.initialization_options) or {}
-        if not isinstance(options, Mapping):
-            options = {}
+        options = convert.json_object(params.initialization_options) or {}
         trusted = options.get("trusted")
         # No trust concept in the client (e.g. a plain Neovim setup): the user started us.
         server.trusted = trusted if isinstance(trusted, bool) else True
@@ -85,8 +84,8 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
-        payload = convert.to_plain(params.settings)
-        if isinstance(payload, Mapping) and isinstance(payload.get("trusted"), bool):
+        payload = convert.json_object(params.settings)
+        if payload is not None and isinstance(payload.get("trusted"), bool):
             set_trusted(server, payload["trusted"])
         await pull_settings(server, pushed=section_of(payload))
 
@@ -107,9 +106,6 @@ def register(server: LensServer) -> None:
             # Default: wait for a worker still starting up (nothing queued: it answers as soon
             # as it is warm), but not behind a running job (2 s, then `workerBusy`).
             wait = engine is not None and not engine.ready and not engine.busy
-        settings = convert.camel_keys(
-            {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(server.settings).items()}
-        )
         return lens_types.ServerInfoResponse(
             pid=os.getpid(),
             version=server.version,
@@ -117,9 +113,38 @@ def register(server: LensServer) -> None:
             torch_mlir_imported="torch_mlir" in sys.modules,
             trusted=server.trusted,
             status=lens_types.StatusParams(**server.service.status),
-            settings=settings,
-            engine=convert.camel_keys(await server.service.stats(120.0 if wait else 2.0)),
+            settings=server_settings(server.settings),
+            engine=engine_stats(await server.service.stats(120.0 if wait else 2.0)),
         )
+
+
+def server_settings(settings: Settings) -> lens_types.ServerSettings:
+    """The effective settings as `serverInfo` answers them."""
+    return lens_types.ServerSettings(
+        default_target=settings.default_target,
+        lens_targets=list(settings.lens_targets),
+        diagnostics=settings.diagnostics,
+        diagnostic_targets=list(settings.diagnostic_targets),
+        timeout_seconds=settings.timeout_seconds,
+        memory_limit_mb=settings.memory_limit_mb,
+        example_inputs=dict(settings.example_inputs),
+        pipelines=dict(settings.pipelines),
+        strict_export=settings.strict_export,
+    )
+
+
+def engine_stats(stats: Mapping[str, Any] | None) -> lens_types.EngineStats | None:
+    """The engine's counters (`LoweringService.stats`) as `serverInfo` answers them.
+
+    A counter the protocol does not name is left out (logged): the answer stays its type.
+    """
+    if stats is None:
+        return None
+    known = {f.name for f in attrs.fields(lens_types.EngineStats)}
+    unknown = sorted(set(stats) - known)
+    if unknown:
+        log.debug("engine counters not in the protocol: %s", ", ".join(unknown))
+    return lens_types.EngineStats(**{k: v for k, v in stats.items() if k in known})
 
 
 def _workspace_root(params: types.InitializeParams) -> str | None:
@@ -139,9 +164,10 @@ async def pull_settings(server: LensServer, pushed: Mapping[str, Any] | None = N
             answer = await asyncio.wait_for(
                 server.workspace_configuration_async(types.ConfigurationParams(items=items)), 10
             )
-            pulled = section_of(convert.to_plain(answer[0])) if answer else None
-            if pulled is None and answer and isinstance(answer[0], Mapping):
-                pulled = answer[0]  # the section itself, nothing set yet: {}
+            section = convert.json_object(answer[0]) if answer else None
+            pulled = section_of(section)
+            if pulled is None and section is not None:
+                pulled = section  # the section itself, nothing set yet: {}
         except Exception as exc:
             log.warning("could not read the workspace configuration: %s", exc)
     apply_settings(server, pulled if pulled is not None else pushed)

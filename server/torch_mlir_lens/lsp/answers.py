@@ -1,0 +1,157 @@
+"""The typed answers of `torchMlirLens/lower` and `/verify`, built from the engine's results.
+
+Results use file paths and snake_case JSON; the answers (`protocol.lsp`) use URIs for what the
+editor opens (lower) and camelCase on the wire, which the server's converter writes. Verify's
+findings stay by file path, as the CLI's `--json` gives them. Non-finite floats are passed on
+as they come: the worker already sends verify's errors as "inf"/"nan" strings, and the
+engine's counters and durations are finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from torch_mlir_lens.lsp.convert import path_to_uri
+from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
+
+
+def camel(name: str) -> str:
+    """snake_case → camelCase (as lsprotocol renames fields)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def camel_names(values: Mapping[str, Any]) -> dict[str, Any]:
+    """An open-ended map of named values (engine counters, phase timings) with camelCase names.
+
+    Only the names change: the values are numbers, strings or lists of them.
+    """
+    return {camel(str(name)): value for name, value in values.items()}
+
+
+def lens_diagnostic(diag: LensDiagnostic) -> lens_types.LensDiagnostic:
+    """A result diagnostic with URIs instead of paths."""
+    return lens_types.LensDiagnostic(
+        severity=diag.severity,
+        message=diag.message,
+        kind=diag.kind,
+        uri=path_to_uri(diag.file) if diag.file else None,
+        line=diag.line,
+        op=diag.op,
+        target=diag.target,
+        related=[lens_types.RelatedLocation(uri=path_to_uri(r.file), line=r.line,
+                                            message=r.message) for r in diag.related],
+        cause=diag.cause,
+        ops=diag.ops,
+        knock_on=[
+            lens_types.KnockOn(op=k.get("op"),
+                               uri=path_to_uri(k["file"]) if k.get("file") else None,
+                               line=k.get("line"))
+            for k in diag.knock_on
+        ] if diag.knock_on else None,
+    )
+
+
+def lower_response(result: LowerResult) -> lens_types.LowerResponse:
+    """`torchMlirLens/lower`'s answer for one result (docs/contracts.md)."""
+    # A big model's map has ~12,000 entries over a handful of files: each file's URI once.
+    uri = {path: path_to_uri(path)
+           for path in {m.file for m in result.map}.union(result.frames.files)}
+    frames = None
+    table = result.frames
+    if table:
+        # Chains through library code, as the engine's table, with URIs for paths. Its rows
+        # are (irLine, chain) pairs already: one list of them, not one new list per row.
+        frames = lens_types.FrameTable(
+            files=[uri[f] for f in table.files],
+            library=[i for i, lib in enumerate(table.library) if lib],
+            chains=[[x for pair in chain for x in pair] for chain in table.chains],
+            rows=list(table.rows),
+        )
+    mapping = lens_types.IrLineMapping
+    return lens_types.LowerResponse(
+        module=result.module,
+        target=result.target,
+        ok=result.ok,
+        ir=result.ir,
+        map=[mapping(m.ir_line, uri[m.file], m.line, m.depth) for m in result.map],
+        diagnostics=[lens_diagnostic(d) for d in result.diagnostics],
+        stats=camel_names(result.stats),
+        timings=dict(result.timings),
+        inputs_source=result.inputs_source,
+        partial=result.partial,
+        frames=frames,
+        passes=None if result.passes is None else [
+            lens_types.PassIr(name=p.name, ir=p.ir) for p in result.passes],
+    )
+
+
+def lower_error(module: str, target: str, err: LensError) -> lens_types.LowerResponse:
+    """The `lower` answer of a lowering that produced no IR at all."""
+    diag = lens_diagnostic(err.to_diagnostic(target))
+    return lens_types.LowerResponse(
+        module=module, target=target, ok=False, ir="", map=[], diagnostics=[diag], stats={},
+        timings={}, inputs_source=None, partial=False,
+        error=lens_types.LowerError(kind=err.kind, message=err.message, uri=diag.uri,
+                                    line=err.line),
+    )
+
+
+def _file_diagnostic(data: Mapping[str, Any]) -> lens_types.FileDiagnostic:
+    knock_on = data.get("knock_on")
+    return lens_types.FileDiagnostic(
+        severity=data["severity"],
+        message=data["message"],
+        kind=data.get("kind", "unsupported-op"),
+        file=data.get("file"),
+        line=data.get("line"),
+        op=data.get("op"),
+        target=data.get("target"),
+        cause=data.get("cause"),
+        ops=data.get("ops"),
+        knock_on=None if knock_on is None else [
+            lens_types.FileKnockOn(op=k.get("op"), file=k.get("file"), line=k.get("line"))
+            for k in knock_on],
+        related=[lens_types.FileRelatedLocation(file=r["file"], line=int(r["line"]),
+                                                message=r.get("message", ""))
+                 for r in data.get("related") or []],
+    )
+
+
+def _output(data: Mapping[str, Any]) -> lens_types.OutputComparison:
+    return lens_types.OutputComparison(
+        index=data["index"], shape=list(data.get("shape", [])), dtype=data.get("dtype", ""),
+        max_abs_err=data.get("max_abs_err", 0.0), max_rel_err=data.get("max_rel_err", 0.0),
+        worst_index=list(data.get("worst_index", [])), ok=data["ok"],
+        rtol=data.get("rtol", 0.0), atol=data.get("atol", 0.0),
+        message=data.get("message", ""),
+    )
+
+
+def _divergence(data: Mapping[str, Any] | None) -> lens_types.Divergence | None:
+    if data is None:
+        return None
+    return lens_types.Divergence(
+        file=data["file"], line=data["line"], shape=list(data.get("shape", [])),
+        dtype=data.get("dtype", ""), max_abs_err=data.get("max_abs_err", 0.0),
+        worst_index=list(data.get("worst_index", [])), message=data.get("message", ""),
+    )
+
+
+def verify_response(result: Mapping[str, Any]) -> lens_types.VerifyResponse:
+    """`torchMlirLens/verify`'s answer from the worker's `VerifyResult.to_json()`."""
+    return lens_types.VerifyResponse(
+        module=result["module"],
+        ok=bool(result["ok"]),
+        outputs=[_output(o) for o in result.get("outputs", [])],
+        rtol=result.get("rtol"),
+        atol=result.get("atol"),
+        timings=camel_names(result.get("timings", {})),
+        diagnostics=[_file_diagnostic(d) for d in result.get("diagnostics", [])],
+        message=result.get("message", ""),
+        kind=result.get("kind"),
+        max_abs_err=result.get("max_abs_err", 0.0),
+        divergence=_divergence(result.get("divergence")),
+    )
