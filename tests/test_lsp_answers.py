@@ -118,14 +118,14 @@ def test_an_error_answer_carries_the_error_and_its_one_diagnostic() -> None:
     assert "frames" not in answer and "passes" not in answer
 
 
-def test_non_finite_stats_and_timings_are_passed_on_as_before() -> None:
-    # The engine's counters and durations are finite; were one not, the answer carries it
-    # as the dict-built answer did (pygls's json.dumps writes Infinity / NaN), unchanged.
+def test_non_finite_stats_and_timings_stay_json() -> None:
+    # Bare Infinity / NaN (what json.dumps writes) would make the client drop the answer.
     result = LowerResult("Net", "linalg", True, "ir", stats={"weight_bytes": math.inf},
-                         timings={"total": math.nan, "load": -math.inf})
+                         timings={"total": math.nan, "load": -math.inf, "export": 0.5})
     text = wire(answers.lower_response(result))
-    assert '"stats": {"weightBytes": Infinity}' in text
-    assert '"timings": {"total": NaN, "load": -Infinity}' in text
+    assert '"stats": {"weightBytes": "inf"}' in text
+    assert '"timings": {"total": "nan", "load": "-inf", "export": 0.5}' in text
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
 
 
 WORKER_VERIFY: dict[str, Any] = {  # a VerifyJob reply (`worker.verify.VerifyResult.to_json()`)

@@ -98,7 +98,7 @@ export interface LowerResponse {
   map: IrLineMapping[];
   diagnostics: LensDiagnostic[];
   stats: Record<string, unknown>; // engine counters, camelCase: ops, mappedOps, irBytes, ...
-  timings: Record<string, number>; // seconds per phase: load, export, lower, total, ...
+  timings: Record<string, number | string>; // seconds per phase: load, export, lower, total, ...
   inputsSource: string | null; // how the inputs were found: "comment", "inferred", ...
   /** ok is false, but `ir` is the target IR with each rejected op kept as a call. */
   partial: boolean;
@@ -178,7 +178,7 @@ export interface Divergence {
   line: number;
   shape: number[];
   dtype: string;
-  maxAbsErr: number;
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
   worstIndex: number[];
   message: string;
 }
@@ -189,7 +189,7 @@ export interface VerifyResponse {
   outputs: OutputComparison[];
   rtol: number | null; // null: per-dtype defaults (each output says what it used)
   atol: number | null;
-  timings: Record<string, number>; // seconds: lowerLlvm, jit, run, eager, compare, total, ...
+  timings: Record<string, number | string>; // seconds: lowerLlvm, jit, run, eager, compare, total, ...
   diagnostics: FileDiagnostic[];
   message: string;
   kind: string | null; // null when ok

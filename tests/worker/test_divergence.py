@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -12,7 +14,7 @@ import torch
 
 from torch_mlir_lens.results import ErrorKind
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.divergence import first_divergence
+from torch_mlir_lens.worker.divergence import Divergence, first_divergence
 from torch_mlir_lens.worker.verify.job import verify_lowerer
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
@@ -75,3 +77,11 @@ def test_no_divergence_when_everything_matches(nested) -> None:
     assert result.ok and result.divergence is None
     linalg = lowerer.module_for("linalg")
     assert first_divergence(linalg, lowerer.program, (x,), {}, user_files=USER_FILES) is None
+
+
+def test_an_infinite_error_stays_json() -> None:
+    """A compiled line that overflows where eager does not: the reply must still parse."""
+    div = Divergence(file="m.py", line=3, shape=[2], dtype="float32", max_abs_err=math.inf,
+                     worst_index=[1], message="differs")
+    text = json.dumps(div.to_json(), allow_nan=False)  # raises on a bare Infinity
+    assert json.loads(text)["max_abs_err"] == "inf"

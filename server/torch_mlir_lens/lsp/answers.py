@@ -14,6 +14,7 @@ from typing import Any
 
 from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.protocol.framing import json_number
 from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
 
 
@@ -26,9 +27,11 @@ def camel(name: str) -> str:
 def camel_names(values: Mapping[str, Any]) -> dict[str, Any]:
     """An open-ended map of named values (engine counters, phase timings) with camelCase names.
 
-    Only the names change: the values are numbers, strings or lists of them.
+    Only the names change, and a non-finite float becomes "inf"/"-inf"/"nan" (JSON has no
+    such numbers, and one would make the whole answer unreadable to the client).
     """
-    return {camel(str(name)): value for name, value in values.items()}
+    return {camel(str(name)): json_number(value) if isinstance(value, float) else value
+            for name, value in values.items()}
 
 
 def lens_diagnostic(diag: LensDiagnostic) -> lens_types.LensDiagnostic:
@@ -79,7 +82,7 @@ def lower_response(result: LowerResult) -> lens_types.LowerResponse:
         map=[mapping(m.ir_line, uri[m.file], m.line, m.depth) for m in result.map],
         diagnostics=[lens_diagnostic(d) for d in result.diagnostics],
         stats=camel_names(result.stats),
-        timings=dict(result.timings),
+        timings={name: json_number(t) for name, t in result.timings.items()},
         inputs_source=result.inputs_source,
         partial=result.partial,
         frames=frames,

@@ -8,9 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import struct
 from typing import Any
+
+
+def json_number(value: float) -> float | str:
+    """A float as JSON can hold it: inf and nan become the strings "inf", "-inf", "nan".
+
+    Python's json writes them as bare Infinity/NaN, which no JSON parser (VS Code's
+    included) accepts: a whole answer would be lost for one number.
+    """
+    return value if math.isfinite(value) else str(value)
+
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 1 << 31  # a sanity bound; a bigger length means a corrupted channel

@@ -145,7 +145,7 @@ class LowerResponse:
     map: list[IrLineMapping]
     diagnostics: list[LensDiagnostic]
     stats: dict[str, Any]
-    timings: dict[str, float]
+    timings: dict[str, float | str]  # a non-finite one as "inf"/"nan" (not JSON numbers)
     inputs_source: str | None  # how the inputs were found: "comment", "inferred", ...
     partial: bool  # ok is false, but `ir` is the target IR with rejects kept as calls
     frames: FrameTable | None = None  # absent when no op comes from library code
@@ -255,7 +255,7 @@ class Divergence:
     line: int
     shape: list[int]
     dtype: str
-    max_abs_err: float
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
     worst_index: list[int]
     message: str
 
@@ -274,7 +274,7 @@ class VerifyResponse:
     outputs: list[OutputComparison]
     rtol: float | None
     atol: float | None
-    timings: dict[str, float]
+    timings: dict[str, float | str]  # a non-finite one as "inf"/"nan" (not JSON numbers)
     diagnostics: list[FileDiagnostic]
     message: str
     kind: str | None

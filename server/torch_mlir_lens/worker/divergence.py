@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
+from torch_mlir_lens.protocol.framing import json_number
 from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.verify.compare import compare_output
@@ -54,7 +55,7 @@ class Divergence:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "max_abs_err": json_number(self.max_abs_err)}
 
 
 # --- eager values per line -------------------------------------------------------------------

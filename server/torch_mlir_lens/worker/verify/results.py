@@ -6,10 +6,10 @@ Both serialize to the JSON of the `verify` job, the CLI's `--json` and the custo
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.protocol.framing import json_number as _json_float
 from torch_mlir_lens.results import LensDiagnostic
 
 
@@ -114,11 +114,6 @@ class VerifyResult:
             max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
             divergence=data.get("divergence"),
         )
-
-
-def _json_float(value: float) -> float | str:
-    """JSON has no inf/nan: send them as strings."""
-    return value if math.isfinite(value) else str(value)
 
 
 def _from_json_float(value: float | str) -> float:
