@@ -184,6 +184,9 @@ def test_json_report_gives_notebook_lines_as_cell_lines(repo: dict[str, Any]) ->
     assert full.returncode == 0, full.stderr[-3000:]  # --write-baseline
     assert f"{NB}:6:1: warning:" in full.stderr and "left out" in full.stderr
     data = json.loads((repo["root"] / "report.json").read_text())
+    (warning,) = data["warnings"]  # the broken cell, in the report too, not only on stderr
+    assert (warning["file"], warning["cell"], warning["line"]) == (NB, 6, 1)
+    assert "left out" in warning["message"]
     assert [f"{m['file']}::{m['name']}" for m in data["modules"]] == MODULES
     head, healthy, skipped, _plain = data["modules"]
     assert (head["cell"], head["line"]) == (3, 2)
@@ -214,6 +217,8 @@ def test_text_and_github_formats_write_cell_locations(repo: dict[str, Any]) -> N
     (error,) = [ln for ln in github.stdout.splitlines() if "linalg/aten.erfinv" in ln]
     assert error.startswith(f"::error file={NB},line={line},")
     assert f"::{NB}:3:9: " in error
+    (warning,) = [ln for ln in github.stdout.splitlines() if ln.startswith("::warning ")]
+    assert f"file={NB}," in warning and f"::{NB}:6:1: " in warning and "left out" in warning
 
 
 def test_shards_with_the_baseline_pass_and_merge_to_valid_sarif(repo: dict[str, Any]) -> None:
@@ -233,6 +238,11 @@ def test_shards_with_the_baseline_pass_and_merge_to_valid_sarif(repo: dict[str, 
     assert loc["physicalLocation"]["region"]["startLine"] == file_line_of(
         root, NB, "return torch.erfinv(2 * y - 1)")
     assert loc["properties"] == {"notebookCell": 3, "notebookCellLine": 9}
+    # The broken cell: reported once (by shard 1), as a warning about the run.
+    (left_out,) = [n for n in run_["invocations"][0]["toolExecutionNotifications"]
+                   if n["level"] == "warning"]
+    assert left_out["message"]["text"].startswith(f"{NB}:6:1: ")
+    assert left_out["locations"][0]["properties"] == {"notebookCell": 6, "notebookCellLine": 1}
     assert result["message"]["text"].startswith(f"{NB}:3:9: ")
     (related,) = result["relatedLocations"]
     assert related["physicalLocation"]["region"]["startLine"] == file_line_of(

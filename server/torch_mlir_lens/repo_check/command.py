@@ -217,7 +217,10 @@ async def run_check(args: argparse.Namespace) -> int:
     problems = [Finding(p.kind, p.kind, p.message, p.rel, p.line, p.rel, None, None,
                         cell=p.cell)
                 for p in plan.problems if shard_spec is None or shard_spec[0] == 1]
-    report = Report(targets=targets, problems=problems,
+    warnings = [Finding(w.kind, w.kind, w.message, w.rel, w.line, w.rel, None, None,
+                        cell=w.cell)
+                for w in plan.cell_warnings if shard_spec is None or shard_spec[0] == 1]
+    report = Report(targets=targets, problems=problems, warnings=warnings,
                     shards=[shard_spec] if shard_spec else [])
     all_findings: list[Finding] = []
     for o in outcomes:
@@ -305,6 +308,7 @@ def run_merge(args: argparse.Namespace) -> int:
     for r in reports:
         merged_report.modules += r.modules
         merged_report.problems += r.problems
+        merged_report.warnings += r.warnings
         merged_report.shards += r.shards
         merged_report.fixed += r.fixed
         merged_report.baseline = merged_report.baseline or r.baseline

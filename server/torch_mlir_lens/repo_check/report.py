@@ -24,6 +24,8 @@ class Report:
     targets: list[str]
     modules: list[dict[str, Any]] = field(default_factory=list)  # entries, with "findings"
     problems: list[Finding] = field(default_factory=list)  # file-level (syntax, unreadable)
+    # Checked anyway, but without something: a notebook cell that does not parse is left out.
+    warnings: list[Finding] = field(default_factory=list)
     shards: list[tuple[int, int]] = field(default_factory=list)  # [(I, N)] that made it
     baseline: str | None = None  # the baseline file used
     fixed: list[list[str]] = field(default_factory=list)  # baseline entries not seen any more
@@ -73,6 +75,7 @@ class Report:
         data.update({
             "modules": self.modules,
             "problems": [p.to_json() for p in self.problems],
+            "warnings": [w.to_json() for w in self.warnings],
             "baseline": None if self.baseline is None else {
                 "path": self.baseline, "fixed": self.fixed},
             "summary": self.summary(),
@@ -90,6 +93,7 @@ class Report:
         return cls(
             targets=list(data.get("targets", [])), modules=list(data["modules"]),
             problems=[Finding.from_json(p) for p in data.get("problems", [])],
+            warnings=[Finding.from_json(w) for w in data.get("warnings", [])],
             shards=[(int(s["index"]), int(s["count"])) for s in data.get("shards", [])],
             baseline=baseline.get("path"), fixed=list(baseline.get("fixed", [])),
             version=str((data.get("tool") or {}).get("version", __version__)),

@@ -118,6 +118,11 @@ def to_sarif(report: Report, root: str) -> dict[str, Any]:
         "message": {"text": f"{e['name']} skipped: {e['skipped']}"},
         "locations": [_location(e["file"], e.get("line"), e.get("cell"), lines)],
     } for e in report.modules if "skipped" in e]
+    notes += [{
+        "level": "warning",
+        "message": {"text": f"{where(w.file, w.line, w.cell)}: {w.message}"},
+        "locations": [_location(w.file, w.line, w.cell, lines)],
+    } for w in report.warnings]
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "torch-mlir-lens", "version": report.version or __version__,

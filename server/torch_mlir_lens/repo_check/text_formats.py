@@ -101,6 +101,11 @@ def render_github(report: Report, root: str) -> str:
         lines.append(_annotation("error", {
             "file": f.file, "line": file_lines.line(f.file, f.cell, f.line),
             "title": _title(f)}, message))
+    for w in report.warnings:
+        lines.append(_annotation("warning", {
+            "file": w.file, "line": file_lines.line(w.file, w.cell, w.line),
+            "title": "torch-mlir-lens left a cell out"},
+            f"{notebooks.where(w.file, w.line, w.cell)}: {w.message}"))
     for e in report.modules:
         if "skipped" in e:
             message = e["skipped"]
