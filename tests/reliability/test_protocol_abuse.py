@@ -130,6 +130,12 @@ def test_bad_params_name_the_field(raw: RawServer) -> None:
         ("torchMlirLens/lower", {"uri": "file:///x.py", "position": "nope"}, "$.params.position"),
         ("torchMlirLens/verify", {"uri": "file:///x.py"}, "$.params.module"),
         ("torchMlirLens/modules", {}, "$.params.uri"),
+        # Values of the wrong JSON type are refused, not converted ({"uri": 42} is not "42").
+        ("torchMlirLens/lower", {"uri": 42, "module": "M"}, "expected str @ $.params.uri"),
+        ("torchMlirLens/lower", {"uri": "file:///x.py", "module": "M", "printAfterAll": 1},
+         "expected bool @ $.params.printAfterAll"),
+        ("torchMlirLens/verify", {"uri": "file:///x.py", "module": "M", "rtol": "0.1"},
+         "$.params.rtol"),
     ]
     for method, params, where in cases:
         reply = raw.response(raw.request(method, params), ANSWER_S)

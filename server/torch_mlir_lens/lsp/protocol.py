@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
+import types as types_module
 import typing
 from typing import Any
 
@@ -30,6 +32,7 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol, default_converter
 
+from torch_mlir_lens.lsp.answers import camel
 from torch_mlir_lens.protocol import lsp as lens_types
 
 log = logging.getLogger(__name__)
@@ -78,6 +81,7 @@ def lens_converter() -> Any:
         _unresolved, lambda cls: converter.get_unstructure_hook(_resolved(cls)))
     converter.register_unstructure_hook(dict, lambda value: value)
     _register_answer_hooks(converter)
+    _register_strict_params(converter)
     for message in _CUSTOM_MESSAGES.values():
         # Every field of a message is sent, defaults included (`jsonrpc`, `method`):
         # lsprotocol omits defaults of fields it does not list as special.
@@ -111,6 +115,59 @@ def _register_answer_hooks(converter: Any) -> None:
         return lambda values: [element(v) for v in values]
 
     converter.register_unstructure_hook_factory(list_of_answer_class, list_hook)
+
+
+def _register_strict_params(converter: Any) -> None:
+    """The custom params and command arguments take JSON values of their declared types only.
+
+    cattrs converts primitives the lenient way (`{"uri": 42}` becomes the string "42", a
+    handler then fails on it with a vaguer message); these are refused as InvalidParams
+    naming the field. The standard LSP messages keep lsprotocol's own rules.
+    """
+    strict = converter.copy()
+
+    def exact(kind: type) -> Any:
+        def structure(value: Any, _type: Any) -> Any:
+            if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+                raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            return value
+        return structure
+
+    for kind in (str, int, bool):
+        strict.register_structure_hook(kind, exact(kind))
+
+    def number(value: Any, _type: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"expected a number, got {type(value).__name__}")
+        return float(value)
+
+    strict.register_structure_hook(float, number)
+
+    def primitive_union(t: Any) -> bool:  # e.g. a work-done token: int | str | None
+        if not isinstance(t, types_module.UnionType) and typing.get_origin(t) is not typing.Union:
+            return False
+        return all(a in (str, int, bool, float, type(None)) for a in typing.get_args(t))
+
+    def one_of(value: Any, t: Any) -> Any:
+        kinds = typing.get_args(t)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)  # JSON does not tell 1 from 1.0
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            names = " | ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise TypeError(f"expected {names}, got {type(value).__name__}")
+        return value
+
+    strict.register_structure_hook_func(primitive_union, one_of)
+    classes = [params for params, _answer in lens_types.REQUESTS.values()]
+    classes += [*lens_types.NOTIFICATIONS.values()]
+    classes += [args for args, _answer in lens_types.COMMANDS.values()]
+    for cls in classes:
+        # Made here, not by lsprotocol's factory (which would build it with its own converter,
+        # lenient): the same camelCase names, each field through `strict`.
+        names: dict[str, Any] = {f.name: cattrs.gen.override(rename=camel(f.name))
+                                 for f in attrs.fields(_resolved(cls)) if camel(f.name) != f.name}
+        converter.register_structure_hook(
+            cls, cattrs.gen.make_dict_structure_fn(cls, strict, **names))
 
 
 _resolve_tried: set[type] = set()
@@ -164,7 +221,9 @@ def _params_problem(method: Any, exc: BaseException) -> str:
     """`invalid params for M: <what and where>` from the converter's validation error."""
     cause = exc.__cause__ if isinstance(exc.__cause__, cattrs.ClassValidationError) else exc
     if isinstance(cause, cattrs.ClassValidationError):
-        details = "; ".join(cattrs.transform_error(cause, path="$"))
+        # Field names as on the wire (camelCase), not as in Python.
+        details = "; ".join(re.sub(r"(?<=\.)[a-z0-9]+(?:_[a-z0-9]+)+", lambda m: camel(m[0]), d)
+                            for d in cattrs.transform_error(cause, path="$"))
         return f"invalid params for {method}: {details}"
     return f"invalid params for {method}"
 
