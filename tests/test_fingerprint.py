@@ -100,6 +100,14 @@ def test_added_line_moves_only_the_modules_below() -> None:
     assert _changed(SRC.replace("class Child", "\nclass Child")) == ["Child", "Top"]
 
 
+def test_a_module_appended_at_the_end_changes_no_other() -> None:
+    appended = SRC + "\n\n# torch-mlir-lens: inputs=(torch.randn(2, 4),)\nclass C(nn.Module):\n" \
+        "    def forward(self, x):\n        return x\n"
+    assert _changed(appended) == []
+    # Top-level code appended still counts for every module.
+    assert _changed(SRC + "\nOFFSET = 1\n") == MODULES
+
+
 def test_same_text_same_fingerprint_and_unknown_module_hashes_the_text() -> None:
     assert fingerprint(SRC, "A", PATH) == fingerprint(str(SRC), "A", PATH)
     edited = SRC.replace("x - 1", "x - 5")

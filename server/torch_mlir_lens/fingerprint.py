@@ -68,8 +68,11 @@ class _File:
         cached = self._memo.get(module)
         if cached is None:
             whole, code = self._dependencies(module)
+            # Code between definitions that is only blank lines is left out, as blank lines
+            # are: a class appended below M after a blank line must not change M's hash.
             parts = [s.digest if s.unit is None or s.unit in whole else s.code_digest
-                     for s in self.segments if s.unit is None or s.unit in whole | code]
+                     for s in self.segments
+                     if (s.unit is None and s.digest != _NOTHING) or s.unit in whole | code]
             cached = self._memo[module] = _sha("\n".join(parts))
         return cached
 
@@ -155,6 +158,9 @@ def _segments(lines: list[str], spans: dict[str, Span]) -> list[_Segment]:
     tail = _placed(lines, pos, len(lines))
     segments.append(_Segment(pos, len(lines), None, tail, tail))
     return segments
+
+
+_NOTHING = hashlib.sha256(b"").hexdigest()  # `_placed` of blank lines only
 
 
 def _placed(lines: list[str], start: int, end: int) -> str:
