@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.lsp_session import async_wait_until
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
 from torch_mlir_lens.engine.procs import family_pids
@@ -30,10 +30,8 @@ async def lower_healthy(engine: Engine) -> None:
 
 
 async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
+    """Poll `predicate` until it holds (the harness's waiting, with its time-out message)."""
+    await async_wait_until(predicate, timeout, getattr(predicate, "__name__", "condition"))
 
 
 def alive(pid: int) -> bool:
