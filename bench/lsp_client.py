@@ -28,11 +28,6 @@ from bench.lsp_session import (
 )
 
 
-def uri_path(path: Path) -> Path:
-    """The absolute, resolved path whose URI the server is given (as `uri_of`)."""
-    return path.resolve()
-
-
 class _Client(HarnessClient):
     """The harness client, named for the bench, stderr to `stderr_path`."""
 
@@ -79,7 +74,7 @@ class LensClient:
         self.t_spawn = time.perf_counter()
         await self.client.start_io(*cmd, env=env, cwd=str(self.workspace))
         # Without the file watcher's registration, as the figures have always been measured.
-        params = initialize_params(uri_path(self.workspace), trusted=self.trusted,
+        params = initialize_params(self.workspace.resolve(), trusted=self.trusted,
                                    settings=self.settings, folder_name="bench",
                                    watch_files=False)
         await self.client.initialize_async(params)
