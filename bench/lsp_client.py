@@ -1,102 +1,38 @@
-"""A real LSP client over stdio driving `python -m torch_mlir_lens serve`, for timing.
+"""The benchmark's LSP client: the shared harness (bench/lsp_session.py), with every request
+timed, driving `python -m torch_mlir_lens serve`.
 
-Built on pygls 2's `pygls.lsp.client.LanguageClient`. Two deviations from its defaults, both
-so that the client measures the server and not itself:
-- results of custom requests (`torchMlirLens/lower`, ~MBs of JSON for a large model) are kept
-  as plain dicts; pygls's default turns every JSON object into a freshly created namedtuple
-  class, which costs the client ~seconds on a large IR map;
-- the server's stderr goes to a log file, not a pipe nobody reads (a full pipe stalls it).
+Two choices of the harness matter for timing, so that the client measures the server and not
+itself: results of custom requests (`torchMlirLens/lower`, ~MBs of JSON for a large model)
+stay plain dicts, and the server's stderr goes to a log file, not a pipe.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.io_ import run_async
-from pygls.lsp.client import LanguageClient
-from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
 
-SECTION = "torchMlirLens"
-
-
-def _converter_factory() -> Any:
-    """pygls's converter, but results and params of non-LSP messages stay plain dicts."""
-    conv = default_converter()
-    conv.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
-    conv.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
-    return conv
+from bench.lsp_session import (
+    SECTION,
+    Event,
+    HarnessClient,
+    child_env,
+    initialize_params,
+    server_command,
+    uri_of,
+)
 
 
-@dataclass
-class Event:
-    """A notification seen by the client, with its arrival time (perf_counter)."""
+class _Client(HarnessClient):
+    """The harness client, named for the bench, stderr to `stderr_path`."""
 
-    t: float
-    method: str
-    params: Any
-
-
-@dataclass
-class ClientLog:
-    """Everything the server pushed, in arrival order."""
-
-    events: list[Event] = field(default_factory=list)
-
-    def of(self, method: str, since: float = 0.0) -> list[Event]:
-        """Events of `method` that arrived at or after `since`."""
-        return [e for e in self.events if e.method == method and e.t >= since]
-
-
-class _Client(LanguageClient):
-    """pygls client that starts the server with stderr to a file."""
-
-    def __init__(self) -> None:
-        super().__init__("torch-mlir-lens-bench", "0.1", converter_factory=_converter_factory)
-
-    async def start_io_logged(self, cmd: list[str], stderr_path: Path, **kwargs: Any) -> None:
-        """As `start_io`, with the server's stderr written to `stderr_path`."""
-        with open(stderr_path, "ab") as err:
-            server = await asyncio.create_subprocess_exec(
-                *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=err, **kwargs,
-            )
-        assert server.stdout is not None and server.stdin is not None
-        self.protocol.set_writer(server.stdin)
-        connection = asyncio.create_task(
-            run_async(
-                stop_event=self._stop_event, reader=server.stdout, protocol=self.protocol,
-                error_handler=self.report_server_error,
-            )
-        )
-        notify_exit = asyncio.create_task(self._server_exit())
-        self._server = server
-        self._async_tasks.extend([connection, notify_exit])
-
-
-def child_env() -> dict[str, str]:
-    """The environment for measured processes: as installed software runs.
-
-    PYTHONDONTWRITEBYTECODE (set in some dev shells) makes every start recompile the product's
-    modules from source, which an installed package never does; it is dropped.
-    """
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
-def uri_of(path: Path) -> str:
-    """file:// URI of an absolute path."""
-    return path.resolve().as_uri()
+    def __init__(self, stderr_path: Path) -> None:
+        super().__init__("torch-mlir-lens-bench", "0.1", stderr_path=stderr_path)
 
 
 class LensClient:
@@ -116,79 +52,45 @@ class LensClient:
         self.python = python
         self.log_path = log_path or workspace / "server-stderr.log"
         self.messages_path = self.log_path.with_suffix(".messages.log")
-        self.client = _Client()
-        self.log = ClientLog()
+        self.client = _Client(self.log_path)
+        self.log = self.client.recorder  # every message the server pushed, in arrival order
+        self.log.on_event = self._write_story
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
         self.t_spawn = 0.0
-        self._changed = asyncio.Condition()
-        self._install_handlers()
+        self.client.install_features(self._answers())
 
     # ---- process -------------------------------------------------------------------------
 
     @property
     def pid(self) -> int:
         """The LSP server process id."""
-        assert self.client._server is not None
-        return self.client._server.pid
+        return self.client.pid
 
     async def start(self, extra_args: tuple[str, ...] = ()) -> float:
         """Spawn the server, `initialize` + `initialized`; return seconds spawn → initialized."""
         env = child_env()
+        cmd = server_command(*extra_args, python=self.python)
         self.t_spawn = time.perf_counter()
-        await self.client.start_io_logged(
-            [self.python, "-m", "torch_mlir_lens", "serve", *extra_args], self.log_path,
-            env=env, cwd=str(self.workspace),
-        )
-        params = types.InitializeParams(
-            process_id=os.getpid(),
-            root_uri=uri_of(self.workspace),
-            workspace_folders=[types.WorkspaceFolder(uri_of(self.workspace), "bench")],
-            capabilities=types.ClientCapabilities(
-                workspace=types.WorkspaceClientCapabilities(
-                    configuration=True,
-                    code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True),
-                ),
-                window=types.WindowClientCapabilities(work_done_progress=True),
-                text_document=types.TextDocumentClientCapabilities(
-                    hover=types.HoverClientCapabilities(
-                        content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]
-                    ),
-                    publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
-                        version_support=True
-                    ),
-                ),
-            ),
-            initialization_options={"trusted": self.trusted, "settings": self.settings},
-        )
+        await self.client.start_io(*cmd, env=env, cwd=str(self.workspace))
+        # Without the file watcher's registration, as the figures have always been measured.
+        params = initialize_params(self.workspace.resolve(), trusted=self.trusted,
+                                   settings=self.settings, folder_name="bench",
+                                   watch_files=False)
         await self.client.initialize_async(params)
         self.client.initialized(types.InitializedParams())
         return time.perf_counter() - self.t_spawn
 
     async def stop(self, timeout: float = 10.0) -> None:
         """shutdown + exit; kill the server (only it) if it does not go."""
-        server = self.client._server
-        try:
-            if server is not None and server.returncode is None:
-                await asyncio.wait_for(self.client.shutdown_async(None), timeout)
-                self.client.exit(None)
-                await asyncio.wait_for(server.wait(), timeout)
-        except Exception:
-            pass
-        if server is not None and server.returncode is None:
-            server.kill()
-            await server.wait()
-        self.client._stop_event.set()
-        for task in self.client._async_tasks:
-            task.cancel()
+        await self.client.stop_server(timeout)
 
     # ---- server → client -----------------------------------------------------------------
 
-    def _install_handlers(self) -> None:
-        c = self.client
+    def _answers(self) -> dict[str, Any]:
+        """Answers to the server's requests that the harness does not record."""
 
-        @c.feature(types.WORKSPACE_CONFIGURATION)
-        def configuration(params: types.ConfigurationParams) -> list[Any]:
+        def configuration(client: Any, params: types.ConfigurationParams) -> list[Any]:
             out: list[Any] = []
             for item in params.items:
                 if item.section == SECTION:
@@ -199,65 +101,27 @@ class LensClient:
                     out.append(None)
             return out
 
-        @c.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def progress_create(params: Any) -> None:
+        def nothing(client: Any, params: Any) -> None:
             return None
 
-        @c.feature(types.CLIENT_REGISTER_CAPABILITY)
-        def register(params: Any) -> None:
-            return None
+        return {
+            types.WORKSPACE_CONFIGURATION: configuration,
+            types.WINDOW_WORK_DONE_PROGRESS_CREATE: nothing,
+            types.WORKSPACE_DIAGNOSTIC_REFRESH: nothing,
+            types.WINDOW_SHOW_MESSAGE_REQUEST: nothing,
+        }
 
-        @c.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-        def lens_refresh(params: Any) -> None:
-            self._record("workspace/codeLens/refresh", None)
+    def _write_story(self, event: Event) -> None:
+        """The server's story (all but diagnostics) in `messages_path`, for reading a run."""
+        if event.method == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+            return
+        text = getattr(event.params, "message", None) or event.params
+        with contextlib.suppress(OSError), open(self.messages_path, "a") as f:
+            f.write(f"{event.t - self.t_spawn:9.3f} {event.method} {text}\n")
 
-        @c.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
-        def diag_refresh(params: Any) -> None:
-            return None
-
-        @c.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-        def show_message_request(params: Any) -> None:
-            return None
-
-        for method in (
-            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-            types.WINDOW_LOG_MESSAGE,
-            types.WINDOW_SHOW_MESSAGE,
-            types.PROGRESS,
-            "torchMlirLens/status",
-        ):
-            c.feature(method)(self._recorder(method))
-
-    def _recorder(self, method: str) -> Callable[[Any], None]:
-        def handler(params: Any) -> None:
-            self._record(method, params)
-
-        return handler
-
-    def _record(self, method: str, params: Any) -> None:
-        now = time.perf_counter()
-        self.log.events.append(Event(now, method, params))
-        if method != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:  # keep the server's story
-            text = getattr(params, "message", None) or params
-            with contextlib.suppress(OSError), open(self.messages_path, "a") as f:
-                f.write(f"{now - self.t_spawn:9.3f} {method} {text}\n")
-        asyncio.get_running_loop().create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
-
-    async def wait_for(self, pred: Callable[[], Any], timeout: float) -> Any:
+    async def wait_for(self, pred: Any, timeout: float) -> Any:
         """Wait until `pred()` is truthy (checked on every notification); return its value."""
-        deadline = time.perf_counter() + timeout
-        async with self._changed:
-            while not (value := pred()):
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    raise TimeoutError(f"condition not met within {timeout} s")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
-            return value
+        return await self.log.wait_for(pred, timeout)
 
     def state(self) -> str | None:
         """The last `torchMlirLens/status` state the server sent."""
@@ -285,13 +149,9 @@ class LensClient:
             if e.params.uri == uri
         ]
 
-    def statuses_since(self, since: float) -> list[str]:
+    def statuses_since(self, since: float) -> list[str | None]:
         """`torchMlirLens/status` states that arrived at or after `since`."""
-        out = []
-        for e in self.log.of("torchMlirLens/status", since):
-            p = e.params
-            out.append(p.get("state") if isinstance(p, dict) else getattr(p, "state", None))
-        return out
+        return self.log.states_since(since)
 
     # ---- documents -----------------------------------------------------------------------
 
@@ -394,20 +254,6 @@ class LensClient:
         """`torchMlirLens/serverInfo`: pid, torchImported, engine {jobs_run, exports_run, pid}."""
         res, _ = await self.request("torchMlirLens/serverInfo", {})
         return dict(res or {})
-
-
-def hover_text(hover: Any) -> str:
-    """The text of a Hover result ("" for none)."""
-    if hover is None:
-        return ""
-    c = hover.contents
-    if isinstance(c, types.MarkupContent):
-        return c.value
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):
-        return "\n".join(x if isinstance(x, str) else x.value for x in c)
-    return getattr(c, "value", str(c))
 
 
 def maps_have_torch(pid: int) -> bool:

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# `bench` is not installed: its harness (bench/lsp_session.py, which the LSP tests share) and
+# its report code are imported from the checkout, as `python -m bench.run` does.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `bench` is not installed
 
 from bench.report import FigureResult, Metric
 from bench.results_file import write_results

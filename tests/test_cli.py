@@ -11,9 +11,16 @@ from pathlib import Path
 import pytest
 
 TIMEOUT = 300  # one CLI run spawns a worker that imports torch: slow on a busy machine
+# The job time-out these runs get unless a test sets one: the CLI's default (60 s) counts the
+# worker's warm-up still running when the job arrives, which a loaded machine can push past
+# it; a test about bad input or output must not turn into a time-out there.
+JOB_TIMEOUT = "240"
+RUNS_JOBS = {"lower", "export", "check", "verify"}
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    if args and args[0] in RUNS_JOBS and "--timeout" not in args:
+        args = (*args, "--timeout", JOB_TIMEOUT)
     return subprocess.run(
         [sys.executable, "-m", "torch_mlir_lens", *args],
         capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd,

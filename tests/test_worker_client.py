@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.lsp_session import async_wait_until
 
 from torch_mlir_lens.engine.procs import family_pids, is_running
 from torch_mlir_lens.engine.worker_client import WorkerClient
@@ -24,10 +25,8 @@ def lower_job(module: str, targets: list[str] | None = None) -> dict[str, Any]:
 
 
 async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
+    """Poll `predicate` until it holds (the harness's waiting, with its time-out message)."""
+    await async_wait_until(predicate, timeout, getattr(predicate, "__name__", "condition"))
 
 
 @pytest.fixture

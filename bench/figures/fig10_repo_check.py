@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.baseline import BaselineProcess
 from bench.context import BenchError, Context
-from bench.lsp_client import child_env
+from bench.lsp_session import child_env
 from bench.models import BenchModel
 from bench.report import FigureResult, Metric
 

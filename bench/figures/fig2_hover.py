@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 from bench.context import Context, check_lower
-from bench.lsp_client import hover_text
+from bench.lsp_session import hover_text
 from bench.models import lm20
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import percentile, spread

@@ -15,7 +15,7 @@ import asyncio
 import time
 
 from bench.context import Context
-from bench.lsp_client import child_env, hover_text
+from bench.lsp_session import child_env, hover_text
 from bench.models import BenchModel, example
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import median, ratio_samples, spread

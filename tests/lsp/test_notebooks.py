@@ -9,106 +9,41 @@ The notebook is tests/notebooks/spread_model.ipynb, sent as VS Code sends a note
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .helpers import CONFIG, code_lenses, diagnostics, init_params, request, wait_until
+from .helpers import (
+    CONFIG,
+    HELPER_CELL,
+    MODEL_CELL,
+    NOTEBOOK,
+    PAIR_CELL,
+    Notebook,
+    code_lenses,
+    diagnostics,
+    notebook_folder,
+    request,
+    start_notebook_session,
+    wait_until,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-FIXTURE = Path(__file__).resolve().parents[1] / "notebooks" / "spread_model.ipynb"
 MARKER = "training-ran.marker"
-HELPER_CELL, MODEL_CELL, PAIR_CELL = 2, 4, 5  # 0-based indices in the fixture
-
-
-class Notebook:
-    """A notebook as the client holds it: cells with URIs, kinds and texts."""
-
-    def __init__(self, path: Path, cells: list[tuple[str, str]] | None = None) -> None:
-        """The notebook at `path`, with its file's cells unless `cells` [(kind, text)]."""
-        self.path = path
-        self.uri = path.as_uri()
-        if cells is None:
-            data = json.loads(path.read_text())
-            cells = [(raw["cell_type"], "".join(raw["source"])) for raw in data["cells"]]
-        self.cells: list[dict[str, Any]] = []
-        for kind, text in cells:
-            self.add(kind, text)
-        self.version = 1
-
-    def add(self, kind: str, text: str) -> dict[str, Any]:
-        cell = {"uri": f"vscode-notebook-cell:{self.path}#c{len(self.cells)}",
-                "kind": kind, "text": text}
-        self.cells.append(cell)
-        return cell
-
-    def uri_of(self, index: int) -> str:
-        return str(self.cells[index]["uri"])
-
-    @staticmethod
-    def lsp_cell(cell: dict[str, Any]) -> types.NotebookCell:
-        kind = types.NotebookCellKind.Code if cell["kind"] == "code" else \
-            types.NotebookCellKind.Markup
-        return types.NotebookCell(kind=kind, document=cell["uri"])
-
-    @staticmethod
-    def item(cell: dict[str, Any]) -> types.TextDocumentItem:
-        return types.TextDocumentItem(
-            uri=cell["uri"], language_id="python" if cell["kind"] == "code" else "markdown",
-            version=1, text=cell["text"])
-
-    def did_open(self, client: LanguageClient) -> None:
-        client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=self.uri, notebook_type="jupyter-notebook", version=self.version,
-                cells=[self.lsp_cell(c) for c in self.cells]),
-            cell_text_documents=[self.item(c) for c in self.cells],
-        ))
-
-    def append_cells(self, client: LanguageClient, *texts: str) -> list[dict[str, Any]]:
-        """Add code cells at the end (a structure change, as VS Code sends it)."""
-        start = len(self.cells)
-        added = [self.add("code", t) for t in texts]
-        self.version += 1
-        client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-            notebook_document=types.VersionedNotebookDocumentIdentifier(
-                uri=self.uri, version=self.version),
-            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
-                structure=types.NotebookDocumentCellChangeStructure(
-                    array=types.NotebookCellArrayChange(
-                        start=start, delete_count=0, cells=[self.lsp_cell(c) for c in added]),
-                    did_open=[self.item(c) for c in added],
-                ),
-            )),
-        ))
-        return added
-
-
-def notebook_capabilities() -> types.NotebookDocumentClientCapabilities:
-    return types.NotebookDocumentClientCapabilities(
-        synchronization=types.NotebookDocumentSyncClientCapabilities(
-            dynamic_registration=True, execution_summary_support=True))
 
 
 @pytest.fixture(scope="module")
 def nb_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("nb-ws")
-    shutil.copy(FIXTURE, folder / FIXTURE.name)
-    return folder
+    return notebook_folder(tmp_path_factory.mktemp("nb-ws"))
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, nb_folder: Path):
-    params = init_params(nb_folder, trusted=True)
-    params.capabilities.notebook_document = notebook_capabilities()
-    result = await lsp_client.initialize_session(params)
+    result = await start_notebook_session(lsp_client, nb_folder, trusted=True)
     lsp_client.init_result = result  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
@@ -116,7 +51,7 @@ async def client(lsp_client: LanguageClient, nb_folder: Path):
 
 @pytest.fixture(scope="module")
 def notebook(client: LanguageClient, nb_folder: Path) -> Notebook:
-    nb = Notebook(nb_folder / FIXTURE.name)
+    nb = Notebook(nb_folder / NOTEBOOK.name)
     nb.did_open(client)
     return nb
 

@@ -3,7 +3,6 @@ notebook runs (its imports cell would write a marker file if it did), no worker 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,30 +10,36 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .helpers import CONFIG, code_lenses, hover, init_params, request, server_info
-from .test_notebooks import FIXTURE, MODEL_CELL, Notebook, notebook_capabilities
+from .helpers import (
+    CONFIG,
+    MODEL_CELL,
+    NOTEBOOK,
+    Notebook,
+    code_lenses,
+    hover,
+    notebook_folder,
+    request,
+    server_info,
+    start_notebook_session,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture(scope="module")
 def nb_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("nb-untrusted")
-    shutil.copy(FIXTURE, folder / FIXTURE.name)
-    return folder
+    return notebook_folder(tmp_path_factory.mktemp("nb-untrusted"))
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, nb_folder: Path):
-    params = init_params(nb_folder, trusted=False)
-    params.capabilities.notebook_document = notebook_capabilities()
-    await lsp_client.initialize_session(params)
+    await start_notebook_session(lsp_client, nb_folder, trusted=False)
     yield
     await lsp_client.shutdown_session()
 
 
 async def test_untrusted_notebook_runs_nothing(client: LanguageClient, nb_folder: Path) -> None:
-    notebook = Notebook(nb_folder / FIXTURE.name)
+    notebook = Notebook(nb_folder / NOTEBOOK.name)
     notebook.did_open(client)
     cell = notebook.uri_of(MODEL_CELL)
     lenses = await code_lenses(client, cell)  # static: still there

@@ -71,10 +71,9 @@ async def test_project_settings_win_over_editor_defaults(client: LanguageClient)
     settings = (await server_info(client, wait=False))["settings"]
     assert settings["diagnosticTargets"] == ["tosa"]
     assert settings["timeoutSeconds"] == 33
-    # Merged, the project's entry added (its key is no identifier: the test client's
-    # namedtuples rename it, so compare the values).
-    assert sorted(settings["exampleInputs"].values()) == [
-        "(torch.randn(1),)", "(torch.randn(2, 8),)"]
+    # Merged: the editor's entry kept, the project's added.
+    assert settings["exampleInputs"] == {"Other": "(torch.randn(1),)",
+                                         "models/rolls.py::Rolls": "(torch.randn(2, 8),)"}
     (registration,) = client.registrations  # type: ignore[attr-defined]
     (item,) = registration.registrations
     assert item.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES

@@ -8,58 +8,14 @@ them wherever they ended up.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 
 import psutil
+from bench.lsp_session import WaitTimeout, async_wait_until, wait_or_false, wait_until
 
-
-class WaitTimeout(AssertionError):
-    """A condition did not become true in time (an assertion failure, with what was awaited)."""
-
-
-def wait_until(
-    cond: Callable[[], object], timeout: float, what: str, interval: float = 0.05
-) -> object:
-    """Poll `cond` until it returns something truthy; return it, or raise WaitTimeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for: {what}")
-        time.sleep(interval)
-
-
-def wait_or_false(cond: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
-    """Poll `cond` for up to `timeout` seconds: True as soon as it holds, else False."""
-    try:
-        wait_until(cond, timeout, "", interval)
-    except WaitTimeout:
-        return False
-    return True
-
-
-async def async_wait_until(
-    cond: Callable[[], object | Awaitable[object]],
-    timeout: float,
-    what: str,
-    interval: float = 0.05,
-) -> object:
-    """`wait_until` for coroutines: `cond` may be sync or async."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for: {what}")
-        await asyncio.sleep(interval)
+# Waiting is the LSP harness's: one definition for the tests and the bench.
+__all__ = ["WaitTimeout", "async_wait_until", "wait_or_false", "wait_until"]
 
 
 def alive(pid: int) -> bool:

@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.lsp_session import StderrLog, child_env, server_command
+
 from . import procs
-from .session import StderrLog, server_command
 
 
 def frame(body: bytes) -> bytes:
@@ -39,9 +40,7 @@ class RawServer:
         tmpdir: Path | None = None,
         settings: dict[str, Any] | None = None,
     ) -> None:
-        env = dict(os.environ)
-        if tmpdir is not None:
-            env["TMPDIR"] = str(tmpdir)
+        env = child_env({"TMPDIR": str(tmpdir)} if tmpdir is not None else None)
         self.proc = subprocess.Popen(
             server_command(),
             stdin=subprocess.PIPE,

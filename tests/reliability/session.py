@@ -1,4 +1,5 @@
-"""A real Torch-MLIR Lens server over stdio, driven by a pytest-lsp client from plain sync code.
+"""A real Torch-MLIR Lens server over stdio, driven from plain sync code: the LSP harness's
+client (bench/lsp_session.py, as tests/lsp/helpers.py makes it) on a background event loop.
 
 The client lives on an event loop in a background thread, so that hypothesis state machines,
 module-scoped fixtures and ordinary tests can all call `session.hover(...)` synchronously, and
@@ -13,111 +14,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 import threading
-import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bench.lsp_session import (
+    SECTION,
+    PublishedDiagnostics,
+    WaitTimeout,
+    child_env,
+    initialize_params,
+    plain,
+    server_command,
+    wait_until,
+)
 from lsprotocol import types
-from pygls.protocol import default_converter
-from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, LanguageClient, register_lsp_features
+
+from lsp.helpers import LensTestClient, make_client
 
 from . import procs
 
 T = TypeVar("T")
 
-MAX_LINE = 64 * 1024  # longer stderr lines (floods) are cut: tracebacks are short
-STDERR_TAIL_BYTES = 64 * 1024
-SECTION = "torchMlirLens"
-
+# Re-exported: the reliability tests import these from here.
+__all__ = ["LensSession", "SessionFactory", "server_command"]
 
 SessionFactory = Callable[..., "LensSession"]  # the `lens` fixture: start a session
-
-
-def server_command() -> list[str]:
-    """How to start the server: `TORCH_MLIR_LENS_SERVER` (shell words) or the module itself."""
-    override = os.environ.get("TORCH_MLIR_LENS_SERVER")
-    if override:
-        return override.split()
-    return [sys.executable, "-m", "torch_mlir_lens", "serve"]
-
-
-@dataclass
-class StderrLog:
-    """The server's stderr: byte count, a bounded tail, and every Python traceback in it.
-
-    A traceback whose exception is a `pygls.exceptions.JsonRpc*` error (other than internal
-    error) is how pygls logs a request the server refused on purpose, with a proper JSON-RPC
-    error: `reported`. Any other traceback is an exception that escaped: `tracebacks`.
-    """
-
-    total: int = 0
-    tail: bytearray = field(default_factory=bytearray)
-    tracebacks: list[str] = field(default_factory=list)
-    reported: list[str] = field(default_factory=list)
-    _partial: bytearray = field(default_factory=bytearray)
-    _block: list[str] | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.tail += chunk
-        del self.tail[:-STDERR_TAIL_BYTES]
-        self._partial += chunk
-        *lines, rest = self._partial.split(b"\n")
-        self._partial = bytearray(rest[-MAX_LINE:])
-        for raw in lines:
-            self._line(raw[:MAX_LINE].decode("utf-8", "replace"))
-
-    def _line(self, line: str) -> None:
-        if line.startswith("Traceback (most recent call last)"):
-            self._block = [line]
-        elif self._block is not None:
-            self._block.append(line)
-            if line and not line[0].isspace():  # the exception line ends the block
-                text = "\n".join(self._block[-60:])
-                allowed = line.startswith("pygls.exceptions.JsonRpc") and (
-                    "JsonRpcInternalError" not in line)
-                (self.reported if allowed else self.tracebacks).append(text)
-                self._block = None
-
-    def text(self) -> str:
-        return self.tail.decode("utf-8", "replace")
-
-
-@dataclass
-class PublishedDiagnostics:
-    """One textDocument/publishDiagnostics, with the client's text of that document then."""
-
-    uri: str
-    version: int | None
-    diagnostics: list[types.Diagnostic]
-    text_then: str | None
-    received: float
-
-
-class RecordingClient(LanguageClient):
-    """pytest-lsp's client, keeping the server's stderr instead of only forwarding it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.stderr_log = StderrLog()
-
-    async def start_io(self, cmd: str, *args: Any, **kwargs: Any) -> None:
-        await super().start_io(cmd, *args, **kwargs)
-        if self._stderr_forwarder is not None:
-            self._stderr_forwarder.cancel()
-        self._stderr_forwarder = asyncio.create_task(self._record_stderr())
-
-    async def _record_stderr(self) -> None:
-        server = self._server
-        if server is None or server.stderr is None:
-            return
-        while chunk := await server.stderr.read(65536):
-            self.stderr_log.feed(chunk)
 
 
 class LensSession:
@@ -137,11 +60,6 @@ class LensSession:
         self.settings = dict(settings or {})
         self.tmpdir = tmpdir
         self.extra_env = env or {}
-        self.texts: dict[str, str] = {}  # uri → current text, as the client sent it
-        self.versions: dict[str, int] = {}
-        self.history: dict[tuple[str, int], str] = {}  # (uri, version) → text
-        self.published: list[PublishedDiagnostics] = []
-        self.statuses: list[Any] = []  # torchMlirLens/status notifications
         self.seen_pids: set[int] = set()  # every descendant of the server ever sampled
         self.returncode: int | None = None
         self._closed = False
@@ -149,7 +67,8 @@ class LensSession:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.client: RecordingClient = self.run(self._make_client(), timeout=10)
+        self.client: LensTestClient = self.run(self._make_client(), timeout=10)
+        self.recorder = self.client.recorder
         self.init_result: types.InitializeResult | None = None
 
     # -- plumbing -------------------------------------------------------------------------
@@ -167,35 +86,34 @@ class LensSession:
             future.cancel()
             raise
 
-    async def _make_client(self) -> RecordingClient:
-        client = RecordingClient(converter_factory=default_converter)
-        features = dict(DEFAULT_CLIENT_FEATURES)
-
-        def on_diagnostics(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
-            self._on_diagnostics(client, params)
-
-        def on_status(client: LanguageClient, params: Any) -> None:
-            self.statuses.append(plain(params))
-
-        features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_diagnostics
-        features["torchMlirLens/status"] = on_status
-        register_lsp_features(client, features)
+    async def _make_client(self) -> LensTestClient:
+        client = make_client(echo_stderr=False)  # kept in client.stderr_log, judged by tests
         client.set_configuration(self.settings, section=SECTION)
         return client
 
-    def _on_diagnostics(
-        self, client: LanguageClient, params: types.PublishDiagnosticsParams
-    ) -> None:
-        client.diagnostics[params.uri] = params.diagnostics
-        if params.version is not None:
-            text = self.history.get((params.uri, params.version))
-        else:
-            text = self.texts.get(params.uri)
-        self.published.append(
-            PublishedDiagnostics(
-                params.uri, params.version, list(params.diagnostics), text, time.monotonic()
-            )
-        )
+    @property
+    def published(self) -> list[PublishedDiagnostics]:
+        """Every diagnostics notification, with the text it was published for."""
+        return self.recorder.published
+
+    @property
+    def statuses(self) -> list[dict[str, Any]]:
+        """Every torchMlirLens/status notification."""
+        return self.recorder.statuses
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """uri → current text, as the client sent it."""
+        return self.recorder.texts
+
+    @property
+    def versions(self) -> dict[str, int]:
+        return self.recorder.versions
+
+    @property
+    def history(self) -> dict[tuple[str, int], str]:
+        """(uri, version) → the text the client sent as that version."""
+        return self.recorder.history
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -207,19 +125,12 @@ class LensSession:
 
     def start(self, timeout: float = 60) -> types.InitializeResult:
         """Spawn the server and run the initialize handshake."""
-        env = dict(os.environ)
-        env.update(self.extra_env)
+        extra = dict(self.extra_env)
         if self.tmpdir is not None:
-            env["TMPDIR"] = str(self.tmpdir)
-        cmd = server_command()
-        self.run(self.client.start_io(*cmd, env=env, cwd=str(self.workspace)), timeout=20)
-        params = types.InitializeParams(
-            process_id=os.getpid(),
-            root_uri=self.workspace.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(self.workspace.as_uri(), "ws")],
-            capabilities=_capabilities(),
-            initialization_options={"trusted": self.trusted, "settings": self.settings},
-        )
+            extra["TMPDIR"] = str(self.tmpdir)
+        self.run(self.client.start_io(*server_command(), env=child_env(extra),
+                                      cwd=str(self.workspace)), timeout=20)
+        params = initialize_params(self.workspace, trusted=self.trusted, settings=self.settings)
         self.init_result = self.run(self.client.initialize_session(params), timeout)
         self.sample_processes()
         return self.init_result
@@ -272,14 +183,8 @@ class LensSession:
             return False
 
     async def _stop_client(self) -> None:
-        if self.client._stderr_forwarder is not None:
-            # Let the recorder drain what the server wrote before it exited.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.client._stderr_forwarder, 5)
-            self.client._stderr_forwarder = None
-        self.client._stop_event.set()
-        for task in self.client._async_tasks:
-            task.cancel()
+        await self.client.drain_stderr()  # what the server wrote before it exited
+        self.client.detach()
 
     def leftover_processes(self) -> set[int]:
         """Processes the server spawned that still run (call after close)."""
@@ -345,16 +250,14 @@ class LensSession:
         )
 
     def close_doc(self, uri: str) -> None:
-        self.texts.pop(uri, None)
+        self.recorder.forget_text(uri)
         self.notify(
             types.TEXT_DOCUMENT_DID_CLOSE,
             types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)),
         )
 
     def _set_text(self, uri: str, text: str, version: int) -> None:
-        self.texts[uri] = text
-        self.versions[uri] = version
-        self.history[(uri, version)] = text
+        self.recorder.track_text(uri, text, version)
 
     def hover_params(self, uri: str, line: int, character: int = 4) -> types.HoverParams:
         return types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
@@ -415,10 +318,10 @@ class LensSession:
             return diags if pred(diags) else None
 
         try:
-            result = procs.wait_until(check, timeout, what, interval=0.1)
-        except procs.WaitTimeout as exc:
+            result = wait_until(check, timeout, what, interval=0.1)
+        except WaitTimeout as exc:
             got = [(d.code, d.message[:200]) for d in self.diagnostics(uri)]
-            raise procs.WaitTimeout(f"{exc}; last diagnostics: {got}") from None
+            raise WaitTimeout(f"{exc}; last diagnostics: {got}") from None
         assert isinstance(result, list)
         return result
 
@@ -429,32 +332,3 @@ class LensSession:
             f"tracebacks={len(self.client.stderr_log.tracebacks)}\n"
             f"--- server stderr tail ---\n{self.client.stderr_log.text()[-4000:]}"
         )
-
-
-def plain(value: Any) -> Any:
-    """pygls turns unknown JSON objects into namedtuples: turn them back into dicts."""
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-def _capabilities() -> types.ClientCapabilities:
-    """What VS Code announces, for the parts this server uses."""
-    return types.ClientCapabilities(
-        workspace=types.WorkspaceClientCapabilities(
-            configuration=True,
-            did_change_configuration=types.DidChangeConfigurationClientCapabilities(True),
-            workspace_folders=True,
-        ),
-        text_document=types.TextDocumentClientCapabilities(
-            hover=types.HoverClientCapabilities(
-                content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]
-            ),
-            code_lens=types.CodeLensClientCapabilities(),
-            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True),
-            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
-        ),
-        window=types.WindowClientCapabilities(work_done_progress=True),
-    )
