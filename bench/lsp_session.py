@@ -11,7 +11,8 @@ same records. This module defines, once:
   refreshes, capability registrations, log messages and progress;
 - the server's stderr, kept by `StderrLog` (tracebacks) or written to a file;
 - `plain`: custom-request results as plain JSON values;
-- waiting on conditions with time-outs: `Recorder.wait_for`, `wait_until`, `async_wait_until`.
+- waiting on what the server pushed, with time-outs: `Recorder.wait_for` (other conditions:
+  `bench/waiting.py`).
 
 `HarnessClient` puts these together on pygls's client. It needs only pygls and lsprotocol:
 no torch, no pytest (the tests' pytest-lsp client adds itself on top, in tests/lsp/helpers.py).
@@ -26,7 +27,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,60 +37,13 @@ from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
 
+from bench.waiting import WaitTimeout
+
 SECTION = "torchMlirLens"  # the settings section, as in the extension's package.json
 STATUS = "torchMlirLens/status"
 LENS_REFRESH = types.WORKSPACE_CODE_LENS_REFRESH
 MAX_LINE = 64 * 1024  # longer stderr lines (floods) are cut: tracebacks are short
 STDERR_TAIL_BYTES = 64 * 1024
-
-
-# ---- waiting ----------------------------------------------------------------------------
-
-
-class WaitTimeout(AssertionError):
-    """A condition did not become true in time (an assertion failure, with what was awaited)."""
-
-
-def wait_until(
-    cond: Callable[[], object], timeout: float, what: str, interval: float = 0.05
-) -> object:
-    """Poll `cond` until it returns something truthy; return it, or raise WaitTimeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for: {what}")
-        time.sleep(interval)
-
-
-def wait_or_false(cond: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
-    """Poll `cond` for up to `timeout` seconds: True as soon as it holds, else False."""
-    try:
-        wait_until(cond, timeout, "", interval)
-    except WaitTimeout:
-        return False
-    return True
-
-
-async def async_wait_until(
-    cond: Callable[[], object | Awaitable[object]],
-    timeout: float,
-    what: str,
-    interval: float = 0.05,
-) -> object:
-    """`wait_until` on an event loop: `cond` may be sync or async."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.1f}s waiting for: {what}")
-        await asyncio.sleep(interval)
 
 
 # ---- starting the server ----------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.lsp_session import async_wait_until
+from bench.waiting import async_wait_until
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
 from torch_mlir_lens.engine.procs import family_pids

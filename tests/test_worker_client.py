@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.lsp_session import async_wait_until
+from bench.waiting import async_wait_until
 
 from torch_mlir_lens.engine.procs import family_pids, is_running
 from torch_mlir_lens.engine.worker_client import WorkerClient
