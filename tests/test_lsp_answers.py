@@ -27,6 +27,7 @@ from torch_mlir_lens.results import (
     PassIr,
     RelatedLocation,
 )
+from torch_mlir_lens.verify_results import VerifyResult
 
 USER = "/proj/model.py"
 LIB = "/venv/site-packages/transformers/layer.py"
@@ -150,7 +151,7 @@ WORKER_VERIFY: dict[str, Any] = {  # a VerifyJob reply (`worker.verify.VerifyRes
 
 
 def test_verify_answer_is_the_worker_reply_in_camel_case() -> None:
-    answer = sent(answers.verify_response(WORKER_VERIFY))
+    answer = sent(answers.verify_response(VerifyResult.from_json(WORKER_VERIFY)))
     assert answer == {
         "module": "Net", "ok": False,
         "outputs": [{"index": 0, "shape": [2, 3], "dtype": "float32", "maxAbsErr": "inf",
@@ -178,7 +179,7 @@ def test_verify_errors_stay_strings_when_not_finite(value: Any, text: str) -> No
     # JSON has no inf/nan: the worker sends them as strings, and so does the answer.
     reply = {**WORKER_VERIFY, "max_abs_err": value, "divergence": None}
     reply["outputs"] = [{**WORKER_VERIFY["outputs"][0], "max_abs_err": value}]
-    written = wire(answers.verify_response(reply))
+    written = wire(answers.verify_response(VerifyResult.from_json(reply)))
     assert f'"maxAbsErr": {text}, "maxRelErr"' in written
     assert f'"maxAbsErr": {text}, "divergence": null' in written
     json.loads(written)  # valid JSON
@@ -188,7 +189,7 @@ def test_a_matching_verify_answer_keeps_every_field() -> None:
     reply = {"module": "M", "ok": True, "outputs": [], "rtol": None, "atol": None,
              "timings": {}, "diagnostics": [], "message": "✓ matches eager", "kind": None,
              "max_abs_err": 0.0, "divergence": None}
-    assert sent(answers.verify_response(reply)) == {
+    assert sent(answers.verify_response(VerifyResult.from_json(reply))) == {
         "module": "M", "ok": True, "outputs": [], "rtol": None, "atol": None, "timings": {},
         "diagnostics": [], "message": "✓ matches eager", "kind": None, "maxAbsErr": 0.0,
         "divergence": None}

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from torch_mlir_lens.cli import common, verify
+from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
+from torch_mlir_lens.verify_results import VerifyResult
 
 USER_FILE = textwrap.dedent(
     """\
@@ -37,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-MISMATCH = {
+MISMATCH = VerifyResult.from_json({
     "module": "Scale", "ok": False, "kind": "verify-mismatch",
     "message": "✗ differs: output 0, max err 0.3 at [1, 4]",
     "outputs": [
@@ -48,7 +50,7 @@ MISMATCH = {
     ],
     "diagnostics": [{"severity": "error", "message": "compiled result differs from eager",
                      "file": None, "line": None, "op": None}],
-}
+})
 
 
 def test_parse_tolerances_and_defaults() -> None:
@@ -68,7 +70,7 @@ def test_bad_options_exit_2(bad: list[str]) -> None:
 
 def test_exit_codes_and_text() -> None:
     assert verify.exit_code(MISMATCH) == 1
-    assert verify.exit_code({**MISMATCH, "ok": True}) == 0
+    assert verify.exit_code(dataclasses.replace(MISMATCH, ok=True)) == 0
     text = verify.format_result(MISMATCH, "m.py")
     assert text.splitlines()[0] == "Scale: ✗ differs: output 0, max err 0.3 at [1, 4]"
     assert "✗ output 0: 3x8 float32" in text and "worst at [1, 4]" in text
@@ -91,10 +93,11 @@ class _InProcessEngine:
     async def stop(self) -> None:
         pass
 
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def verify(self, job: ModuleJob, *, rtol: float | None = None,
+                     atol: float | None = None, opt_level: int = 0) -> VerifyResult:
         from torch_mlir_lens.worker.verify.job import run_verify_job
 
-        assert request["op"] == "verify"
+        request = job.as_job(VerifyJob, rtol=rtol, atol=atol, opt_level=opt_level)
         return run_verify_job(request, mutate_ir=self.mutate_ir)
 
 

@@ -1,6 +1,8 @@
-"""Verify in the editor: lens titles and diagnostics from a VerifyResult json."""
+"""Verify in the editor: lens titles and diagnostics from a VerifyResult."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from lsprotocol import types
 
@@ -10,6 +12,13 @@ from torch_mlir_lens.lsp.verify_view import (
     lens_title,
     verify_records,
 )
+from torch_mlir_lens.verify_results import VerifyResult
+
+
+def verdict(**fields: Any) -> VerifyResult:
+    """A verdict as the worker sends it (its JSON), for module Net."""
+    return VerifyResult.from_json({"module": "Net", **fields})
+
 
 LINES = [
     "import torch",
@@ -22,29 +31,29 @@ PATH = "/ws/net.py"
 NAME = types.Range(start=types.Position(line=1, character=6),
                    end=types.Position(line=1, character=9))
 
-MISMATCH = {
-    "module": "Net", "ok": False, "kind": "verify-mismatch",
-    "message": "✗ differs: output 0, max err 0.3 at [1, 4] — first differs at line 4",
-    "diagnostics": [
+MISMATCH = verdict(
+    ok=False, kind="verify-mismatch",
+    message="✗ differs: output 0, max err 0.3 at [1, 4] — first differs at line 4",
+    diagnostics=[
         {"severity": "error", "message": "compiled values first differ from eager here",
          "kind": "verify-mismatch", "file": PATH, "line": 4, "op": None, "target": "llvm"},
         {"severity": "error", "message": "compiled result differs from eager: output 0",
          "kind": "verify-mismatch", "file": None, "line": None, "op": None, "target": "llvm"},
     ],
-}
+)
 
 
 def test_lens_titles() -> None:
     assert lens_title(None) == LENS_TITLE
-    assert lens_title({"ok": True, "message": "✓ matches eager (max err 2e-07)"}) == (
+    assert lens_title(verdict(ok=True, message="✓ matches eager (max err 2e-07)")) == (
         "✓ matches eager (max err 2e-07)"
     )
-    long = lens_title({"ok": False, "message": "✗ " + "x" * 200})
+    long = lens_title(verdict(ok=False, message="✗ " + "x" * 200))
     assert len(long) <= 70 and long.endswith("…")
 
 
 def test_match_has_no_diagnostics() -> None:
-    assert verify_records(LINES, PATH, "Net", NAME, {"ok": True, "diagnostics": []}) == []
+    assert verify_records(LINES, PATH, "Net", NAME, verdict(ok=True)) == []
 
 
 def test_mismatch_on_the_class_and_at_the_diverging_line() -> None:
@@ -58,11 +67,11 @@ def test_mismatch_on_the_class_and_at_the_diverging_line() -> None:
 
 
 def test_lowering_failure_elsewhere_is_named_on_the_class() -> None:
-    result = {
-        "ok": False, "kind": "lowering-error", "message": "✗ cannot lower to linalg: boom",
-        "diagnostics": [{"severity": "error", "message": "boom", "kind": "lowering-error",
-                         "file": "/ws/other.py", "line": 9, "op": "torch.aten.fft_rfft"}],
-    }
+    result = verdict(
+        ok=False, kind="lowering-error", message="✗ cannot lower to linalg: boom",
+        diagnostics=[{"severity": "error", "message": "boom", "kind": "lowering-error",
+                      "file": "/ws/other.py", "line": 9, "op": "torch.aten.fft_rfft"}],
+    )
     records = verify_records(LINES, PATH, "Net", NAME, result)
     assert records[0].severity == types.DiagnosticSeverity.Error
     assert records[1].range == NAME and records[1].related == ("/ws/other.py:9",)

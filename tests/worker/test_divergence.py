@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.verify_results import Divergence
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.divergence import Divergence, first_divergence
+from torch_mlir_lens.worker.divergence import first_divergence
 from torch_mlir_lens.worker.verify.job import verify_lowerer
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
@@ -62,7 +63,7 @@ def test_mismatch_points_at_the_altered_line(nested) -> None:
     assert not result.ok and result.kind == ErrorKind.VERIFY_MISMATCH
     line = _line_of("h = h * 3.0")
     assert result.divergence is not None
-    assert (Path(result.divergence["file"]).name, result.divergence["line"]) == (
+    assert (Path(result.divergence.file).name, result.divergence.line) == (
         "verify_models.py", line,
     )
     first = result.diagnostics[0]

@@ -1,4 +1,4 @@
-"""The worker's `verify` job: a user file in, a VerifyResult json out."""
+"""The `verify` job: a user file in, a VerifyResult out (on its own, and through run_job)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.worker.verify import VerifyResult
 from torch_mlir_lens.worker.verify.job import run_verify_job
 
 USER_FILE = textwrap.dedent(
@@ -50,50 +50,50 @@ def user_file(tmp_path: Path) -> Path:
 
 
 def test_module_from_a_file_verifies(user_file: Path) -> None:
-    data = run_verify_job({"path": str(user_file), "module": "Net"})
-    result = VerifyResult.from_json(data)
+    result = run_verify_job(VerifyJob(path=str(user_file), module="Net"))
     assert result.ok, result.message
     assert [o.dtype for o in result.outputs] == ["float32", "int64"]
-    assert data["inputs_source"] == "comment"
+    assert result.inputs_source == "comment"
     assert {"load", "inputs", "export", "lower", "jit", "run", "total"} <= set(result.timings)
 
 
 def test_plain_function_and_unsaved_text(user_file: Path) -> None:
     text = user_file.read_text().replace("torch.sigmoid(x) + 1", "torch.sigmoid(x) * 3")
-    data = run_verify_job({"path": str(user_file), "text": text, "module": "plain"})
-    assert data["ok"], data["message"]
+    result = run_verify_job(VerifyJob(path=str(user_file), text=text, module="plain"))
+    assert result.ok, result.message
 
 
 def test_lowering_failure_lists_the_unsupported_op_at_its_line(user_file: Path) -> None:
-    data = run_verify_job({"path": str(user_file), "module": "Broken"})
-    assert not data["ok"]
-    assert data["kind"] in (ErrorKind.UNSUPPORTED_OP, ErrorKind.LOWERING_ERROR)
+    result = run_verify_job(VerifyJob(path=str(user_file), module="Broken"))
+    assert not result.ok
+    assert result.kind in (ErrorKind.UNSUPPORTED_OP, ErrorKind.LOWERING_ERROR)
     lines = user_file.read_text().splitlines()
     abs_line = next(i for i, line in enumerate(lines, 1) if ".abs()" in line)
-    assert any(d["line"] == abs_line for d in data["diagnostics"])
-    assert data["message"].startswith("✗ cannot lower to Linalg")
+    assert any(d.line == abs_line for d in result.diagnostics)
+    assert result.message.startswith("✗ cannot lower to Linalg")
 
 
 def test_tolerances_from_the_job_apply(user_file: Path) -> None:
-    data = run_verify_job(
-        {"path": str(user_file), "module": "Net", "rtol": 0.5, "atol": 0.5}
-    )
-    assert data["ok"] and (data["rtol"], data["atol"]) == (0.5, 0.5)
-    assert data["outputs"][0]["rtol"] == 0.5
-    assert data["outputs"][1]["rtol"] == 0.0  # the int output stays exact
+    result = run_verify_job(VerifyJob(path=str(user_file), module="Net", rtol=0.5, atol=0.5))
+    assert result.ok and (result.rtol, result.atol) == (0.5, 0.5)
+    assert result.outputs[0].rtol == 0.5
+    assert result.outputs[1].rtol == 0.0  # the int output stays exact
 
 
-@pytest.mark.parametrize("bad", [{"rtol": "x"}, {"atol": -1}, {"opt_level": 9}, {"module": ""}])
-def test_bad_requests_raise(user_file: Path, bad: dict) -> None:
-    job = {"path": str(user_file), "module": "Net", **bad}
-    with pytest.raises(LensError) as info:
-        run_verify_job(job)
-    assert info.value.kind == ErrorKind.BAD_REQUEST
+@pytest.mark.parametrize("bad", [{"rtol": "x"}, {"atol": -1}, {"opt_level": 9}, {"module": ""},
+                                 {"opt_level": True}])
+def test_bad_requests_are_the_jobs_error(user_file: Path, bad: dict) -> None:
+    """What a worker reads off the pipe: a wrong field is the job's bad-request error."""
+    from torch_mlir_lens.worker import jobs
+
+    reply = jobs.run_job({"id": 3, "op": "verify", "path": str(user_file), "module": "Net",
+                          **bad})
+    assert not reply["ok"] and reply["error"]["kind"] == ErrorKind.BAD_REQUEST, reply
 
 
 def test_unknown_module_is_an_error(user_file: Path) -> None:
     with pytest.raises(LensError) as info:
-        run_verify_job({"path": str(user_file), "module": "Nope"})
+        run_verify_job(VerifyJob(path=str(user_file), module="Nope"))
     assert info.value.kind == ErrorKind.UNKNOWN_MODULE
 
 

@@ -29,7 +29,7 @@ from torch_mlir_lens.cli.common import (
     running_engine,
     where,
 )
-from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
+from torch_mlir_lens.verify_results import VerifyResult
 
 EXIT_MISMATCH = EXIT_FAILED
 
@@ -62,33 +62,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return verify
 
 
-def verify_request(job: ModuleJob, args: argparse.Namespace) -> dict[str, Any]:
-    """The worker job for `verify` (ModuleJob fields + tolerances), as JSON."""
-    verify_job: VerifyJob = job.as_job(VerifyJob, rtol=args.rtol, atol=args.atol,
-                                       opt_level=args.opt_level or 0)
-    return verify_job.to_json()
-
-
-def exit_code(result: dict[str, Any]) -> int:
+def exit_code(result: VerifyResult) -> int:
     """0 when every output matches; 1 otherwise (mismatch, or it did not get to compare)."""
-    return EXIT_OK if result.get("ok") else EXIT_MISMATCH
+    return EXIT_OK if result.ok else EXIT_MISMATCH
 
 
-def format_result(result: dict[str, Any], path: str) -> str:
+def format_result(result: VerifyResult, path: str) -> str:
     """People's text: the verdict, then one line per output (and per diagnostic)."""
-    lines = [f"{result.get('module', '?')}: {result.get('message', '')}"]
-    for out in result.get("outputs", []):
-        mark = "✓" if out.get("ok") else "✗"
-        shape = "x".join(str(d) for d in out.get("shape", [])) or "scalar"
+    lines = [f"{result.module}: {result.message}"]
+    for out in result.outputs:
+        mark = "✓" if out.ok else "✗"
+        shape = "x".join(str(d) for d in out.shape) or "scalar"
         lines.append(
-            f"  {mark} output {out.get('index')}: {shape} {out.get('dtype')}, "
-            f"max abs err {out.get('max_abs_err')}, max rel err {out.get('max_rel_err')}"
-            + ("" if out.get("ok") else f", worst at {out.get('worst_index')}")
+            f"  {mark} output {out.index}: {shape} {out.dtype}, "
+            f"max abs err {out.max_abs_err}, max rel err {out.max_rel_err}"
+            + ("" if out.ok else f", worst at {out.worst_index}")
         )
-    for d in result.get("diagnostics", []):
-        at = where(d.get("file"), d.get("line")) or display(path)
-        op = f" [{d['op']}]" if d.get("op") and not d.get("cause") else ""
-        lines.append(f"{at}: {d.get('severity', 'error')}: {d.get('message', '')}{op}")
+    for d in result.diagnostics:
+        at = where(d.file, d.line) or display(path)
+        op = f" [{d.op}]" if d.op and not d.cause else ""
+        lines.append(f"{at}: {d.severity}: {d.message}{op}")
     return "\n".join(lines) + "\n"
 
 
@@ -98,9 +91,10 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
     async with running_engine(args, make_engine, src.path) as engine:
-        result = await engine.run(verify_request(job, args))
+        result = await engine.verify(job, rtol=args.rtol, atol=args.atol,
+                                     opt_level=args.opt_level or 0)
     if args.json:
-        print(src.to_json(result))
+        print(src.to_json(result.to_json()))
     else:
         sys.stdout.write(format_result(result, src.path))
     return exit_code(result)

@@ -34,9 +34,11 @@ from torch_mlir_lens.protocol.jobs import (
     ModuleJob,
     ReproJob,
     StatsJob,
+    VerifyJob,
 )
 from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.verify_results import VerifyResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
 # hover over a hanging module does not hang the worker again until the text changes.
@@ -245,6 +247,15 @@ class Engine:
         request = self._filled(job).as_job(
             ReproJob, target=target, output_dir=os.path.abspath(output_dir)).to_json()
         return await self._submit(request, cache=False)
+
+    async def verify(self, job: ModuleJob, *, rtol: float | None = None,
+                     atol: float | None = None, opt_level: int = 0) -> VerifyResult:
+        """JIT the module's Linalg IR, run it on its example inputs and compare with eager
+        PyTorch (never cached: it runs the user's code). A verdict, also when it differs or
+        does not lower; LensError when it cannot start (load, inputs, crash, time-out)."""
+        request = self._filled(job).as_job(
+            VerifyJob, rtol=rtol, atol=atol, opt_level=opt_level).to_json()
+        return VerifyResult.from_json(await self._submit(request, cache=False))
 
     async def run(self, request: dict[str, Any], *, cache: bool = False) -> dict[str, Any]:
         """Run any worker job (`protocol.jobs`, e.g. `VerifyJob(...).to_json()`) through the

@@ -16,6 +16,7 @@ from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.framing import json_number
 from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.verify_results import VerifyResult
 
 
 def camel(name: str) -> str:
@@ -143,8 +144,10 @@ def _divergence(data: Mapping[str, Any] | None) -> lens_types.Divergence | None:
     )
 
 
-def verify_response(result: Mapping[str, Any]) -> lens_types.VerifyResponse:
-    """`torchMlirLens/verify`'s answer from the worker's `VerifyResult.to_json()`."""
+def verify_response(verdict: VerifyResult) -> lens_types.VerifyResponse:
+    """`torchMlirLens/verify`'s answer: the verdict as the worker sent it, camelCase (its JSON
+    form carries inf/nan as strings already)."""
+    result = verdict.to_json()
     return lens_types.VerifyResponse(
         module=result["module"],
         ok=bool(result["ok"]),

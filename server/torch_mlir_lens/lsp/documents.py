@@ -21,6 +21,7 @@ from torch_mlir_lens import discovery, fingerprint
 from torch_mlir_lens.lsp.convert import uri_to_path
 from torch_mlir_lens.notebook import NotebookError, Program, is_notebook, read_program
 from torch_mlir_lens.results import LensError, LowerResult
+from torch_mlir_lens.verify_results import VerifyResult
 
 STATIC = ""  # diagnostics bucket of findings that need no lowering
 
@@ -83,7 +84,7 @@ class DocumentState:
     errors: dict[str, LensError] = field(default_factory=dict)
     _verdicts: dict[str, dict[str, Verdict]] = field(default_factory=dict)
     diagnostics: dict[str, list[DiagRecord]] = field(default_factory=dict)
-    _verify: dict[str, dict[str, Any]] = field(default_factory=dict)  # module → VerifyResult
+    _verify: dict[str, VerifyResult] = field(default_factory=dict)  # module → its last verdict
     generation: int = 0  # bumps on every text change (versions may be None)
     # The discovery settings last used: fingerprints depend on them (inputs status).
     _settings: tuple[dict[str, str], str | None] = ({}, None)
@@ -113,7 +114,7 @@ class DocumentState:
         return self._verdicts
 
     @property
-    def verify(self) -> dict[str, dict[str, Any]]:
+    def verify(self) -> dict[str, VerifyResult]:
         """module → the last verify result for the current text."""
         self._settle()
         return self._verify

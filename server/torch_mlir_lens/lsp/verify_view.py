@@ -1,7 +1,7 @@
 """How a Verify result shows in the editor: the lens title and the diagnostics.
 
-Pure functions over the worker's VerifyResult json (snake_case, as `Engine.run` returns it);
-no torch. The features wire them in:
+Pure functions over a `VerifyResult` (as `Engine.verify` returns it); no torch. The features
+wire them in:
 
 - code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
   "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
@@ -12,14 +12,14 @@ no torch. The features wire them in:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.documents import DiagRecord
 from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.verify_results import VerifyResult
 
 LENS_TITLE = "Verify"
 MAX_TITLE = 70
@@ -31,11 +31,11 @@ def diagnostics_key(module: str) -> str:
     return f"{_KEY_PREFIX}{module}"
 
 
-def lens_title(result: Mapping[str, Any] | None) -> str:
+def lens_title(result: VerifyResult | None) -> str:
     """The lens text: "Verify" before any run, else the verdict (clicking runs it again)."""
-    if not result:
+    if result is None:
         return LENS_TITLE
-    message = str(result.get("message") or ("✓ matches eager" if result.get("ok") else "✗"))
+    message = result.message or ("✓ matches eager" if result.ok else "✗")
     message = message.splitlines()[0]
     if len(message) > MAX_TITLE:
         message = message[: MAX_TITLE - 1] + "…"
@@ -56,7 +56,7 @@ def verify_records(
     path: str | None,
     module: str,
     name_range: types.Range,
-    result: Mapping[str, Any],
+    result: VerifyResult,
 ) -> list[DiagRecord]:
     """Diagnostics of one Verify result in the document at `path`.
 
@@ -64,30 +64,30 @@ def verify_records(
     each located finding of this file at its line (the first diverging line, lowering
     errors). Findings in other files are named on the class.
     """
-    if result.get("ok"):
+    if result.ok:
         return []
-    kind = str(result.get("kind") or ErrorKind.VERIFY_ERROR)
+    kind = result.kind or ErrorKind.VERIFY_ERROR
     mismatch = kind == ErrorKind.VERIFY_MISMATCH
     severity = types.DiagnosticSeverity.Warning if mismatch else types.DiagnosticSeverity.Error
-    verdict = str(result.get("message") or "✗ verify failed").lstrip("✗ ").strip()
+    verdict = (result.message or "✗ verify failed").lstrip("✗ ").strip()
     records = [DiagRecord(
         range=name_range, severity=severity, message=f"{module}: compiled module {verdict}"
         if mismatch else f"{module}: verify failed: {verdict}", kind=kind, module=module,
         targets=("llvm",),
     )]
-    for diag in result.get("diagnostics", []):
-        file, line = diag.get("file"), diag.get("line")
+    for diag in result.diagnostics:
+        file, line = diag.file, diag.line
         if not file or not line:
             continue  # already said by the verdict on the class
         here = _same_file(file, path)
         records.append(DiagRecord(
             range=convert.line_range(lines, line) if here else name_range,
-            severity=severity if mismatch else convert.lsp_severity(diag.get("severity")),
-            message=str(diag.get("message", "")),
-            kind=str(diag.get("kind") or kind),
+            severity=severity if mismatch else convert.lsp_severity(diag.severity),
+            message=diag.message,
+            kind=diag.kind or kind,
             module=module,
-            op=convert.short_op(diag.get("op")),
-            targets=(str(diag.get("target") or "llvm"),),
+            op=convert.short_op(diag.op),
+            targets=(diag.target or "llvm",),
             related=() if here else (f"{file}:{line}",),
         ))
     return records

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -23,7 +22,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
-from torch_mlir_lens.protocol.framing import json_number
+from torch_mlir_lens.verify_results import Divergence
 from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.verify.compare import compare_output
@@ -40,22 +39,6 @@ Key = tuple[str, int, tuple[int, ...], torch.dtype]  # file, line, shape, dtype
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SKIP_OPS = {"arith.constant", "tensor.empty", "ml_program.global_load_const"}
-
-
-@dataclass
-class Divergence:
-    """Where compiled and eager values first part ways."""
-
-    file: str
-    line: int
-    shape: list[int]
-    dtype: str
-    max_abs_err: float
-    worst_index: list[int]
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "max_abs_err": json_number(self.max_abs_err)}
 
 
 # --- eager values per line -------------------------------------------------------------------

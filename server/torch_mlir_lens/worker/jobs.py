@@ -315,18 +315,14 @@ def _repro(job: ReproJob) -> dict[str, Any]:
 def _verify(job: VerifyJob) -> dict[str, Any]:
     """JIT the module's Linalg IR, run it on the example inputs, compare with eager; on a
     mismatch, also the first user line whose values differ (verify/job.py)."""
-    from torch_mlir_lens.worker.verify.job import verify_lowerer
+    from torch_mlir_lens.worker.verify.job import check_options, verify_lowerer
 
-    rtol, atol = job.rtol, job.atol
-    for key, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and value < 0:
-            raise LensError(ErrorKind.BAD_REQUEST, f"{key} must be a number >= 0, not {value}")
-    if not 0 <= job.opt_level <= 3:
-        raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {job.opt_level}")
+    check_options(job)
     program = _program(job, "verify")
     result = verify_lowerer(program.lowerer, program.fn, program.args, program.kwargs,
-                            rtol=rtol, atol=atol, opt_level=job.opt_level)
-    return {**result.to_json(), "inputs_source": program.inputs_source}
+                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level)
+    result.inputs_source = program.inputs_source
+    return result.to_json()
 
 
 def _modules(job: ModulesJob) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from torch_mlir_lens.lsp.documents import DocumentState, load_document
 from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.lsp.protocol import converter_of
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.targets import TARGETS
+from torch_mlir_lens.verify_results import VerifyResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
@@ -230,22 +230,20 @@ async def verify(server: LensServer,
     """
     doc, info, module = document_and_module(server, args.uri, args.module)
     job = _job(server, doc, module)
-    request = job.as_job(VerifyJob, rtol=args.rtol, atol=args.atol).to_json()
 
-    async def run(engine: Engine) -> Any:
-        return await engine.run(request)
+    async def run(engine: Engine) -> VerifyResult:
+        return await engine.verify(job, rtol=args.rtol, atol=args.atol)
 
     generation = doc.generation
     try:
-        result = await server.service.call(f"verifying {module}", run)
+        result: VerifyResult = await server.service.call(f"verifying {module}", run)
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
-            _show_verify(server, doc, info, module, generation, {
-                "module": module, "ok": False, "kind": err.kind, "message": f"✗ {err.message}",
-                "diagnostics": [err.to_diagnostic("llvm").to_json()],
-            })
+            _show_verify(server, doc, info, module, generation, VerifyResult(
+                module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
+                diagnostics=[err.to_diagnostic("llvm")]))
         raise lens_error(err) from None
-    _show_verify(server, doc, info, module, generation, dict(result))
+    _show_verify(server, doc, info, module, generation, result)
     return answers.verify_response(result)
 
 
@@ -255,7 +253,7 @@ def _show_verify(
     info: discovery.ModuleInfo | None,
     module: str,
     generation: int,
-    result: dict[str, Any],
+    result: VerifyResult,
 ) -> None:
     """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
     if server.store.get(doc.uri) is not doc or doc.generation != generation:

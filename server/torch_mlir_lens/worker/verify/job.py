@@ -1,7 +1,7 @@
 """The worker's `verify` job: load → example inputs → export → linalg → LLVM → JIT → compare.
 
-    run_verify_job(job)          job dict (docs/contracts.md, "Worker jobs") → VerifyResult json
-    parse_verify_options(job)    (rtol, atol, opt_level), validated
+    run_verify_job(job)          a VerifyJob on its own → VerifyResult
+    check_options(job)           tolerances and optimisation level, validated
     verify_callable(fn, args, …) export + verify one module instance
     verify_lowerer(lowerer, …)   verify from an existing ProgramLowerer (shares its export)
 
@@ -15,38 +15,29 @@ a mismatch, so the editor can show where.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from torch_mlir_lens import culprits
+from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.worker.job_fields import job_module, job_path, job_text
+from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.worker.job_fields import read_text
 from torch_mlir_lens.worker.verify.linalg import verify_linalg_module
-from torch_mlir_lens.worker.verify.results import VerifyResult
 
 MAX_OPT_LEVEL = 3
 
 
-def _number(job: dict[str, Any], key: str) -> float | None:
-    value = job.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise LensError(ErrorKind.BAD_REQUEST, f"{key} must be a number >= 0, not {value!r}")
-    return float(value)
-
-
-def _opt_level(job: dict[str, Any]) -> int:
-    value = job.get("opt_level", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OPT_LEVEL:
-        raise LensError(ErrorKind.BAD_REQUEST, f"opt_level must be 0..3, not {value!r}")
-    return value
-
-
-def parse_verify_options(job: dict[str, Any]) -> tuple[float | None, float | None, int]:
-    """(rtol, atol, opt_level) of a verify job, checked; LensError("bad-request") if wrong."""
-    return _number(job, "rtol"), _number(job, "atol"), _opt_level(job)
+def check_options(job: VerifyJob) -> None:
+    """Tolerances >= 0 and an optimisation level in 0..3; LensError("bad-request") if not."""
+    for key, value in (("rtol", job.rtol), ("atol", job.atol)):
+        if value is not None and value < 0:
+            raise LensError(ErrorKind.BAD_REQUEST, f"{key} must be a number >= 0, not {value}")
+    if not 0 <= job.opt_level <= MAX_OPT_LEVEL:
+        raise LensError(ErrorKind.BAD_REQUEST,
+                        f"opt_level must be 0..{MAX_OPT_LEVEL}, not {job.opt_level}")
 
 
 def _failed(module_name: str, diagnostics: list[Any], message: str, kind: str,
@@ -121,7 +112,7 @@ def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ..
     result.timings["total"] = round(result.timings.get("total", 0.0) + result.timings["locate"], 6)
     if found is None:
         return
-    result.divergence = found.to_json()
+    result.divergence = found
     result.diagnostics.insert(0, LensDiagnostic(
         severity=Severity.ERROR, message=found.message, kind=ErrorKind.VERIFY_MISMATCH,
         file=found.file, line=found.line, target="llvm",
@@ -167,21 +158,23 @@ def verify_callable(
     return result
 
 
-def run_verify_job(job: dict[str, Any],
-                   mutate_ir: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """The `verify` job: ModuleJob fields + rtol, atol (None: per-dtype defaults), opt_level.
+def run_verify_job(job: VerifyJob,
+                   mutate_ir: Callable[[str], str] | None = None) -> VerifyResult:
+    """A `verify` job on its own: load, inputs, export, verify (the worker's job shares the
+    export of its program cache instead, `worker/jobs.py`).
 
-    Returns VerifyResult.to_json() plus "inputs_source". Raises LensError for bad requests,
-    load errors, unknown modules and inputs problems (the job's error reply). `mutate_ir`
-    alters the linalg text before it is compiled (tests force a mismatch with it).
+    Raises LensError for bad requests, load errors, unknown modules and inputs problems (the
+    job's error reply). `mutate_ir` alters the linalg text before it is compiled (tests force
+    a mismatch with it).
     """
     from torch_mlir_lens.worker import inputs as inputs_mod
     from torch_mlir_lens.worker import loader
 
-    rtol, atol, opt_level = parse_verify_options(job)
-    path = job_path(job)
-    text = job_text(job)
-    name = job_module(job)
+    check_options(job)
+    rtol, atol, opt_level = job.rtol, job.atol, job.opt_level
+    path = os.path.abspath(job.path)
+    text = job.text if job.text is not None else read_text(path)
+    name = job.module
 
     start = time.perf_counter()
     mod = loader.load_definitions(path, text)
@@ -189,21 +182,19 @@ def run_verify_job(job: dict[str, Any],
     start = time.perf_counter()
     resolved = inputs_mod.resolve_inputs(
         mod, name, path=path, text=text,
-        inputs_expr=job.get("inputs"), inputs_file=job.get("inputs_file"),
-        init_expr=job.get("init"), settings_inputs=job.get("settings_inputs") or {},
-        workspace=job.get("workspace"),
+        inputs_expr=job.inputs, inputs_file=job.inputs_file, init_expr=job.init,
+        settings_inputs=job.settings_inputs, workspace=job.workspace,
     )
     fn = inputs_mod.instantiate(mod, name, resolved)
     inputs_s = time.perf_counter() - start
 
     result = verify_callable(
         fn, resolved.args, resolved.kwargs, module_name=name,
-        user_files=loader.user_files_for(path), strict=bool(job.get("strict", False)),
+        user_files=loader.user_files_for(path), strict=job.strict,
         dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
         mutate_ir=mutate_ir,
     )
     result.timings = {"load": round(load_s, 6), "inputs": round(inputs_s, 6), **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + load_s + inputs_s, 6)
-    data = result.to_json()
-    data["inputs_source"] = resolved.source
-    return data
+    result.inputs_source = resolved.source
+    return result

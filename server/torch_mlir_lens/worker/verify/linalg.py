@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.verify_results import VerifyResult
 from torch_mlir_lens.worker.llvm import PipelineError, lower_linalg_to_llvm
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.verify.compare import (
@@ -28,7 +29,6 @@ from torch_mlir_lens.worker.verify.compare import (
     verdict_message,
 )
 from torch_mlir_lens.worker.verify.jit import FuncSig, function_signature, jit, link, run_compiled
-from torch_mlir_lens.worker.verify.results import VerifyResult
 
 # ---------------------------------------------------------------------------------------------
 # Flattening inputs and outputs like torch.export

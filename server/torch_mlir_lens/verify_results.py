@@ -1,12 +1,14 @@
-"""The shapes a verification returns: one compared output, and the verdict of a whole module.
+"""The shapes a verification returns: each compared output, the first diverging line, and the
+verdict of a whole module (`verify` jobs, `Engine.verify`, the CLI's `verify`, the editor).
 
-Both serialize to the JSON of the `verify` job, the CLI's `--json` and the custom request
-(docs/contracts.md); JSON has no inf/nan, so those travel as strings.
+Data only (no torch), like `results.py`. They convert to and from the JSON of the worker's
+reply and of `torch-mlir-lens verify --json`; JSON has no inf/nan, so those travel as
+strings ("inf", "nan").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from torch_mlir_lens.protocol.framing import json_number as _json_float
@@ -59,6 +61,31 @@ class VerifyOutput:
 
 
 @dataclass
+class Divergence:
+    """Where compiled and eager values first part ways: a user line (by file path)."""
+
+    file: str
+    line: int
+    shape: list[int]
+    dtype: str
+    max_abs_err: float
+    worst_index: list[int]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "max_abs_err": _json_float(self.max_abs_err)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Divergence:
+        return cls(
+            file=data["file"], line=data["line"], shape=list(data.get("shape", [])),
+            dtype=data.get("dtype", ""),
+            max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            worst_index=list(data.get("worst_index", [])), message=data.get("message", ""),
+        )
+
+
+@dataclass
 class VerifyResult:
     """The verdict of one verification.
 
@@ -80,9 +107,9 @@ class VerifyResult:
     message: str = ""
     kind: str | None = None
     max_abs_err: float = 0.0
-    # On a mismatch, when found: the first user line whose values differ (divergence.py):
-    # {"file", "line", "shape", "dtype", "max_abs_err", "worst_index", "message"}.
-    divergence: dict[str, Any] | None = None
+    # On a mismatch, when found: the first user line whose values differ (divergence.py).
+    divergence: Divergence | None = None
+    inputs_source: str | None = None  # where the example inputs came from ("comment", ...)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,7 +123,8 @@ class VerifyResult:
             "message": self.message,
             "kind": self.kind,
             "max_abs_err": _json_float(self.max_abs_err),
-            "divergence": self.divergence,
+            "divergence": None if self.divergence is None else self.divergence.to_json(),
+            "inputs_source": self.inputs_source,
         }
 
     @classmethod
@@ -112,7 +140,9 @@ class VerifyResult:
             message=data.get("message", ""),
             kind=data.get("kind"),
             max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
-            divergence=data.get("divergence"),
+            divergence=None if data.get("divergence") is None
+            else Divergence.from_json(data["divergence"]),
+            inputs_source=data.get("inputs_source"),
         )
 
 
