@@ -257,11 +257,6 @@ class Engine:
             VerifyJob, rtol=rtol, atol=atol, opt_level=opt_level).to_json()
         return VerifyResult.from_json(await self._submit(request, cache=False))
 
-    async def run(self, request: dict[str, Any], *, cache: bool = False) -> dict[str, Any]:
-        """Run any worker job (`protocol.jobs`, e.g. `VerifyJob(...).to_json()`) through the
-        queue; returns its result."""
-        return await self._submit(dict(request), cache=cache)
-
     async def stats(self) -> dict[str, Any]:
         """Worker counters {"jobs_run", "exports_run", "pid"} plus the engine's cache counters."""
         result = await self._submit(StatsJob().to_json(), cache=False)
