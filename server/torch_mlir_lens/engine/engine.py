@@ -208,23 +208,6 @@ class Engine:
             results = [r for r in results if r.target in targets]
         return results
 
-    def cached_lower(
-        self, job: ModuleJob, targets: Sequence[str] = ("linalg",), pipeline: str | None = None,
-        **options: bool,
-    ) -> list[LowerResult] | None:
-        """The cached results of exactly this lower() call, or None (never runs a job)."""
-        request = self._filled(job).as_job(
-            LowerJob, targets=list(targets), pipeline=pipeline,
-            keep_weights=options.get("keep_weights", False),
-            debug_info=options.get("debug_info", False),
-            print_after_all=options.get("print_after_all", False),
-            list_unsupported=options.get("list_unsupported", True),
-        ).to_json()
-        value = self._cache.get(self._key(request))
-        if isinstance(value, dict):
-            return [LowerResult.from_json(r) for r in value.get("results", [])]
-        return None
-
     async def export(self, job: ModuleJob, target: str, output: str,
                      bytecode: bool = False) -> dict[str, Any]:
         """Write the module's IR at `target` to `output` atomically → {"path", "bytes"}."""
