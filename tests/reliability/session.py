@@ -22,13 +22,12 @@ from typing import Any, TypeVar
 from bench.lsp_session import (
     SECTION,
     PublishedDiagnostics,
-    WaitTimeout,
     child_env,
     initialize_params,
     plain,
     server_command,
-    wait_until,
 )
+from bench.waiting import WaitTimeout, wait_until
 from lsprotocol import types
 
 from lsp.helpers import LensTestClient, make_client
