@@ -2,9 +2,8 @@
 
 Results use file paths and snake_case JSON; the answers (`protocol.lsp`) use URIs for what the
 editor opens (lower) and camelCase on the wire, which the server's converter writes. Verify's
-findings stay by file path, as the CLI's `--json` gives them. Non-finite floats are passed on
-as they come: the worker already sends verify's errors as "inf"/"nan" strings, and the
-engine's counters and durations are finite.
+findings stay by file path, as the CLI's `--json` gives them. JSON has no inf/nan: non-finite
+floats go as "inf"/"-inf"/"nan" (`protocol.framing.json_number`), as in the worker's replies.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.framing import json_number
 from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.verify_results import Divergence, VerifyOutput, VerifyResult
 
 
 def camel(name: str) -> str:
@@ -103,61 +102,57 @@ def lower_error(module: str, target: str, err: LensError) -> lens_types.LowerRes
     )
 
 
-def _file_diagnostic(data: Mapping[str, Any]) -> lens_types.FileDiagnostic:
-    knock_on = data.get("knock_on")
+def _file_diagnostic(diag: LensDiagnostic) -> lens_types.FileDiagnostic:
+    """A verify finding, by file path (as the CLI's `--json` gives it)."""
     return lens_types.FileDiagnostic(
-        severity=data["severity"],
-        message=data["message"],
-        kind=data.get("kind", "unsupported-op"),
-        file=data.get("file"),
-        line=data.get("line"),
-        op=data.get("op"),
-        target=data.get("target"),
-        cause=data.get("cause"),
-        ops=data.get("ops"),
-        knock_on=None if knock_on is None else [
+        severity=diag.severity,
+        message=diag.message,
+        kind=diag.kind,
+        file=diag.file,
+        line=diag.line,
+        op=diag.op,
+        target=diag.target,
+        cause=diag.cause,
+        ops=diag.ops,
+        knock_on=None if diag.knock_on is None else [
             lens_types.FileKnockOn(op=k.get("op"), file=k.get("file"), line=k.get("line"))
-            for k in knock_on],
-        related=[lens_types.FileRelatedLocation(file=r["file"], line=int(r["line"]),
-                                                message=r.get("message", ""))
-                 for r in data.get("related") or []],
+            for k in diag.knock_on],
+        related=[lens_types.FileRelatedLocation(file=r.file, line=r.line, message=r.message)
+                 for r in diag.related],
     )
 
 
-def _output(data: Mapping[str, Any]) -> lens_types.OutputComparison:
+def _output(out: VerifyOutput) -> lens_types.OutputComparison:
     return lens_types.OutputComparison(
-        index=data["index"], shape=list(data.get("shape", [])), dtype=data.get("dtype", ""),
-        max_abs_err=data.get("max_abs_err", 0.0), max_rel_err=data.get("max_rel_err", 0.0),
-        worst_index=list(data.get("worst_index", [])), ok=data["ok"],
-        rtol=data.get("rtol", 0.0), atol=data.get("atol", 0.0),
-        message=data.get("message", ""),
+        index=out.index, shape=list(out.shape), dtype=out.dtype,
+        max_abs_err=json_number(out.max_abs_err), max_rel_err=json_number(out.max_rel_err),
+        worst_index=list(out.worst_index), ok=out.ok, rtol=out.rtol, atol=out.atol,
+        message=out.message,
     )
 
 
-def _divergence(data: Mapping[str, Any] | None) -> lens_types.Divergence | None:
-    if data is None:
+def _divergence(div: Divergence | None) -> lens_types.Divergence | None:
+    if div is None:
         return None
     return lens_types.Divergence(
-        file=data["file"], line=data["line"], shape=list(data.get("shape", [])),
-        dtype=data.get("dtype", ""), max_abs_err=data.get("max_abs_err", 0.0),
-        worst_index=list(data.get("worst_index", [])), message=data.get("message", ""),
+        file=div.file, line=div.line, shape=list(div.shape), dtype=div.dtype,
+        max_abs_err=json_number(div.max_abs_err), worst_index=list(div.worst_index),
+        message=div.message,
     )
 
 
 def verify_response(verdict: VerifyResult) -> lens_types.VerifyResponse:
-    """`torchMlirLens/verify`'s answer: the verdict as the worker sent it, camelCase (its JSON
-    form carries inf/nan as strings already)."""
-    result = verdict.to_json()
+    """`torchMlirLens/verify`'s answer: the verdict, camelCase on the wire."""
     return lens_types.VerifyResponse(
-        module=result["module"],
-        ok=bool(result["ok"]),
-        outputs=[_output(o) for o in result.get("outputs", [])],
-        rtol=result.get("rtol"),
-        atol=result.get("atol"),
-        timings=camel_names(result.get("timings", {})),
-        diagnostics=[_file_diagnostic(d) for d in result.get("diagnostics", [])],
-        message=result.get("message", ""),
-        kind=result.get("kind"),
-        max_abs_err=result.get("max_abs_err", 0.0),
-        divergence=_divergence(result.get("divergence")),
+        module=verdict.module,
+        ok=verdict.ok,
+        outputs=[_output(o) for o in verdict.outputs],
+        rtol=verdict.rtol,
+        atol=verdict.atol,
+        timings=camel_names(verdict.timings),
+        diagnostics=[_file_diagnostic(d) for d in verdict.diagnostics],
+        message=verdict.message,
+        kind=verdict.kind,
+        max_abs_err=json_number(verdict.max_abs_err),
+        divergence=_divergence(verdict.divergence),
     )

@@ -55,7 +55,6 @@ class LoweringService:
         self._start_task: asyncio.Task[None] | None = None
         self._spawned: asyncio.Future[None] | None = None
         self._status = _Status()
-        self.early_pid: int | None = None  # the adopted early worker's pid (serverInfo)
         self._output_budget = OutputBudget(lambda line: log.info("%s", line))
 
     # -- life cycle ---------------------------------------------------------------------
@@ -87,7 +86,6 @@ class LoweringService:
             engine.update_config(timeout_s=config.timeout_s,
                                  memory_limit_mb=config.memory_limit_mb)
             engine.set_output(self._worker_output)
-            self.early_pid = engine.prespawned_pid
         self.engine = engine
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
@@ -392,7 +390,7 @@ class LoweringService:
             out["error"] = err.message
         # Read after the worker answered (or not): the state as of now.
         out.update(restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
-                   worker_pid=engine.worker_pid, early_pid=self.early_pid)
+                   worker_pid=engine.worker_pid, early_pid=engine.prespawned_pid)
         return out
 
     # -- progress -----------------------------------------------------------------------

@@ -122,8 +122,36 @@ def _register_strict_params(converter: Any) -> None:
 
     cattrs converts primitives the lenient way (`{"uri": 42}` becomes the string "42", a
     handler then fails on it with a vaguer message); these are refused as InvalidParams
-    naming the field. The standard LSP messages keep lsprotocol's own rules.
+    naming the field. The standard LSP messages keep lsprotocol's own rules. The strict
+    converter and each class's hook are made when a custom message first arrives, not at
+    start-up (on the way to the first code lenses).
     """
+    classes = {params for params, _answer in lens_types.REQUESTS.values()}
+    classes |= set(lens_types.NOTIFICATIONS.values())
+    classes |= {args for args, _answer in lens_types.COMMANDS.values()}
+    made: list[Any] = []
+
+    def hook(cls: type) -> Any:
+        if not made:
+            made.append(_strict_copy(converter))
+        # Not lsprotocol's factory (it would build the hook with its own, lenient converter):
+        # the same camelCase names, each field through the strict copy.
+        names: dict[str, Any] = {f.name: cattrs.gen.override(rename=camel(f.name))
+                                 for f in attrs.fields(_resolved(cls)) if camel(f.name) != f.name}
+        return cattrs.gen.make_dict_structure_fn(cls, made[0], **names)
+
+    def ours(t: Any) -> bool:
+        try:
+            return t in classes
+        except TypeError:  # an unhashable type annotation: not one of ours
+            return False
+
+    converter.register_structure_hook_factory(ours, hook)
+
+
+def _strict_copy(converter: Any) -> Any:
+    """A copy of `converter` whose primitives are never converted (str, int, bool exactly;
+    a number for a float; unions of primitives checked member by member)."""
     strict = converter.copy()
 
     def exact(kind: type) -> Any:
@@ -158,16 +186,7 @@ def _register_strict_params(converter: Any) -> None:
         return value
 
     strict.register_structure_hook_func(primitive_union, one_of)
-    classes = [params for params, _answer in lens_types.REQUESTS.values()]
-    classes += [*lens_types.NOTIFICATIONS.values()]
-    classes += [args for args, _answer in lens_types.COMMANDS.values()]
-    for cls in classes:
-        # Made here, not by lsprotocol's factory (which would build it with its own converter,
-        # lenient): the same camelCase names, each field through `strict`.
-        names: dict[str, Any] = {f.name: cattrs.gen.override(rename=camel(f.name))
-                                 for f in attrs.fields(_resolved(cls)) if camel(f.name) != f.name}
-        converter.register_structure_hook(
-            cls, cattrs.gen.make_dict_structure_fn(cls, strict, **names))
+    return strict
 
 
 _resolve_tried: set[type] = set()
