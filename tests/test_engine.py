@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -170,12 +172,29 @@ async def test_stray_thread_gets_the_worker_replaced(tmp_path: Path) -> None:
         await engine.stop()
 
 
-async def test_library_thread_keeps_the_worker(tmp_path: Path) -> None:
+def linked_venv(where: Path) -> str:
+    """A venv whose packages (torch, tqdm, this project) are this one's, read through a `.pth`
+    file with `site.addsitedir`: its own `site` does not list them as its site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True,
+                   timeout=120)
+    python = where / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    ours = sysconfig.get_paths()["purelib"]
+    Path(purelib, "linked.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return str(python)
+
+
+@pytest.mark.parametrize("interpreter", ["this venv", "a venv linked to it"])
+async def test_library_thread_keeps_the_worker(tmp_path: Path, interpreter: str) -> None:
     """tqdm's monitor thread (a library's own, running no user code) is not a leak: the worker
-    stays, while a user's thread (test above) still gets it replaced."""
+    stays, while a user's thread (test above) still gets it replaced. Also when the packages
+    come from a site-packages folder the interpreter's `site` does not list."""
+    python = sys.executable if interpreter == "this venv" else linked_venv(tmp_path / "venv")
     names = tmp_path / "threads"
     env = {**os.environ, "FAULTY_THREADS": str(names)}
-    engine = Engine(EngineConfig(python=sys.executable, timeout_s=30, env=env))
+    engine = Engine(EngineConfig(python=python, timeout_s=60, env=env))
     await engine.start()
     try:
         (res,) = await engine.lower(job("LibraryThread"), targets=["torch"])

@@ -24,6 +24,8 @@ import threading
 import time
 from typing import Any
 
+from torch_mlir_lens.frames import in_installed_package
+
 # Namespaces whose attributes user code is likely to patch, by import name.
 _NAMESPACES = (
     "torch", "torch.nn", "torch.nn.functional", "torch.export", "torch.fx", "torch.fx.graph",
@@ -95,13 +97,18 @@ _LIBRARY_ROOTS: tuple[str, ...] | None = None
 
 def is_library_file(filename: str) -> bool:
     """True for installed code (stdlib, site-packages) and interpreter pseudo-files
-    (`<frozen ...>`); False for everything else, the user's files and editable checkouts."""
+    (`<frozen ...>`); False for everything else, the user's files and editable checkouts.
+
+    A site-packages folder that the interpreter's own `site` does not list counts too: a venv
+    that reads another's packages through a `.pth` file, or packages on PYTHONPATH, are still
+    installed code (the same rule as `frames.in_installed_package`)."""
     global _LIBRARY_ROOTS
     if filename.startswith("<"):
         return True
     if _LIBRARY_ROOTS is None:
         _LIBRARY_ROOTS = _library_roots()
-    return os.path.realpath(filename).startswith(_LIBRARY_ROOTS)
+    real = os.path.realpath(filename)
+    return real.startswith(_LIBRARY_ROOTS) or in_installed_package(real)
 
 
 def _code_file(fn: Any) -> str | None:
