@@ -20,6 +20,9 @@ export type CommandInterceptor = (args: unknown[]) => Promise<boolean>;
 /** Python extension interpreter events come in bursts (discovery, selection): wait this long. */
 const INTERPRETER_DEBOUNCE_MS = 1000;
 
+/** A resource in no workspace folder: its settings are the workspace's (and the user's). */
+const OUTSIDE_EVERY_FOLDER = vscode.Uri.parse('untitled:torch-mlir-lens');
+
 export class LensClient implements vscode.Disposable {
   private readonly servers = new Map<string, FolderServer>();
   private readonly folderLogs = new Map<string, vscode.LogOutputChannel>();
@@ -157,7 +160,7 @@ export class LensClient implements vscode.Disposable {
     const active = this.activeServer();
     if (active) return active;
     const doc = this.activeDocument();
-    return this.serverFor(doc ?? vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.parse('untitled:torch-mlir-lens'));
+    return this.serverFor(doc ?? vscode.workspace.workspaceFolders?.[0]?.uri ?? OUTSIDE_EVERY_FOLDER);
   }
 
   private activeDocument(): vscode.Uri | undefined {
@@ -216,7 +219,8 @@ export class LensClient implements vscode.Disposable {
 
   private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
     for (const server of this.all()) {
-      const scope = server.folder?.uri;
+      // The default server's settings are the workspace's: a folder's own change is not its.
+      const scope = server.folder?.uri ?? OUTSIDE_EVERY_FOLDER;
       if (e.affectsConfiguration(`${SECTION}.python`, scope)) void server.restart();
       else if (e.affectsConfiguration(SECTION, scope)) server.settingsChanged();
     }

@@ -182,10 +182,28 @@ export async function runMultiRoot(): Promise<void> {
   await steps.run('folderRemoved', async () => {
     const betaKey = beta.uri.toString();
     if (!api.client.all().some((s) => s.key === betaKey)) throw new Error("beta's server never existed");
-    if (!vscode.workspace.updateWorkspaceFolders(1, 1)) throw new Error('could not remove beta');
-    await waitFor("beta's server to go", 30_000, async () => (api.client.all().some((s) => s.key === betaKey) ? undefined : true));
+    const startsBefore = byFolder(await api.report());
+    // beta's `torchMlirLens.python` goes with it: a configuration change. Ours is heard after
+    // the client's (listeners run in order), so once it fired the client has reacted to it.
+    let settingGone = false;
+    const listener = vscode.workspace.onDidChangeConfiguration((e) => {
+      settingGone ||= e.affectsConfiguration('torchMlirLens.python');
+    });
+    try {
+      if (!vscode.workspace.updateWorkspaceFolders(1, 1)) throw new Error('could not remove beta');
+      await waitFor("beta's server to go", 30_000, async () => (api.client.all().some((s) => s.key === betaKey) ? undefined : true));
+      await waitFor("the change of beta's settings", 30_000, async () => (settingGone ? true : undefined));
+    } finally {
+      listener.dispose();
+    }
     for (const name of ['alpha', 'gamma']) {
       if (!api.client.all().find((s) => s.folder?.name === name)?.running) throw new Error(`${name}'s server stopped too`);
+    }
+    // A folder's own setting leaving is not the other servers' business: none restarts.
+    const after = byFolder(await api.report());
+    const restarted = ['alpha', 'gamma', '(none)'].filter((f) => after.get(f)?.starts !== startsBefore.get(f)?.starts);
+    if (restarted.length) {
+      throw new Error(`removing beta restarted: ${restarted.map((f) => `${f} ${startsBefore.get(f)?.starts} → ${after.get(f)?.starts}`).join(', ')}`);
     }
     return `servers left: ${api.client.all().map((s) => s.label).join(', ')}`;
   });
