@@ -70,8 +70,28 @@ async function runWindow(server, name, ctx) {
       const file = path.join(ctx.tmp, `suite-result-${spec.suite}.json`);
       result.suites[spec.suite] = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
       log(`in-host suite ${spec.suite}: exit code ${exit}`);
+      for (const [step, r] of Object.entries(result.suites[spec.suite] ?? {})) {
+        if (!r.ok) log(`  in-host FAIL ${spec.suite}.${step} after ${r.ms} ms: ${r.detail.slice(0, 600)}`);
+      }
     }
+    const failed = Object.entries(result.steps).some(([k, r]) => k.startsWith(`${name}.`) && !r.ok) || (spec.suite && result.suiteExit[spec.suite] !== 0);
+    if (failed) logTails(win.userData);
     await win.closeWindow();
+  }
+}
+
+/** The last lines of the extension's logs of the newest window (its servers' and its own). */
+function logTails(ud) {
+  const logs = path.join(ud, 'logs');
+  const sessions = fs.existsSync(logs) ? fs.readdirSync(logs).sort() : [];
+  const session = sessions.length ? path.join(logs, sessions.at(-1)) : undefined;
+  const hosts = session ? fs.readdirSync(session).filter((d) => d.startsWith('exthost')).sort((a, b) => Number(a.slice(7)) - Number(b.slice(7))) : [];
+  if (!hosts.length) return log('  no extension host logs');
+  const dir = path.join(session, hosts.at(-1), 'torch-mlir-lens.torch-mlir-lens');
+  for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    const lines = fs.readFileSync(path.join(dir, f), 'utf8').trimEnd().split('\n');
+    log(`  ${f} (${hosts.at(-1)}), last ${Math.min(12, lines.length)} of ${lines.length} lines:`);
+    for (const line of lines.slice(-12)) console.log(`    ${line.slice(0, 240)}`);
   }
 }
 

@@ -160,7 +160,7 @@ export async function startCodeServer({ name, tmp, exts, trust, python = PYTHON,
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
     log(`[${name}/${windowName}] workbench loaded (code-server on port ${port})`);
     const closeWindow = () => ctx.close().catch(() => undefined);
-    return { page, suiteDone, reportFile, closeWindow };
+    return { page, suiteDone, reportFile, closeWindow, userData: ud };
   };
   return { open, close };
 }
@@ -182,11 +182,22 @@ export function ui(page, name, reportFile) {
       result.steps[key] = { ok: true, ms: Date.now() - t0, detail: detail ?? '' };
       log('PASS', key, detail ?? '');
     } catch (e) {
-      result.steps[key] = { ok: false, ms: Date.now() - t0, detail: String(e).split('\n')[0] };
+      const seen = await whatTheExtensionSees();
+      result.steps[key] = { ok: false, ms: Date.now() - t0, detail: String(e).split('\n')[0], seen };
       log('FAIL', key, String(e).split('\n')[0]);
+      log(`  seen: ${seen}`);
       await shot(`fail-${key}.png`).catch(() => undefined);
       throw e;
     }
+  };
+  /** On a failure: the lenses on the page and the extension's own account of its servers. */
+  const whatTheExtensionSees = async () => {
+    const lensTitles = await page.locator('.contentWidgets .codelens-decoration').allInnerTexts().catch(() => []);
+    const rep = await report('a report for the failure', 10_000, (r) => r).catch(() => undefined);
+    const servers = rep
+      ? rep.servers.map((s) => `${s.folder ?? '(none)'}: ${s.state}${s.running ? ' running' : ''}, ${s.starts} start(s)${s.detail ? ` (${s.detail})` : ''}`).join('; ')
+      : 'no report: the extension (or its host) did not answer';
+    return `lenses [${lensTitles.join(' | ').replace(/\s+/g, ' ')}]; active ${rep?.active?.uri ?? '?'}; servers ${servers}`;
   };
   const openFromExplorer = async (file) => {
     const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: file }).first();
