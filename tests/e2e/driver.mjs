@@ -75,9 +75,23 @@ async function runWindow(server, name, ctx) {
       }
     }
     const failed = Object.entries(result.steps).some(([k, r]) => k.startsWith(`${name}.`) && !r.ok) || (spec.suite && result.suiteExit[spec.suite] !== 0);
-    if (failed) logTails(win.userData);
+    if (failed) {
+      logTails(win.userData);
+      // code-server's and the window's own account of its extension host (started, exited, crashed).
+      const server = path.basename(win.userData).replace(/^ud-/, '');
+      logMatching(`code-server-${server}.log`, /ExtensionHost|exited/i);
+      logMatching(`browser-console-${server}-${name}.log`, /extension host|\[error\]/i);
+    }
     await win.closeWindow();
   }
+}
+
+/** The last lines of an artifact log that match `pattern`. */
+function logMatching(file, pattern, count = 8) {
+  const full = path.join(ARTIFACTS, file);
+  const lines = fs.existsSync(full) ? fs.readFileSync(full, 'utf8').split('\n').filter((l) => pattern.test(l)) : [];
+  log(`  ${file}, last ${Math.min(count, lines.length)} of ${lines.length} matching lines:`);
+  for (const line of lines.slice(-count)) console.log(`    ${line.slice(0, 240)}`);
 }
 
 /** The last lines of the extension's logs of the newest window (its servers' and its own). */
