@@ -58,6 +58,7 @@ SUITE_STEPS = {
         "trustRace",
     ),
     "multiRoot": (
+        "workspaceFolders",
         "alphaOwnSettings",
         "betaMissingServer",
         "outsideDefaultServer",

@@ -22,7 +22,7 @@ export const CHROMIUM = process.env.TML_CHROMIUM || '/usr/bin/chromium';
 const REPORT_KEY = 'Control+Alt+Shift+J';
 
 const started = Date.now();
-export const result = { ok: false, steps: {}, suites: {}, suiteExit: {}, artifacts: ARTIFACTS, error: null };
+export const result = { ok: false, steps: {}, suites: {}, suiteExit: {}, reopened: {}, artifacts: ARTIFACTS, error: null };
 export const log = (...a) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s]`, ...a);
 /** Run on abort: kill what we started. */
 export const cleanups = [];
@@ -132,8 +132,10 @@ export async function startCodeServer({ name, tmp, exts, trust, python = PYTHON,
    * A fresh Chromium window on `target` ({folder} or {workspace}); `suite: true` also runs the
    * in-editor suite (suite/index.ts) in its extension host.
    */
-  const open = async ({ window: windowName, folder, workspace, suite = false }) => {
-    const ctx = await chromium.launchPersistentContext(path.join(tmp, `chromium-${name}-${windowName}`), {
+  const open = async ({ window: windowName, folder, workspace, suite = false, attempt = 1 }) => {
+    // A browser profile of its own per attempt: nothing cached from a window opened before.
+    const profile = path.join(tmp, `chromium-${name}-${windowName}${attempt > 1 ? `-${attempt}` : ''}`);
+    const ctx = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1500, height: 900 },

@@ -29,11 +29,21 @@ function commandOf(pid: number): string {
 
 export async function runMultiRoot(): Promise<void> {
   const steps = new Steps('multiRoot');
-  const folders = vscode.workspace.workspaceFolders ?? [];
-  const alpha = folders.find((f) => f.name === 'alpha');
-  const beta = folders.find((f) => f.name === 'beta');
-  const gamma = folders.find((f) => f.name === 'gamma');
-  if (!alpha || !beta || !gamma) throw new Error(`want folders alpha, beta and gamma, have ${folders.map((f) => f.name).join(', ')}`);
+  // VS Code in the browser reads a remote .code-workspace file only once its remote file system
+  // is up: until then the window has no folders, and they arrive as a folder change.
+  const named = (name: string) => vscode.workspace.workspaceFolders?.find((f) => f.name === name);
+  const started = Date.now();
+  const [alpha, beta, gamma] = await waitFor(
+    'the workspace folders alpha, beta and gamma',
+    60_000,
+    async () => {
+      const found = ['alpha', 'beta', 'gamma'].map(named);
+      return found.every((f) => f) ? (found as vscode.WorkspaceFolder[]) : undefined;
+    },
+    () => `folders [${(vscode.workspace.workspaceFolders ?? []).map((f) => f.name).join(', ')}]`,
+  );
+  const foldersAfter = Date.now() - started;
+  await steps.run('workspaceFolders', async () => `alpha, beta and gamma there ${foldersAfter} ms after the suite started`);
   const interpreters = JSON.parse(fs.readFileSync(path.join(baseDir(), 'interpreters.json'), 'utf8')) as Interpreters;
   const serverInfo = (uri: vscode.Uri) =>
     api.client.request<{ pid: number; settings: { lensTargets: string[]; defaultTarget: string } }>('torchMlirLens/serverInfo', {
