@@ -184,11 +184,12 @@ export function ui(page, name, reportFile) {
       result.steps[key] = { ok: true, ms: Date.now() - t0, detail: detail ?? '' };
       log('PASS', key, detail ?? '');
     } catch (e) {
+      const ms = Date.now() - t0;
+      await shot(`fail-${key}.png`).catch(() => undefined); // the screen as it failed, before asking for a report
       const seen = await whatTheExtensionSees();
-      result.steps[key] = { ok: false, ms: Date.now() - t0, detail: String(e).split('\n')[0], seen };
+      result.steps[key] = { ok: false, ms, detail: String(e).split('\n')[0], seen };
       log('FAIL', key, String(e).split('\n')[0]);
       log(`  seen: ${seen}`);
-      await shot(`fail-${key}.png`).catch(() => undefined);
       throw e;
     }
   };
