@@ -68,7 +68,8 @@ const WORKSPACE_ATTEMPTS = 3;
  * remote .code-workspace file once, at start-up, and when that read fails (now and then, while
  * the remote file system comes up) the window stays without folders for good, the explorer
  * saying "No Folder Opened". Nothing was tested yet then, so it is opened again, in a fresh
- * browser profile, and said so in the log and the result.
+ * browser profile, and said so in the log and the result. (Its in-host suite has given up by
+ * then: it waits 20 s for the folders.)
  */
 async function openWindow(server, name, ctx) {
   const spec = WINDOWS[name];

@@ -30,12 +30,14 @@ function commandOf(pid: number): string {
 export async function runMultiRoot(): Promise<void> {
   const steps = new Steps('multiRoot');
   // VS Code in the browser reads a remote .code-workspace file only once its remote file system
-  // is up: until then the window has no folders, and they arrive as a folder change.
+  // is up: until then the window has no folders, and they arrive as a folder change. Shorter
+  // than the driver's 30 s check (driver.mjs, openWindow): a window it discards and opens again
+  // has given up by then, so it never runs its steps beside the new window's.
   const named = (name: string) => vscode.workspace.workspaceFolders?.find((f) => f.name === name);
   const started = Date.now();
   const [alpha, beta, gamma] = await waitFor(
     'the workspace folders alpha, beta and gamma',
-    60_000,
+    20_000,
     async () => {
       const found = ['alpha', 'beta', 'gamma'].map(named);
       return found.every((f) => f) ? (found as vscode.WorkspaceFolder[]) : undefined;
