@@ -118,12 +118,17 @@ async function runWindow(server, name, ctx) {
   }
 }
 
+/** Prints the last `count` of `lines` under a heading that says how many there were. */
+function logLast(what, lines, count) {
+  log(`  ${what}, last ${Math.min(count, lines.length)} of ${lines.length} lines:`);
+  for (const line of lines.slice(-count)) console.log(`    ${line.slice(0, 240)}`);
+}
+
 /** The last lines of an artifact log that match `pattern`. */
 function logMatching(file, pattern, count = 8) {
   const full = path.join(ARTIFACTS, file);
   const lines = fs.existsSync(full) ? fs.readFileSync(full, 'utf8').split('\n').filter((l) => pattern.test(l)) : [];
-  log(`  ${file}, last ${Math.min(count, lines.length)} of ${lines.length} matching lines:`);
-  for (const line of lines.slice(-count)) console.log(`    ${line.slice(0, 240)}`);
+  logLast(`${file} (matching ${pattern})`, lines, count);
 }
 
 /** The last lines of the extension's logs of the newest window (its servers' and its own). */
@@ -135,9 +140,7 @@ function logTails(ud) {
   if (!hosts.length) return log('  no extension host logs');
   const dir = path.join(session, hosts.at(-1), 'torch-mlir-lens.torch-mlir-lens');
   for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-    const lines = fs.readFileSync(path.join(dir, f), 'utf8').trimEnd().split('\n');
-    log(`  ${f} (${hosts.at(-1)}), last ${Math.min(12, lines.length)} of ${lines.length} lines:`);
-    for (const line of lines.slice(-12)) console.log(`    ${line.slice(0, 240)}`);
+    logLast(`${f} (${hosts.at(-1)})`, fs.readFileSync(path.join(dir, f), 'utf8').trimEnd().split('\n'), 12);
   }
 }
 
