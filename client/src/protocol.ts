@@ -284,6 +284,10 @@ export interface ExportReproResponse {
   command: string;
 }
 
+export interface SetTrustedResponse {
+  trusted: boolean;
+}
+
 export interface ExplainInputsResponse {
   message: string;
   template: string;
@@ -308,6 +312,7 @@ export const SERVER_COMMANDS = {
   exportRepro: 'torchMlirLens.exportRepro', // ExportReproArgs → ExportReproResponse
   explainInputs: 'torchMlirLens.explainInputs', // ModuleArgs → ExplainInputsResponse
   verify: 'torchMlirLens.verify', // VerifyParams → VerifyResponse
+  setTrusted: 'torchMlirLens.setTrusted', // SetTrustedParams → SetTrustedResponse
 } as const;
 
 export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm'] as const;

@@ -23,6 +23,7 @@ from pygls.capabilities import get_capability
 from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.documents import DocumentState, Verdict
 from torch_mlir_lens.lsp.output_budget import OutputBudget
+from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.verdict import backend_verdict
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-UNTRUSTED = "untrusted"  # LensError kind: the workspace is not trusted
 STATUS = lens_types.STATUS
 
 
@@ -66,7 +66,7 @@ class LoweringService:
     def start(self) -> None:
         """Start (warm) the worker in the background, if the workspace is trusted."""
         if not self.trusted:
-            self.set_status(UNTRUSTED, "workspace not trusted: no user code is run")
+            self.set_status(UNTRUSTED, self._server.trust.detail)
             return
         if self.engine is not None:
             return
@@ -180,9 +180,7 @@ class LoweringService:
 
     async def _engine_or_raise(self) -> Engine:
         if not self.trusted:
-            raise LensError(
-                UNTRUSTED, "The workspace is not trusted: Torch-MLIR Lens runs no user code."
-            )
+            raise LensError(UNTRUSTED, self._server.trust.refusal)
         if self.engine is None:
             self.start()
         engine = self.engine

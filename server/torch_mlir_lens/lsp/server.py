@@ -26,6 +26,7 @@ from torch_mlir_lens.lsp.features.notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from torch_mlir_lens.lsp.lowering_service import LoweringService
 from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
+from torch_mlir_lens.lsp.trust import Trust
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine
@@ -45,7 +46,10 @@ class LensServer(LanguageServer):
         )
         self.settings = Settings()
         self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
-        self.trusted = True  # the client says otherwise in initializationOptions
+        # The last settings pushed in workspace/didChangeConfiguration (clients that cannot
+        # answer workspace/configuration).
+        self.pushed_settings: dict[str, Any] | None = None
+        self.trust = Trust()  # untrusted until the client says otherwise
         self.workspace_root: str | None = None
         self.store = DocumentStore()
         self.service = LoweringService(self)
@@ -54,6 +58,11 @@ class LensServer(LanguageServer):
         self.checks: dict[str, PendingCheck] = {}  # uri → its diagnostics check under way
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """May user code run (the client said the workspace is trusted)?"""
+        return self.trust.trusted
 
     def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine in the background, keeping a reference until it is done."""

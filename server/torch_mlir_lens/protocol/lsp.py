@@ -27,6 +27,7 @@ EXPORT_MODULE = "torchMlirLens.exportModule"
 EXPORT_REPRO = "torchMlirLens.exportRepro"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY_COMMAND = "torchMlirLens.verify"
+SET_TRUSTED_COMMAND = "torchMlirLens.setTrusted"  # as the notification, for any client
 
 ServerState = Literal["starting", "ready", "lowering", "error", "untrusted"]
 InputsStatus = Literal["comment", "convention", "settings", "derived", "inferred", "missing"]
@@ -410,6 +411,13 @@ class ExportReproResponse:
 
 
 @attrs.define
+class SetTrustedResponse:
+    """`torchMlirLens.setTrusted` (argument: `SetTrustedParams`): the trust now in effect."""
+
+    trusted: bool
+
+
+@attrs.define
 class ExplainInputsResponse:
     """How to give the module example inputs, and the comment to paste."""
 
@@ -433,4 +441,5 @@ COMMANDS: dict[str, tuple[type, type]] = {
     EXPORT_REPRO: (ExportReproArgs, ExportReproResponse),
     EXPLAIN_INPUTS: (ModuleArgs, ExplainInputsResponse),
     VERIFY_COMMAND: (VerifyParams, VerifyResponse),
+    SET_TRUSTED_COMMAND: (SetTrustedParams, SetTrustedResponse),
 }

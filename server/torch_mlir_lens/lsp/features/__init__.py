@@ -20,8 +20,9 @@ def register_all(server: LensServer) -> None:
         notebooks,
         status,
         sync,
+        trust,
     )
 
-    for feature in (status, sync, notebooks, diagnostics, code_lens, hover, code_actions,
+    for feature in (status, trust, sync, notebooks, diagnostics, code_lens, hover, code_actions,
                     commands, custom_requests):
         feature.register(server)

@@ -23,7 +23,7 @@ from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import convert, library_related, notebook_view, verify_view
 from torch_mlir_lens.lsp.documents import STATIC, DiagRecord, DocumentState, PendingCheck
-from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
+from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.targets import BACKENDS, target_title
 

@@ -4,7 +4,8 @@
 - `initialized` starts the lowering worker in the background (trusted workspaces only) and
   pulls `workspace/configuration`; `workspace/didChangeConfiguration` pulls it again, so a
   changed setting takes effect without a restart.
-- `torchMlirLens/setTrusted` (notification) turns user-code execution on or off.
+- Trust (`initializationOptions.trusted`, the setTrusted notification and command) is
+  `trust.py`'s.
 - `torchMlirLens/serverInfo` (request) `{waitForWorker?}` answers `ServerInfoResponse`
   (`protocol.lsp`): `{pid, version, torchImported, torchMlirImported, trusted, status,
   settings, engine}`; `settings` the effective `ServerSettings`, `engine` null without a
@@ -29,8 +30,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import diagnostics, project_config
-from torch_mlir_lens.lsp.lowering_service import UNTRUSTED
+from torch_mlir_lens.lsp.features import diagnostics, project_config, trust
 from torch_mlir_lens.lsp.settings import SECTION, Settings, effective_settings, section_of
 from torch_mlir_lens.protocol import lsp as lens_types
 
@@ -39,12 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SET_TRUSTED = lens_types.SET_TRUSTED
 SERVER_INFO = lens_types.SERVER_INFO
-UNTRUSTED_MESSAGE = (
-    "Torch-MLIR Lens: this workspace is not trusted, so no user code is run: module list and "
-    "lenses only, no IR, hovers or diagnostics. Trust the workspace to enable lowering."
-)
 
 
 def register(server: LensServer) -> None:
@@ -53,9 +48,8 @@ def register(server: LensServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
         options = convert.json_object(params.initialization_options) or {}
-        trusted = options.get("trusted")
-        # No trust concept in the client (e.g. a plain Neovim setup): the user started us.
-        server.trusted = trusted if isinstance(trusted, bool) else True
+        # A client that says nothing about trust gets none: see lsp/trust.py.
+        server.trust.state(options.get("trusted"))
         if not server.trusted:
             server.service.discard_prespawned()  # spawned before we knew: no user code ran
         server.init_settings = dict(section_of(options.get("settings")) or {})
@@ -70,7 +64,7 @@ def register(server: LensServer) -> None:
             server.trusted,
         )
         if not server.trusted:
-            announce_untrusted(server)
+            trust.announce_untrusted(server)
         else:
             server.service.start()
         await pull_settings(server)
@@ -86,12 +80,11 @@ def register(server: LensServer) -> None:
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
         payload = convert.json_object(params.settings)
         if payload is not None and isinstance(payload.get("trusted"), bool):
-            set_trusted(server, payload["trusted"])
-        await pull_settings(server, pushed=section_of(payload))
-
-    @server.feature(SET_TRUSTED)
-    def on_set_trusted(params: lens_types.SetTrustedParams) -> None:
-        set_trusted(server, params.trusted)
+            trust.set_trusted(server, payload["trusted"])
+        pushed = section_of(payload)
+        if pushed is not None:  # kept: a client without workspace/configuration sends no more
+            server.pushed_settings = dict(pushed)
+        await pull_settings(server)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(params: Any) -> None:
@@ -155,8 +148,12 @@ def _workspace_root(params: types.InitializeParams) -> str | None:
     return params.root_path
 
 
-async def pull_settings(server: LensServer, pushed: Mapping[str, Any] | None = None) -> None:
-    """Fetch `torchMlirLens` from the client (if it can answer) and apply it."""
+async def pull_settings(server: LensServer) -> None:
+    """Fetch `torchMlirLens` from the client (if it can answer) and apply it.
+
+    A client without `workspace/configuration` (Neovim 0.7, Helix, ...) gets the settings it
+    last pushed in `workspace/didChangeConfiguration` (over its `initializationOptions`).
+    """
     pulled: Mapping[str, Any] | None = None
     if get_capability(server.client_capabilities, "workspace.configuration", False):
         try:
@@ -170,7 +167,7 @@ async def pull_settings(server: LensServer, pushed: Mapping[str, Any] | None = N
                 pulled = section  # the section itself, nothing set yet: {}
         except Exception as exc:
             log.warning("could not read the workspace configuration: %s", exc)
-    apply_settings(server, pulled if pulled is not None else pushed)
+    apply_settings(server, pulled if pulled is not None else server.pushed_settings)
 
 
 def apply_settings(
@@ -199,29 +196,3 @@ def _checks_changed(old: Any, new: Any) -> bool:
     return bool(
         old.check_targets != new.check_targets or old.diagnostics != new.diagnostics
     )
-
-
-def announce_untrusted(server: LensServer) -> None:
-    """Say once, and in the status, why nothing is lowered."""
-    server.service.set_status(UNTRUSTED, "workspace not trusted: no user code is run")
-    if not server.untrusted_announced:
-        server.untrusted_announced = True
-        server.show(UNTRUSTED_MESSAGE, types.MessageType.Warning)
-    log.warning("workspace not trusted: no user code will be run")
-
-
-def set_trusted(server: LensServer, trusted: bool) -> None:
-    """Turn user-code execution on (start the worker, check open files) or off."""
-    if trusted == server.trusted:
-        return
-    server.trusted = trusted
-    if trusted:
-        log.info("workspace trusted: starting the lowering worker")
-        server.service.start()
-        diagnostics.recheck_all(server, lowering=True)
-    else:
-        server.background(server.service.stop())
-        announce_untrusted(server)
-        for doc in server.store:
-            doc.forget_results()
-        diagnostics.recheck_all(server, lowering=True)
