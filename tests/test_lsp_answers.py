@@ -18,7 +18,7 @@ from pygls.protocol import JsonRPCResponseMessage
 from torch_mlir_lens.frames import FrameTable, SourceFrame
 from torch_mlir_lens.lsp import answers
 from torch_mlir_lens.lsp.convert import path_to_uri
-from torch_mlir_lens.lsp.protocol import lens_converter
+from torch_mlir_lens.lsp.json_rpc import lens_converter
 from torch_mlir_lens.results import (
     IrLineMapping,
     LensDiagnostic,

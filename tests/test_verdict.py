@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torch_mlir_lens.lsp.lowering_service import verdict_of
+from torch_mlir_lens.lsp.document import verdict_of
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LowerResult
 from torch_mlir_lens.verdict import backend_verdict, verdict_json
 

@@ -1,6 +1,6 @@
 """Notebook cells as seen by the features: program lines ↔ (cell URI, cell line).
 
-A notebook's `DocumentState` holds the program of its cells (`notebook.py`); every feature
+A notebook's `Document` holds the program of its cells (`notebook.py`); every feature
 works on program lines as for a file. The editor, though, asks and shows per cell: this module
 turns a cell's positions into program lines and the features' answers (lenses, hover ranges,
 quick-fix edits, diagnostics, the IR pane's source map) back into cell positions.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.documents import DocumentState
+from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.notebook import CellSpan, Program, module_text, relabel
 from torch_mlir_lens.protocol import lsp as lens_types
 
@@ -26,7 +26,7 @@ SOURCE = "torch-mlir"
 CELL_SKIPPED = "cell-skipped"  # diagnostic code of a cell left out because it does not parse
 
 
-def resolve(server: LensServer, uri: str) -> tuple[DocumentState | None, CellSpan | None]:
+def resolve(server: LensServer, uri: str) -> tuple[Document | None, CellSpan | None]:
     """The document a request's URI is about, and the cell when the URI is a notebook cell."""
     doc = server.store.get(uri)
     if doc is None or doc.notebook is None or doc.uri == uri:
@@ -35,7 +35,7 @@ def resolve(server: LensServer, uri: str) -> tuple[DocumentState | None, CellSpa
     return (doc, span) if span is not None else (None, None)
 
 
-def job_text(server: LensServer, doc: DocumentState, module: str) -> str:
+def job_text(server: LensServer, doc: Document, module: str) -> str:
     """The text to lower `module` from: a file's text; for a notebook, its cells up to the
     module's (`Program.text_for`: a later training cell never runs)."""
     program = doc.notebook
@@ -110,7 +110,7 @@ def diagnostic_in_program(span: CellSpan, diag: types.Diagnostic) -> types.Diagn
 
 
 def actions_to_cells(
-    doc: DocumentState, actions: Sequence[types.CodeAction], span: CellSpan
+    doc: Document, actions: Sequence[types.CodeAction], span: CellSpan
 ) -> list[types.CodeAction]:
     """Code actions whose edits (on the program) become edits of the cells they touch."""
     program = doc.notebook
@@ -140,7 +140,7 @@ def actions_to_cells(
     return out
 
 
-def publish(server: LensServer, doc: DocumentState, diagnostics: list[types.Diagnostic],
+def publish(server: LensServer, doc: Document, diagnostics: list[types.Diagnostic],
             previous: set[str]) -> set[str]:
     """Publish a notebook's diagnostics on its cells; the cells published to.
 
@@ -182,7 +182,7 @@ def _problem_diagnostic(line: int, message: str) -> types.Diagnostic:
     )
 
 
-def relocate_lower(doc: DocumentState,
+def relocate_lower(doc: Document,
                    answer: lens_types.LowerResponse) -> lens_types.LowerResponse:
     """A `torchMlirLens/lower` answer with the notebook's lines as (cell URI, cell line)."""
     program = doc.notebook

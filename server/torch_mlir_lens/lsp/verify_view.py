@@ -5,7 +5,7 @@ wire them in:
 
 - code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
   "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
-- commands.verify: `doc.diagnostics[diagnostics_key(module)] = verify_records(...)`, then
+- commands.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
   publish and refresh the lenses.
 """
 
@@ -17,18 +17,12 @@ from collections.abc import Sequence
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.documents import DiagRecord
+from torch_mlir_lens.lsp.document import DiagRecord
 from torch_mlir_lens.results import ErrorKind
 from torch_mlir_lens.verify_results import VerifyResult
 
 LENS_TITLE = "Verify"
 MAX_TITLE = 70
-_KEY_PREFIX = "verify:"
-
-
-def diagnostics_key(module: str) -> str:
-    """The DocumentState.diagnostics key of a module's Verify findings."""
-    return f"{_KEY_PREFIX}{module}"
 
 
 def lens_title(result: VerifyResult | None) -> str:

@@ -14,15 +14,17 @@ def register_all(server: LensServer) -> None:
         code_actions,
         code_lens,
         commands,
+        configuration,
         custom_requests,
         diagnostics,
         hover,
+        lifecycle,
         notebooks,
-        status,
+        server_info,
         sync,
         trust,
     )
 
-    for feature in (status, trust, sync, notebooks, diagnostics, code_lens, hover, code_actions,
-                    commands, custom_requests):
+    for feature in (lifecycle, configuration, trust, server_info, sync, notebooks, diagnostics,
+                    code_lens, hover, code_actions, commands, custom_requests):
         feature.register(server)

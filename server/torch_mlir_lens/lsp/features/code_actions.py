@@ -12,8 +12,9 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import notebook_view
-from torch_mlir_lens.lsp.documents import DocumentState
-from torch_mlir_lens.lsp.features.diagnostics import INPUTS_MISSING, SOURCE
+from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
+from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -49,7 +50,7 @@ def register(server: LensServer) -> None:
 
 
 def quick_fixes(
-    server: LensServer, doc: DocumentState, params: types.CodeActionParams
+    server: LensServer, doc: Document, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
     """The quick fixes for a request in the document's own lines."""
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
@@ -79,7 +80,7 @@ def quick_fixes(
 
 
 def insert_inputs_action(
-    doc: DocumentState, info: discovery.ModuleInfo, diag: types.Diagnostic | None
+    doc: Document, info: discovery.ModuleInfo, diag: types.Diagnostic | None
 ) -> types.CodeAction:
     """The quick fix inserting `# torch-mlir-lens: inputs=...` above the module."""
     comment = discovery.input_template(info, doc.text)

@@ -19,9 +19,9 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import answers, convert, verify_view
-from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.lsp.document import Document, Stamp, load_document
 from torch_mlir_lens.lsp.features import diagnostics
-from torch_mlir_lens.lsp.protocol import converter_of
+from torch_mlir_lens.lsp.json_rpc import converter_of
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.results import ErrorKind, LensError
 from torch_mlir_lens.targets import TARGETS
@@ -94,7 +94,7 @@ def lens_error(err: LensError) -> JsonRpcException:
 
 def document_and_module(
     server: LensServer, uri: str, module: str
-) -> tuple[DocumentState, discovery.ModuleInfo | None, str]:
+) -> tuple[Document, discovery.ModuleInfo | None, str]:
     """The document, the module's static info (None if not found) and the module name."""
     if not module:
         raise JsonRpcInvalidParams("`module` must not be empty")
@@ -107,9 +107,9 @@ def document_and_module(
     return doc, info, module
 
 
-def _job(server: LensServer, doc: DocumentState, module: str) -> ModuleJob:
+def _job(server: LensServer, doc: Document, module: str) -> ModuleJob:
     try:
-        return server.service.job(doc, module)
+        return server.host.job(doc, module)
     except LensError as err:
         raise lens_error(err) from None
 
@@ -166,7 +166,7 @@ async def export(server: LensServer,
         return await engine.export(job, target, output, bytecode)
 
     try:
-        result = await server.service.call(f"exporting {module}", run)
+        result = await server.host.call(f"exporting {module}", run)
     except LensError as err:
         raise lens_error(err) from None
     path = result.get("path", output)
@@ -196,7 +196,7 @@ async def repro(server: LensServer,
         return await engine.repro(job, target, output_dir)
 
     try:
-        result = await server.service.call(f"writing a reproducer for {module}", run)
+        result = await server.host.call(f"writing a reproducer for {module}", run)
     except LensError as err:
         raise lens_error(err) from None
     mlir_path = str(result.get("mlir_path", ""))
@@ -234,38 +234,35 @@ async def verify(server: LensServer,
     async def run(engine: Engine) -> VerifyResult:
         return await engine.verify(job, rtol=args.rtol, atol=args.atol)
 
-    generation = doc.generation
+    stamp = doc.stamp()
     try:
-        result: VerifyResult = await server.service.call(f"verifying {module}", run)
+        result: VerifyResult = await server.host.call(f"verifying {module}", run)
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
-            _show_verify(server, doc, info, module, generation, VerifyResult(
+            _show_verify(server, doc, info, module, stamp, VerifyResult(
                 module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
                 diagnostics=[err.to_diagnostic("llvm")]))
         raise lens_error(err) from None
-    _show_verify(server, doc, info, module, generation, result)
+    _show_verify(server, doc, info, module, stamp, result)
     return answers.verify_response(result)
 
 
 def _show_verify(
     server: LensServer,
-    doc: DocumentState,
+    doc: Document,
     info: discovery.ModuleInfo | None,
     module: str,
-    generation: int,
+    stamp: Stamp,
     result: VerifyResult,
 ) -> None:
     """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
-    if server.store.get(doc.uri) is not doc or doc.generation != generation:
-        return  # closed or edited meanwhile: the verdict is of another text
-    doc.verify[module] = result
     lines = doc.lines
     if info is not None:
         rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
     else:
         rng = convert.line_range(lines, 1)
-    doc.diagnostics[verify_view.diagnostics_key(module)] = verify_view.verify_records(
-        lines, doc.path, module, rng, result
-    )
+    records = verify_view.verify_records(lines, doc.path, module, rng, result)
+    if not doc.record_verify(stamp, module, result, records):
+        return  # closed or edited meanwhile: the verdict is of another text
     diagnostics.publish(server, doc)
     server.refresh_lenses()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.documents import DocumentState
+from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.notebook import Cell, Program, synthesize
 
@@ -61,7 +61,7 @@ def register(server: LensServer) -> None:
                 diagnostics.publish(server, doc)
             return
         _adopt(server, doc, program)
-        server.service.invalidate(doc.path)
+        server.host.invalidate(doc.path)
         diagnostics.on_change(server, doc)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
@@ -91,6 +91,6 @@ def program_of(server: LensServer, uri: str) -> Program | None:
     return synthesize(cells)
 
 
-def _adopt(server: LensServer, doc: DocumentState, program: Program) -> None:
+def _adopt(server: LensServer, doc: Document, program: Program) -> None:
     doc.notebook = program
     server.store.set_cells(doc.uri, [s.uri for s in program.spans if s.uri])

@@ -52,7 +52,7 @@ def register(server: LensServer) -> None:
             doc = server.store.open(uri, text, params.text_document.version)
         else:
             doc.update(text, params.text_document.version, params.content_changes)
-        server.service.invalidate(doc.path)
+        server.host.invalidate(doc.path)
         diagnostics.on_change(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

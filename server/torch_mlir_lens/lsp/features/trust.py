@@ -45,7 +45,7 @@ def register(server: LensServer) -> None:
 
 def announce_untrusted(server: LensServer) -> None:
     """Say once, and in the status, why nothing is lowered (and how to trust)."""
-    server.service.set_status(UNTRUSTED, server.trust.detail)
+    server.host.set_status(UNTRUSTED, server.trust.detail)
     if not server.untrusted_announced:
         server.untrusted_announced = True
         server.show(server.trust.announcement, types.MessageType.Warning)
@@ -58,14 +58,14 @@ def set_trusted(server: LensServer, trusted: bool) -> None:
     server.trust.state(trusted)
     if trusted == before:
         if not trusted:  # "unknown" may have become "not trusted": the status says which
-            server.service.set_status(UNTRUSTED, server.trust.detail)
+            server.host.set_status(UNTRUSTED, server.trust.detail)
         return
     if trusted:
         log.info("workspace trusted: starting the lowering worker")
-        server.service.start()
+        server.host.start()
         diagnostics.recheck_all(server, lowering=True)
     else:
-        server.background(server.service.stop())
+        server.background(server.host.stop())
         announce_untrusted(server)
         for doc in server.store:
             doc.forget_results()

@@ -1,4 +1,4 @@
-"""LSP life-cycle rules pygls leaves to the server.
+"""JSON-RPC rules pygls leaves to the server: life-cycle gates, typed custom messages.
 
 - Before `initialize`, every request but `initialize` is answered ServerNotInitialized
   (-32002) and notifications other than `exit` are dropped.

@@ -1,9 +1,10 @@
-"""The one way from language features to the lowering engine.
+"""The language server's engine: its life cycle, the trust gate and the server's status.
 
-Everything that runs user code goes through `LoweringService`: the trust gate (an untrusted
-workspace never starts the worker), work-done progress, the `torchMlirLens/status`
-notifications, and caching check results on the document. Sharing, superseding and cancelling
-lowerings is the engine's job (`engine/engine.py`), the one scheduling layer.
+Everything that runs user code goes through `EngineHost`: an untrusted workspace never starts
+the worker, every call shows in the `torchMlirLens/status` notifications (and, when asked, as
+work-done progress). Sharing, superseding and cancelling lowerings is the engine's job
+(`engine/engine.py`, the one scheduling layer); what a check records on a document is the
+diagnostics feature's (`features/diagnostics/staging.py`).
 """
 
 from __future__ import annotations
@@ -12,21 +13,19 @@ import asyncio
 import contextlib
 import logging
 import sys
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import notebook_view
-from torch_mlir_lens.lsp.documents import DocumentState, Verdict
+from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.output_budget import OutputBudget
+from torch_mlir_lens.lsp.progress import progress as progress_of
 from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
@@ -45,8 +44,8 @@ class _Status:
     sent: tuple[str, str | None] | None = field(default=None)
 
 
-class LoweringService:
-    """Schedules lowerings on the engine for the language features."""
+class EngineHost:
+    """Starts, stops and calls the engine for the language features, behind the trust gate."""
 
     def __init__(self, server: LensServer) -> None:
         self._server = server
@@ -192,7 +191,7 @@ class LoweringService:
             raise LensError(ErrorKind.CANCELLED, "the lowering engine was stopped")
         return engine
 
-    def job(self, doc: DocumentState, module: str) -> ModuleJob:
+    def job(self, doc: Document, module: str) -> ModuleJob:
         """The engine job for `module` of the document's current text."""
         from torch_mlir_lens.engine import ModuleJob
 
@@ -212,7 +211,7 @@ class LoweringService:
 
     async def lower(
         self,
-        doc: DocumentState,
+        doc: Document,
         module: str,
         targets: list[str] | None = None,
         *,
@@ -234,133 +233,14 @@ class LoweringService:
         job = self.job(doc, module)
         what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
         # Each caller shows progress for its own wait (a hover joining a check under way too).
-        async with self.progress(f"Lowering {module}", what, token=progress_token,
-                                 enabled=progress):
+        async with progress_of(self._server, f"Lowering {module}", what,
+                               token=progress_token, enabled=progress):
             with self._busy(f"lowering {what}"):
                 log.info("lowering %s", what)
                 return await engine.lower(
                     job, targets=list(targets or []), pipeline=pipeline,
                     print_after_all=print_after_all, cancel_on_abandon=cancel_on_abandon,
                 )
-
-    async def check(
-        self,
-        doc: DocumentState,
-        module: str,
-        *,
-        progress_token: types.ProgressToken | None = None,
-        progress: bool = False,
-        cancel_on_abandon: bool = False,
-    ) -> dict[str, LowerResult]:
-        """The whole check of a module (default target + diagnosed backends), cached.
-
-        Diagnostics wait for this: they publish a module once every diagnosed backend is
-        known (no per-backend flicker). It is the two stages of `check_target` awaited in
-        turn: the default target, then the rest from the worker's cached export.
-        """
-        kwargs: dict[str, Any] = dict(progress_token=progress_token, progress=progress,
-                                      cancel_on_abandon=cancel_on_abandon)
-        known = await self.check_target(doc, module, follow_up=False, **kwargs)
-        rest = self._missing(doc, module)
-        if rest:
-            known.update(await self._stage(doc, module, rest, **kwargs))
-        return known
-
-    async def check_target(
-        self,
-        doc: DocumentState,
-        module: str,
-        target: str | None = None,
-        *,
-        progress_token: types.ProgressToken | None = None,
-        progress: bool = False,
-        cancel_on_abandon: bool = False,
-        follow_up: bool = True,
-    ) -> dict[str, LowerResult]:
-        """Stage 1 of the check: lower only `target` (default: the default target).
-
-        Hover, lenses and `torchMlirLens/lower` answer from it at once; the other check
-        targets follow as a second engine job on the worker's cached exported program
-        (stage 2, in the background unless `follow_up` is False). Hover, lenses, diagnostics
-        and `torchMlirLens/lower` all read these results, so the module is exported once per
-        text whichever feature asks first. A check nobody waits for any more still finishes
-        by default (a hover the mouse left must not kill and restart the worker);
-        `torchMlirLens/lower` passes `cancel_on_abandon=True`. Returns every result known.
-        """
-        target = target or self._server.settings.default_target
-        if (module, target) not in doc.results:
-            await self._stage(doc, module, [target], progress_token=progress_token,
-                              progress=progress, cancel_on_abandon=cancel_on_abandon)
-        if follow_up:
-            self._follow_up(doc, module)
-        return self._known(doc, module)
-
-    def _known(self, doc: DocumentState, module: str) -> dict[str, LowerResult]:
-        """The check results of `module` cached on the document, by target."""
-        out = {}
-        for target in self._server.settings.check_targets:
-            result = doc.results.get((module, target))
-            if result is not None:
-                out[target] = result
-        return out
-
-    def _missing(self, doc: DocumentState, module: str) -> list[str]:
-        """The check targets of `module` not known yet (in check order)."""
-        return [t for t in self._server.settings.check_targets if (module, t) not in doc.results]
-
-    def _follow_up(self, doc: DocumentState, module: str) -> None:
-        """Stage 2 in the background: the check targets still missing, then lens verdicts.
-
-        Identical follow-ups of one text share one flight (see `lower`); a newer text
-        supersedes it in the engine like any lowering of the old text.
-        """
-        rest = self._missing(doc, module)
-        if rest and module not in doc.errors:
-            self._server.background(self._quiet_stage(doc, module, rest))
-
-    async def _quiet_stage(self, doc: DocumentState, module: str, targets: list[str]) -> None:
-        try:
-            await self._stage(doc, module, targets)
-        except LensError as err:  # recorded on the document by _stage; nobody else to tell
-            log.info("follow-up check of %s: %s", module, err.message)
-
-    async def _stage(
-        self,
-        doc: DocumentState,
-        module: str,
-        targets: list[str],
-        *,
-        progress_token: types.ProgressToken | None = None,
-        progress: bool = False,
-        cancel_on_abandon: bool = False,
-    ) -> dict[str, LowerResult]:
-        """Lower some check targets of `module` and record them (results, verdicts, lenses)."""
-        generation = doc.generation
-        try:
-            results = await self.lower(
-                doc, module, targets,
-                progress_token=progress_token, progress=progress,
-                cancel_on_abandon=cancel_on_abandon,
-            )
-        except LensError as err:
-            if doc.generation == generation and err.kind not in (ErrorKind.CANCELLED, UNTRUSTED):
-                # Load, inputs and export errors fail every target alike.
-                doc.errors[module] = err
-                doc.verdicts[module] = {
-                    t: Verdict(ok=False, error=err.message)
-                    for t in self._server.settings.check_targets
-                }
-            raise
-        by_target = {r.target: r for r in results}
-        if doc.generation == generation:
-            if doc.errors.pop(module, None) is not None:
-                doc.verdicts.pop(module, None)  # the error's verdicts, not this result's
-            verdicts = doc.verdicts.setdefault(module, {})
-            for target, result in by_target.items():
-                doc.results[(module, target)] = result
-                verdicts[target] = verdict_of(result)
-            self._server.refresh_lenses()  # the verdict lens changed
-        return by_target
 
     async def call(self, what: str, fn: Callable[[Engine], Awaitable[Any]]) -> Any:
         """Run another engine call (export, repro, stats) behind the trust gate."""
@@ -390,48 +270,3 @@ class LoweringService:
         out.update(restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
                    worker_pid=engine.worker_pid, early_pid=engine.prespawned_pid)
         return out
-
-    # -- progress -----------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def progress(
-        self,
-        title: str,
-        message: str | None = None,
-        *,
-        token: types.ProgressToken | None = None,
-        enabled: bool = True,
-    ) -> AsyncIterator[None]:
-        """Work-done progress around a block: the client's token, or one we create."""
-        server = self._server
-        supported = get_capability(server.client_capabilities, "window.work_done_progress", False)
-        if token is None and enabled and supported:
-            token = f"torch-mlir-lens-{uuid.uuid4()}"
-            try:
-                await asyncio.wait_for(server.work_done_progress.create_async(token), 5)
-            except Exception:  # the client refused: go on without progress
-                token = None
-        if token is None:
-            yield
-            return
-        server.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=False)
-        )
-        try:
-            yield
-        finally:
-            server.work_done_progress.end(token, types.WorkDoneProgressEnd())
-            server.work_done_progress.tokens.pop(token, None)
-
-
-def verdict_of(result: LowerResult) -> Verdict:
-    """A result's verdict for the lens: ok, or the unsupported ops / the error that stopped it.
-
-    The rule is verdict.py's, the one `check` uses: the same count of ops, the same error.
-    """
-    verdict = backend_verdict(result)
-    error = None
-    if verdict.failed:
-        error = verdict.error.message if verdict.error else "lowering failed"
-    return Verdict(ok=verdict.ok, unsupported=tuple(d.op or "?" for d in verdict.culprits),
-                   error=error)
