@@ -50,38 +50,38 @@ async def test_cache_second_lower_runs_no_job_and_targets_share_one_export(
     first = await engine.lower(job("Healthy"), targets=["linalg"])
     stats = await engine.stats()
     again = await engine.lower(job("Healthy"), targets=["linalg"])
-    assert (await engine.stats())["jobs_run"] == stats["jobs_run"]
+    assert (await engine.stats()).worker.jobs_run == stats.worker.jobs_run
     assert again[0].ir == first[0].ir
     # Another target: a new job, but the exported program is reused.
     (tosa,) = await engine.lower(job("Healthy"), targets=["tosa"])
     after = await engine.stats()
     assert tosa.ok and "tosa." in tosa.ir
-    assert after["jobs_run"] == stats["jobs_run"] + 1
-    assert after["exports_run"] == stats["exports_run"]
+    assert after.worker.jobs_run == stats.worker.jobs_run + 1
+    assert after.worker.exports_run == stats.worker.exports_run
     # Several targets in one job: one export, results in the asked order.
     # (A new top-level statement: it counts for every module's fingerprint, a blank line not.)
     results = await engine.lower(job("Healthy", text=Path(FAULTY).read_text() + "_NEW = 1\n"),
                                  targets=["torch", "linalg", "stablehlo"])
     assert [r.target for r in results] == ["torch", "linalg", "stablehlo"]
-    assert (await engine.stats())["exports_run"] == after["exports_run"] + 1
+    assert (await engine.stats()).worker.exports_run == after.worker.exports_run + 1
 
 
 async def test_identical_concurrent_requests_share_one_job(engine: Engine) -> None:
-    before = (await engine.stats())["jobs_run"]
+    before = (await engine.stats()).worker.jobs_run
     a, b, c = await asyncio.gather(*(engine.lower(job("Healthy"), targets=["torch"])
                                      for _ in range(3)))
     assert a[0].ir == b[0].ir == c[0].ir
-    assert (await engine.stats())["jobs_run"] == before + 1
+    assert (await engine.stats()).worker.jobs_run == before + 1
 
 
 async def test_invalidate_and_text_change_rerun(engine: Engine, tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(Path(FAULTY).read_text())
     await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
-    before = (await engine.stats())["jobs_run"]
+    before = (await engine.stats()).worker.jobs_run
     engine.invalidate(str(path))
     await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
-    assert (await engine.stats())["jobs_run"] == before + 1
+    assert (await engine.stats()).worker.jobs_run == before + 1
     # Text changed on disk: a different key without any invalidate call.
     path.write_text(path.read_text().replace("nn.Linear(4, 3)", "nn.Linear(4, 5)"))
     (res,) = await engine.lower(job("Healthy", path=str(path)), targets=["torch"])
@@ -252,14 +252,14 @@ async def test_lowering_a_job_in_flight_covers_joins_it(engine: Engine) -> None:
     """A hover's default target while the check lowers every backend: one job, not two."""
     await engine.wait_ready()
     healthy = job("Healthy", text=Path(FAULTY).read_text() + "_COVERED = 1\n")
-    before = (await engine.stats())["jobs_run"]
+    before = (await engine.stats()).worker.jobs_run
     every, one = await asyncio.gather(
         engine.lower(healthy, targets=["linalg", "tosa"]),
         engine.lower(healthy, targets=["tosa"]),
     )
     assert [r.target for r in every] == ["linalg", "tosa"]
     assert [r.target for r in one] == ["tosa"] and one[0].ir == every[1].ir
-    assert (await engine.stats())["jobs_run"] == before + 1
+    assert (await engine.stats()).worker.jobs_run == before + 1
 
 
 async def test_newer_text_supersedes_queued_and_running(tmp_path: Path) -> None:
@@ -329,7 +329,7 @@ async def test_newer_text_does_not_kill_a_lowering_of_an_exported_program(
     restarts = engine.restarts
     follow_up = asyncio.ensure_future(
         engine.lower(first, targets=["tosa", "stablehlo", "torch", "raw"]))
-    await wait_for(lambda: engine._running is not None, 30)
+    await wait_for(lambda: engine.busy, 30)
     newer = ModuleJob(path=str(path), module="TinyTransformer", text=text + "\nSCALE = 2\n")
     newer_task = asyncio.ensure_future(engine.lower(newer, targets=["linalg"]))
     results = await follow_up  # not cancelled

@@ -45,5 +45,6 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
                                       bytecode=args.bytecode)
-    print(f"wrote {display(written.get('path', args.output))} ({written.get('bytes', '?')} bytes)")
+    size = "?" if written.bytes is None else written.bytes
+    print(f"wrote {display(written.path)} ({size} bytes)")
     return EXIT_OK

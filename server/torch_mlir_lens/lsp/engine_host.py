@@ -15,7 +15,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 
@@ -29,11 +29,13 @@ from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
+    from torch_mlir_lens.engine.engine import EngineCounters
     from torch_mlir_lens.lsp.server import LensServer
 
 log = logging.getLogger(__name__)
 
 STATUS = lens_types.STATUS
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -242,31 +244,41 @@ class EngineHost:
                     print_after_all=print_after_all, cancel_on_abandon=cancel_on_abandon,
                 )
 
-    async def call(self, what: str, fn: Callable[[Engine], Awaitable[Any]]) -> Any:
+    async def call(self, what: str, fn: Callable[[Engine], Awaitable[_T]]) -> _T:
         """Run another engine call (export, repro, stats) behind the trust gate."""
         engine = await self._engine_or_raise()
         with self._busy(what):
             return await fn(engine)
 
-    async def stats(self, wait_s: float = 2.0) -> dict[str, Any] | None:
+    async def stats(self, wait_s: float = 2.0) -> lens_types.EngineStats | None:
         """Engine and worker counters, or None when no engine runs (untrusted, not started).
 
         The worker answers `stats` between jobs only: when it is busy for longer than
-        `wait_s`, the worker's counters are left out (`"workerBusy": true`).
+        `wait_s`, the worker's counters are left out (`workerBusy: true`).
         """
         engine = self.engine
         if engine is None:
             return None
         if self._spawned is not None and not self._spawned.done():
             await asyncio.shield(self._spawned)  # see _engine_or_raise
-        out: dict[str, Any] = {}
+        counters: EngineCounters | None = None
+        busy, error = False, None
         try:
-            out.update(await asyncio.wait_for(engine.stats(), wait_s))
+            counters = await asyncio.wait_for(engine.stats(), wait_s)
         except TimeoutError:
-            out["worker_busy"] = True
+            busy = True
         except LensError as err:
-            out["error"] = err.message
+            error = err.message
         # Read after the worker answered (or not): the state as of now.
-        out.update(restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
-                   worker_pid=engine.worker_pid, early_pid=engine.prespawned_pid)
+        out = lens_types.EngineStats(
+            restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
+            worker_pid=engine.worker_pid, early_pid=engine.prespawned_pid,
+            worker_busy=busy, error=error)
+        if counters is not None:
+            out.jobs_run = counters.worker.jobs_run
+            out.exports_run = counters.worker.exports_run
+            out.cached_programs = counters.worker.cached_programs
+            out.pid = counters.worker.pid
+            out.cache_entries = counters.cache_entries
+            out.cache_hits = counters.cache_hits
         return out

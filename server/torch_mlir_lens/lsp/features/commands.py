@@ -30,6 +30,7 @@ from torch_mlir_lens.verify_results import VerifyResult
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
     from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.protocol.jobs import ExportReply, ReproReply
 
 log = logging.getLogger(__name__)
 
@@ -162,18 +163,18 @@ async def export(server: LensServer,
         )
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> dict[str, Any]:
+    async def run(engine: Engine) -> ExportReply:
         return await engine.export(job, target, output, bytecode)
 
     try:
         result = await server.host.call(f"exporting {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    path = result.get("path", output)
+    path = result.path
     log.info("exported %s (%s) to %s", module, target, path)
     server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
     return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
-                                           bytes=result.get("bytes"))
+                                           bytes=result.bytes)
 
 
 async def repro(server: LensServer,
@@ -192,17 +193,16 @@ async def repro(server: LensServer,
         output_dir = free_path(folder, stem, ".repro")
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> dict[str, Any]:
+    async def run(engine: Engine) -> ReproReply:
         return await engine.repro(job, target, output_dir)
 
     try:
         result = await server.host.call(f"writing a reproducer for {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    mlir_path = str(result.get("mlir_path", ""))
-    return lens_types.ExportReproResponse(mlir_path=mlir_path,
-                                          mlir_uri=convert.path_to_uri(mlir_path),
-                                          command=str(result.get("command", "")))
+    return lens_types.ExportReproResponse(mlir_path=result.mlir_path,
+                                          mlir_uri=convert.path_to_uri(result.mlir_path),
+                                          command=result.command)
 
 
 def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:

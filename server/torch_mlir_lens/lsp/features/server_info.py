@@ -13,10 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import attrs
+from typing import TYPE_CHECKING
 
 from torch_mlir_lens.lsp.settings import Settings
 from torch_mlir_lens.protocol import lsp as lens_types
@@ -47,7 +44,7 @@ def register(server: LensServer) -> None:
             trusted=server.trusted,
             status=lens_types.StatusParams(**server.host.status),
             settings=server_settings(server.settings),
-            engine=engine_stats(await server.host.stats(120.0 if wait else 2.0)),
+            engine=await server.host.stats(120.0 if wait else 2.0),
         )
 
 
@@ -64,19 +61,3 @@ def server_settings(settings: Settings) -> lens_types.ServerSettings:
         pipelines=dict(settings.pipelines),
         strict_export=settings.strict_export,
     )
-
-
-def engine_stats(stats: Mapping[str, Any] | None) -> lens_types.EngineStats | None:
-    """The engine's counters (`LoweringService.stats`) as `serverInfo` answers them.
-
-    A counter the protocol does not name is left out (logged): the answer stays its type.
-    """
-    if stats is None:
-        return None
-    known = {f.name for f in attrs.fields(lens_types.EngineStats)}
-    unknown = sorted(set(stats) - known)
-    if unknown:
-        log.debug("engine counters not in the protocol: %s", ", ".join(unknown))
-    return lens_types.EngineStats(**{k: v for k, v in stats.items() if k in known})
-
-
