@@ -64,11 +64,15 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
     PYTHONDONTWRITEBYTECODE (set in some dev shells) makes every start recompile the product's
     modules from source, which an installed package never does: it is dropped (it also made
-    start-up figures depend on the shell).
+    start-up figures depend on the shell). The persistent cache is off unless `extra` names
+    its folder.
     """
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # No persistent result cache unless asked for (`extra`): a figure or a test measures
+    # lowering, not what an earlier run left in the user's cache folder.
+    env.setdefault("TORCH_MLIR_LENS_CACHE_DIR", "")
     env.update(extra or {})
     return env
 

@@ -212,6 +212,7 @@ export interface ServerSettings {
   exampleInputs: Record<string, string>; // keys are the user's names, as given
   pipelines: Record<string, string>;
   strictExport: boolean;
+  cacheSizeMb?: number;
 }
 
 /** The engine's state and counters; the worker's are absent while it is busy. */
@@ -229,6 +230,11 @@ export interface EngineStats {
   cacheHits?: number | null;
   workerBusy?: boolean; // the worker did not answer in time: its counters are absent
   error?: string | null;
+  // The persistent result cache in this server's process (null: off).
+  persistentHits?: number | null;
+  persistentMisses?: number | null;
+  persistentStale?: number | null; // entries found whose files or libraries changed
+  persistentWrites?: number | null;
 }
 
 export interface ServerInfoResponse {

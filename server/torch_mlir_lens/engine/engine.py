@@ -25,6 +25,8 @@ from typing import Any
 
 from torch_mlir_lens.engine import job_keys
 from torch_mlir_lens.engine.cache import ResultCache
+from torch_mlir_lens.engine.disk_cache import DiskCacheStats
+from torch_mlir_lens.engine.persistent_results import PersistentResults
 from torch_mlir_lens.engine.scheduler import Scheduler
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
 from torch_mlir_lens.protocol.jobs import (
@@ -57,6 +59,9 @@ class EngineConfig:
     memory_limit_mb: int = 8192
     cancel_stale: bool = True  # kill a running job for an older text of the same module
     cache_entries: int = 256
+    # The persistent cache's folder (None: off) and its bound; see persistent_results.py.
+    cache_dir: str | None = None
+    cache_max_mb: int = 1024
     cwd: str | None = None
     env: dict[str, str] | None = None
 
@@ -80,6 +85,7 @@ class Engine:
         self._on_output = on_output
         self._client = self._new_client()
         self._cache = ResultCache(self.config.cache_entries)
+        self._persistent = self._new_persistent()
         # The client is looked up at each call: a changed interpreter swaps it between jobs.
         self._scheduler = Scheduler(
             run=lambda job: self._client.request(job.to_json(), self.config.timeout_s),
@@ -90,6 +96,17 @@ class Engine:
         self._restart_client = False
         self._started = False
         self.prespawned_pid: int | None = None  # the worker `prespawn` started, if any
+
+    def _new_persistent(self) -> PersistentResults | None:
+        config = self.config
+        if not config.cache_dir or config.cache_max_mb <= 0:
+            return None
+        return PersistentResults(config.cache_dir, config.cache_max_mb, config.python)
+
+    @property
+    def persistent_stats(self) -> DiskCacheStats | None:
+        """The persistent cache's counters in this process (None: no persistent cache)."""
+        return self._persistent.stats if self._persistent is not None else None
 
     def _new_client(self) -> WorkerClient:
         return WorkerClient(
@@ -133,6 +150,8 @@ class Engine:
         self._scheduler.fail_queued(stopped)
         await self._client.stop()
         await self._scheduler.stop(stopped)
+        if self._persistent is not None:
+            await self._persistent.flush()
 
     def update_config(self, **changes: Any) -> None:
         """Change settings at run time; time-out and memory limit apply without a restart."""
@@ -144,6 +163,9 @@ class Engine:
                                                                      old.memory_limit_mb):
             # A module that hit the old limit may fit the new one.
             self._cache.drop_if(lambda v: isinstance(v, LensError) and v.kind in _LIMIT_ERRORS)
+        if (self.config.cache_dir, self.config.cache_max_mb, self.config.python) != (
+                old.cache_dir, old.cache_max_mb, old.python):
+            self._persistent = self._new_persistent()
         if (self.config.python, self.config.env, self.config.cwd) != (old.python, old.env,
                                                                        old.cwd):
             self._restart_client = True
@@ -239,6 +261,15 @@ class Engine:
         return EngineCounters(worker=worker, cache_entries=len(self._cache),
                               cache_hits=self._cache.hits, restarts=self._client.restarts)
 
+    def forget_results(self) -> None:
+        """Empty the in-memory result cache (the persistent one keeps its entries)."""
+        self._cache.clear()
+
+    async def flush(self) -> None:
+        """Wait until the persistent cache has written what it was given."""
+        if self._persistent is not None:
+            await self._persistent.flush()
+
     def invalidate(self, path: str) -> None:
         """Forget results of a file (and of its neighbours, which may import it)."""
         self._cache.invalidate(path)
@@ -255,6 +286,13 @@ class Engine:
                 raise LensError(value.kind, value.message, file=value.file, line=value.line)
             if value is not None:
                 return value  # type: ignore[no-any-return]
+        persistent = self._persistent if isinstance(job, LowerJob) and cache else None
+        if persistent is not None:
+            stored = await persistent.get(key)
+            if stored is not None:
+                if path:
+                    self._cache.put(key, path, stored)
+                return stored
         try:
             result = await self._scheduler.submit(key, job, cancel_on_abandon=cancel_on_abandon,
                                                   cancel_stale=self.config.cancel_stale)
@@ -264,8 +302,11 @@ class Engine:
                     err.kind != ErrorKind.LOAD_ERROR):
                 self._cache.put(key, path, err)
             raise
+        provenance = result.pop("provenance", None)
         if cache and path:
             self._cache.put(key, path, result)
+        if persistent is not None:
+            persistent.put(key, result, provenance)
         return result
 
     async def _swap_client_if_asked(self) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 
+from torch_mlir_lens.engine.persistent_results import default_cache_dir
 from torch_mlir_lens.lsp import notebook_view
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.output_budget import OutputBudget
@@ -73,19 +74,13 @@ class EngineHost:
             return
         from torch_mlir_lens.engine import Engine, EngineConfig  # no torch import
 
-        settings = self._server.settings
-        config = EngineConfig(
-            python=sys.executable,
-            timeout_s=settings.timeout_seconds,
-            memory_limit_mb=settings.memory_limit_mb,
-        )
+        config = EngineConfig(python=sys.executable, **self._engine_settings())
         engine, self.prespawned = self.prespawned, None
         if engine is None:
             engine = Engine(config, on_output=self._worker_output)
         else:
             # Limits apply without a restart; the interpreter is the same (ours).
-            engine.update_config(timeout_s=config.timeout_s,
-                                 memory_limit_mb=config.memory_limit_mb)
+            engine.update_config(**self._engine_settings())
             engine.set_output(self._worker_output)
         self.engine = engine
         self.set_status("starting", "starting the lowering worker")
@@ -134,13 +129,17 @@ class EngineHost:
         """Apply time-out and memory settings to a running engine."""
         if self.engine is None:
             return
-        settings = self._server.settings
         try:
-            self.engine.update_config(
-                timeout_s=settings.timeout_seconds, memory_limit_mb=settings.memory_limit_mb
-            )
+            self.engine.update_config(**self._engine_settings())
         except Exception as exc:
             log.warning("could not apply engine settings: %s", exc)
+
+    def _engine_settings(self) -> dict[str, Any]:
+        """The engine's settings that come from the user's: limits, the persistent cache."""
+        settings = self._server.settings
+        return {"timeout_s": settings.timeout_seconds,
+                "memory_limit_mb": settings.memory_limit_mb,
+                "cache_dir": default_cache_dir(), "cache_max_mb": settings.cache_size_mb}
 
     def invalidate(self, path: str | None) -> None:
         """Tell the engine a file's text changed (files importing it may lower differently)."""
@@ -274,6 +273,10 @@ class EngineHost:
             restarts=engine.restarts, ready=engine.ready, busy=engine.busy,
             worker_pid=engine.worker_pid, early_pid=engine.prespawned_pid,
             worker_busy=busy, error=error)
+        disk = engine.persistent_stats
+        if disk is not None:
+            out.persistent_hits, out.persistent_misses = disk.hits, disk.misses
+            out.persistent_stale, out.persistent_writes = disk.stale, disk.writes
         if counters is not None:
             out.jobs_run = counters.worker.jobs_run
             out.exports_run = counters.worker.exports_run

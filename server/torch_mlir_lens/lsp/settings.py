@@ -28,6 +28,7 @@ _KEYS = {
     "exampleInputs": "example_inputs",
     "pipelines": "pipelines",
     "strictExport": "strict_export",
+    "cacheSizeMb": "cache_size_mb",
 }
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
@@ -47,6 +48,7 @@ class Settings:
     example_inputs: Mapping[str, str] = field(default_factory=dict)
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
+    cache_size_mb: int = 1024  # the persistent result cache; 0: off
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -101,6 +103,9 @@ def _coerce(name: str, value: Any) -> Any:
         return int(value) if ok else None
     if name in ("example_inputs", "pipelines"):
         return _str_map(value)
+    if name == "cache_size_mb":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        return int(value) if ok else None
     if name == "strict_export":
         return value if isinstance(value, bool) else None
     return None

@@ -314,6 +314,7 @@ class ServerSettings:
     example_inputs: dict[str, str]  # keys are the user's names, sent as they are
     pipelines: dict[str, str]
     strict_export: bool
+    cache_size_mb: int = 1024
 
 
 @attrs.define
@@ -333,6 +334,11 @@ class EngineStats:
     cache_hits: int | None = None
     worker_busy: bool = False  # the worker did not answer in time: its counters are absent
     error: str | None = None  # why the worker could not answer
+    # The persistent result cache in this server's process (None: off).
+    persistent_hits: int | None = None
+    persistent_misses: int | None = None
+    persistent_stale: int | None = None  # entries found whose files or libraries changed
+    persistent_writes: int | None = None
 
 
 @attrs.define

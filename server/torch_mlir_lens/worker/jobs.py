@@ -37,6 +37,7 @@ from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.worker.job_fields import read_text
+from torch_mlir_lens.worker.provenance import provenance
 
 MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
 
@@ -252,7 +253,7 @@ def _failed_results(job: LowerJob, err: LensError) -> dict[str, Any]:
         res = LowerResult(module=job.module, target=target, ok=False,
                           diagnostics=[err.to_diagnostic(target)])
         results.append(res.to_json())
-    return {"results": results}
+    return {"results": results, "provenance": provenance(job.path)}
 
 
 def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str | None:
@@ -284,7 +285,8 @@ def _lower(job: LowerJob) -> dict[str, Any]:
             res.timings.setdefault(name, seconds)
         first_timings = {}  # only the first result carries the shared steps
         results.append(res.to_json(compact_map=True))
-    return {"results": results}
+    # What else the answer depends on, for the engine's persistent cache.
+    return {"results": results, "provenance": provenance(job.path)}
 
 
 def _export(job: ExportJob) -> dict[str, Any]:

@@ -60,4 +60,5 @@ def server_settings(settings: Settings) -> lens_types.ServerSettings:
         example_inputs=dict(settings.example_inputs),
         pipelines=dict(settings.pipelines),
         strict_export=settings.strict_export,
+        cache_size_mb=settings.cache_size_mb,
     )
