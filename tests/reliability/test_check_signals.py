@@ -48,7 +48,8 @@ PARENT_ENV = "TORCH_MLIR_LENS_PARENT_PID"  # every worker of a CLI, and what the
 
 @dataclass
 class Run:
-    """One `check` process, the marker its module's child carries, its report file."""
+    """One `check` process, the marker its module's child carries, its report file (the
+    baseline, when it writes one, is beside it)."""
 
     proc: subprocess.Popen[str]
     mark: str
@@ -77,11 +78,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
         folder.mkdir()
         mark = f"{folder}/hanging-child"
         (folder / "hang.py").write_text(HANGING.format(mark=mark))
-        timeout = TIME_OUT_S if case == "timeout" else 3600
+        # A run the time-out ends completes (exit 1); the others must write no baseline.
+        extra = ["--timeout", str(TIME_OUT_S)] if case == "timeout" else [
+            "--timeout", "3600", "--write-baseline", "--baseline", "base.json"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "torch_mlir_lens", "check", "hang.py", "-j", "1",
-             "--targets", "linalg", "--timeout", str(timeout), "--format", "json",
-             "-o", "report.json"],
+             "--targets", "linalg", "--format", "json", "-o", "report.json", *extra],
             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True)  # only the signal a test sends reaches it
         started[case] = Run(proc, mark, folder / "report.json")
@@ -129,7 +131,7 @@ def test_a_signal_ends_the_workers_and_writes_nothing(runs: dict[str, Run], name
         f"torch-mlir-lens: error: stopped by {name}: its workers were ended, nothing was "
         "written"), err[-2000:]
     assert "Traceback" not in err
-    assert not run.report.exists()
+    assert not run.report.exists() and not (run.report.parent / "base.json").exists()
     _assert_nothing_left(run)
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from torch_mlir_lens import culprits, notebook, notebook_cli
+from torch_mlir_lens.repo_check import limits
+from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 PROG = "torch-mlir-lens"
@@ -117,9 +119,11 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
                        help="torch.save'd tuple of tensors or dict of keyword tensors")
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
+                        default=60.0, metavar="S",
                         help="give up on a job after S seconds (default 60)")
-    parser.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
+    parser.add_argument("--memory-limit", type=limits.argument(limits.memory_limit_mb),
+                        default=8192, metavar="MB",
                         help="stop a job using more than MB megabytes (default 8192)")
 
 
@@ -159,10 +163,12 @@ def load_source(file: str) -> Source:
     if notebook.is_notebook(path):
         return _load_notebook(path, file)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_source(path)
+    except OSError as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except SourceError as exc:
+        raise CliError(f"cannot read the file: {exc.message}", file=path,
+                       line=exc.line) from exc
     try:
         ast.parse(text, filename=path)
     except SyntaxError as exc:
