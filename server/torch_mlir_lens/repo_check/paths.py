@@ -158,37 +158,51 @@ def _walk(top: str, exclude: list[Pattern], out: Collected, folders: _Folders) -
 
 
 def _recursive_glob(pattern: str, out: Collected) -> list[str]:
-    """The paths a `**` pattern matches, as `glob` finds them (hidden names left out), with
-    folders walked once each: `glob` itself follows symbolic links into loops."""
+    """The paths a pattern with a `**` component matches, as `glob` finds them (hidden names
+    left out), with folders walked once each: `glob` itself follows symbolic links into
+    loops. What comes before the first `**` is expanded by `glob` (it does not recurse)."""
     parts = pattern.split(os.sep)
-    first = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
-    base = os.sep.join(parts[:first]) or (os.sep if pattern.startswith(os.sep) else "")
+    first = parts.index("**")
+    head = os.sep.join(parts[:first]) or (os.sep if pattern.startswith(os.sep) else "")
     regex = re.compile(f"^{glob_regex('/'.join(parts[first:]))}$")
-    found: list[str] = []
-    folders = _Folders(out)
+    bases = sorted(glob.glob(head)) if _GLOB_CHARS & set(head) else [head]
+    return sorted(path for base in bases for path in _glob_under(base, regex, out))
+
+
+def _glob_under(base: str, regex: re.Pattern[str], out: Collected) -> list[str]:
+    """The paths under folder `base` whose path relative to it matches `regex`."""
     top = base or os.curdir
+    if not os.path.isdir(top):
+        return []
+    found: list[str] = []
+
+    def take(path: str) -> None:
+        rel = os.path.relpath(path, top).replace(os.sep, "/")
+        if regex.match(rel):
+            found.append(os.path.join(base, rel) if base else rel)
+
+    folders = _Folders(out)
     stack = [top] if folders.enter(top) else []
     while True:
         if not stack:
             link = folders.next_link()
             if link is None:
-                return sorted(found)
+                return found
+            take(link[0])  # a link to a folder counts once it is followed
             stack.append(link[0])
-        folder = stack.pop()
-        for entry, is_dir in _scan(folder, out):
+        for entry, is_dir in _scan(stack.pop(), out):
             if entry.name.startswith("."):
                 continue
-            rel = os.path.relpath(entry.path, top).replace(os.sep, "/")
-            if regex.match(rel):
-                found.append(os.path.join(base, rel) if base else rel)
             if is_dir and entry.is_symlink():
                 folders.follow_later(entry.path, None)
-            elif is_dir and folders.enter(entry.path):
+                continue
+            take(entry.path)
+            if is_dir and folders.enter(entry.path):
                 stack.append(entry.path)
 
 
 def _expand(named: str, out: Collected) -> list[str]:
-    if "**" in named:
+    if "**" in named.split(os.sep):
         return _recursive_glob(named, out)
     return sorted(glob.glob(named))
 
