@@ -3,8 +3,9 @@ gets one clear message and the documented exit code, and no baseline entry is lo
 
 Most runs need no worker: a module without example inputs is skipped, and with
 `--require-inputs` it is a finding (`inputs-missing`), which is all that reports, baselines
-and merges need. One run lowers real modules: lines of files with non-ASCII paths, and of
-files in another encoding. Signals are the reliability suite's (test_check_signals.py).
+and merges need; commands refused before any worker starts run the CLI's `main` in this
+process. One run lowers real modules: lines of files with non-ASCII paths, and of files in
+another encoding. Signals are the reliability suite's (test_check_signals.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from torch_mlir_lens.cli import main
 from torch_mlir_lens.repo_check.config import ConfigError, load_config
 from torch_mlir_lens.repo_check.limits import usable_cpus
 
@@ -66,6 +68,19 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cli(*args), cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
 
 
+def run_here(*args: str, cwd: Path, capsys: pytest.CaptureFixture[str],
+             monkeypatch: pytest.MonkeyPatch) -> subprocess.CompletedProcess[str]:
+    """The CLI's `main` in this process (for runs that end before any worker starts)."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)
+
+
 def error_line(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
     """The one `torch-mlir-lens: error: ...` line of a failed command (no traceback)."""
     assert proc.returncode == code, (proc.returncode, proc.stdout[-1000:], proc.stderr[-2000:])
@@ -94,9 +109,11 @@ def write_modules(folder: Path, *names: str) -> None:
     ("-j", "jobs", "0", "0"),
 ])
 def test_numbers_are_refused_alike_on_the_command_line_and_in_pyproject(
-        tmp_path: Path, option: str, key: str, text: str, toml: str) -> None:
+        tmp_path: Path, option: str, key: str, text: str, toml: str,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     write_modules(tmp_path, "M")
-    line = error_line(run("check", "m.py", option, text, "--list", cwd=tmp_path))
+    line = error_line(run_here("check", "m.py", option, text, "--list", cwd=tmp_path,
+                               capsys=capsys, monkeypatch=monkeypatch))
     prefix = f"argument {'-j/--jobs' if option == '-j' else option}: "
     assert line.startswith(prefix) and line.endswith(f", got '{text}'"), line
     expected = line.removeprefix(prefix).rsplit(", got ", 1)[0]
@@ -125,11 +142,13 @@ def test_jobs_beyond_the_cpus_are_capped_with_a_note(tmp_path: Path) -> None:
     (["--config", "."], ".: is a folder: --config takes a pyproject.toml file (such as "
                         "./pyproject.toml)"),
 ])
-def test_outputs_and_config_are_checked_before_the_run(tmp_path: Path, args: list[str],
-                                                       needle: str) -> None:
+def test_outputs_and_config_are_checked_before_the_run(
+        tmp_path: Path, args: list[str], needle: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "sentinel.py").write_text(SENTINEL)
     (tmp_path / "sub").mkdir()
-    line = error_line(run("check", "sentinel.py", *args, cwd=tmp_path))
+    line = error_line(run_here("check", "sentinel.py", *args, cwd=tmp_path, capsys=capsys,
+                               monkeypatch=monkeypatch))
     assert line.startswith(needle), line
     assert not (tmp_path / "ran").exists(), "the module ran before the output was checked"
 
@@ -302,8 +321,10 @@ def test_shards_of_one_run_merge(shards: Path) -> None:
     (["s1.json", "s2.json", "s2.json"], "incomplete merge: repeated shards [1, 2, 2] of 2"),
 ])
 def test_merge_refuses_reports_that_are_not_the_shards_of_one_run(
-        shards: Path, reports: list[str], message: str) -> None:
-    line = error_line(run("merge", *reports, "-o", "m.out", cwd=shards))
+        shards: Path, reports: list[str], message: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    line = error_line(run_here("merge", *reports, "-o", "m.out", cwd=shards, capsys=capsys,
+                               monkeypatch=monkeypatch))
     assert line.startswith(message), line
     assert not (shards / "m.out").exists()
 
