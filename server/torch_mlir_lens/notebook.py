@@ -184,13 +184,17 @@ def read_cells(text: str) -> list[Cell]:
     if language and language != "python":
         raise NotebookError(f"not a Python notebook (its language is {language!r})")
     cells = []
-    for raw in data["cells"]:
+    for number, raw in enumerate(data["cells"], 1):
         if not isinstance(raw, dict):
-            raise NotebookError("not a notebook: a cell is not an object")
+            raise NotebookError(f"not a notebook: cell {number} is not an object")
         source = raw.get("source", "")
-        if isinstance(source, list):
-            source = "".join(str(s) for s in source)
-        cells.append(Cell(source=str(source), kind=str(raw.get("cell_type", "code"))))
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):  # nbformat: a string or a list of strings
+            raise NotebookError(f"not a notebook: the source of cell {number} is "
+                                f"{json.dumps(source)[:40]}, not text (a string or a list of "
+                                "strings)")
+        cells.append(Cell(source=source, kind=str(raw.get("cell_type", "code"))))
     return cells
 
 

@@ -105,7 +105,7 @@ def test_config_search_stops_at_the_repository_root(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("body", "needle"), [
     ("targets = ['spirv']", "unknown target 'spirv'"),
-    ("timeoutSeconds = -1", "positive number"),
+    ("timeoutSeconds = -1", "timeoutSeconds: expected a number of seconds > 0, got -1"),
     ("colour = 1", "unknown key 'colour'"),
     ("defaultTarget = 'tosa'", "editor-only"),
     ("exampleInputs = ['x']", "exampleInputs"),

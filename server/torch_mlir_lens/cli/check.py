@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from torch_mlir_lens.cli.common import EngineFactory, add_inputs, make_engine
+from torch_mlir_lens.cli.common import EngineFactory, add_inputs, ended_by_signals, make_engine
 from torch_mlir_lens.targets import BACKENDS
 
 
@@ -28,12 +28,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """`check PATH…`: a repository (repo_check); explicit inputs: one module (check_file)."""
+    """`check PATH…`: a repository (repo_check); explicit inputs: one module (check_file).
+
+    A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number."""
     from torch_mlir_lens.repo_check import command
 
-    if command.single_module_run(args):
-        from torch_mlir_lens.cli import check_file
+    async with ended_by_signals():
+        if command.single_module_run(args):
+            from torch_mlir_lens.cli import check_file
 
-        command.fill_single_module_defaults(args)
-        return await check_file.run(args, make_engine)
-    return await command.run_check(args)
+            command.fill_single_module_defaults(args)
+            return await check_file.run(args, make_engine)
+        return await command.run_check(args)

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from torch_mlir_lens import culprits, notebook, notebook_cli
+from torch_mlir_lens.repo_check import limits
+from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 
 PROG = "torch-mlir-lens"
@@ -115,9 +119,11 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
                        help="torch.save'd tuple of tensors or dict of keyword tensors")
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
+                        default=60.0, metavar="S",
                         help="give up on a job after S seconds (default 60)")
-    parser.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
+    parser.add_argument("--memory-limit", type=limits.argument(limits.memory_limit_mb),
+                        default=8192, metavar="MB",
                         help="stop a job using more than MB megabytes (default 8192)")
 
 
@@ -157,10 +163,12 @@ def load_source(file: str) -> Source:
     if notebook.is_notebook(path):
         return _load_notebook(path, file)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_source(path)
+    except OSError as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except SourceError as exc:
+        raise CliError(f"cannot read the file: {exc.message}", file=path,
+                       line=exc.line) from exc
     try:
         ast.parse(text, filename=path)
     except SyntaxError as exc:
@@ -254,6 +262,55 @@ async def running_engine(args: argparse.Namespace, make_engine: EngineFactory,
         raise from_lens(err, path) from err
     finally:
         await engine.stop()
+
+
+# --- ending on a signal -----------------------------------------------------------------------
+
+# Ctrl-C, `kill`/`timeout`/CI cancellation, a closed terminal: each ends the run the same way.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.asynccontextmanager
+async def ended_by_signals() -> AsyncIterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into a cancellation of the running task.
+
+    The task's `finally` blocks stop the engines (each worker with its process group and
+    descendants) before the command exits; nothing is written after it (report, baseline).
+    The command then fails with exit code 128 + the signal's number, as a shell reports a
+    process the signal ended (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not received and task is not None:  # a second signal: the clean-up is under way
+            received.append(sig)
+            task.cancel()
+
+    installed = []
+    for sig in STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            pass
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not received or task is None:
+            raise
+        task.uncancel()
+        raise CliError(f"stopped by {received[0].name}: its workers were ended, nothing was "
+                       "written", 128 + received[0].value) from None
+    else:
+        if received and task is not None:  # it came as the command finished: it stands
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0)  # take the pending cancellation here, not in asyncio.run
+            task.uncancel()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 # --- printing results --------------------------------------------------------------------------

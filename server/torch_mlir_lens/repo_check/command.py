@@ -12,9 +12,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from torch_mlir_lens.repo_check import baseline as baselines
+from torch_mlir_lens.repo_check import limits
 from torch_mlir_lens.repo_check.config import (
     ConfigError,
     ProjectConfig,
@@ -23,10 +25,19 @@ from torch_mlir_lens.repo_check.config import (
 )
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.notebooks import where
-from torch_mlir_lens.repo_check.paths import PathError, collect
+from torch_mlir_lens.repo_check.outputs import unwritable, write_atomically
+from torch_mlir_lens.repo_check.paths import PathError, collect, rel_path
 from torch_mlir_lens.repo_check.plan import parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress
-from torch_mlir_lens.repo_check.report import Report, module_key
+from torch_mlir_lens.repo_check.report import EXIT_BAD_INPUT, EXIT_OK, Report, module_key
+from torch_mlir_lens.repo_check.run_identity import (
+    MergeMismatch,
+    RunIdentity,
+    check_modules_once,
+    check_together,
+    config_json,
+    plan_json,
+)
 from torch_mlir_lens.repo_check.runner import (
     RunOptions,
     default_jobs,
@@ -40,9 +51,9 @@ FORMATS = ("text", "json", "sarif", "github")
 
 def add_check_arguments(check: argparse.ArgumentParser) -> None:
     """The repository options of `check` (the parser already has the single-file ones)."""
-    check.add_argument("-j", "--jobs", type=int, metavar="N",
-                       help="N workers side by side (default: CPU count, bounded by memory: "
-                            "N × --memory-limit must fit)")
+    check.add_argument("-j", "--jobs", type=limits.argument(limits.jobs), metavar="N",
+                       help="N workers side by side, at most one per CPU (default: CPU "
+                            "count, bounded by memory: N × --memory-limit must fit)")
     check.add_argument("--format", choices=FORMATS, help="report format (default text)")
     check.add_argument("-o", "--output", metavar="FILE",
                        help="write the report to FILE (the summary still goes to stderr)")
@@ -91,6 +102,10 @@ def _cli_error(message: str, *, file: str | None = None, line: int | None = None
 def _config(args: argparse.Namespace) -> ProjectConfig:
     try:
         if args.config:
+            if os.path.isdir(args.config):
+                raise _cli_error("is a folder: --config takes a pyproject.toml file (such as "
+                                 f"{os.path.join(args.config, 'pyproject.toml')})",
+                                 file=args.config)
             if not os.path.isfile(args.config):
                 raise _cli_error("no such file (--config)", file=args.config)
             return load_config(args.config)
@@ -128,12 +143,76 @@ def _emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        tmp = f"{output}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
+        write_atomically(output, text)
     except OSError as exc:
         raise _cli_error(f"cannot write the report: {exc.strerror or exc}", file=output) from exc
+
+
+def _check_writable(path: str | None, what: str) -> None:
+    """Refuse an output that cannot be written before the run, not after it."""
+    problem = unwritable(path) if path is not None else None
+    if problem is not None:
+        raise _cli_error(f"cannot write the {what} there: {problem}", file=path)
+
+
+def _jobs(args: argparse.Namespace, cfg: ProjectConfig, memory: int) -> int:
+    """-j (else `jobs`, else CPUs bounded by memory), at most one worker per CPU."""
+    wanted = args.jobs or cfg.jobs
+    if wanted is None:
+        jobs = default_jobs(memory)[0]
+    else:
+        jobs, note = limits.capped_jobs(wanted)
+        if note:
+            sys.stderr.write(f"note: {note}\n")
+    available = memory_available_mb()
+    if available is not None and jobs * memory > available:
+        sys.stderr.write(f"warning: {jobs} workers × {memory} MB (--memory-limit) exceed the "
+                         f"{available} MB available: the machine may run out of memory\n")
+    return jobs
+
+
+def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
+    if not args.shard:
+        return None
+    try:
+        spec = parse_shard(args.shard)
+    except ValueError as exc:
+        raise _cli_error(str(exc)) from exc
+    if args.write_baseline:
+        raise _cli_error("--write-baseline with --shard would write part of a baseline: "
+                         "write it from a run over every module")
+    return spec
+
+
+def _read_baseline(path: str | None, writing: bool) -> baselines.Baseline | None:
+    """The baseline to apply; when writing, the one to update (None if it does not exist
+    yet), read before the run so a broken one stops it at once."""
+    if not path or (writing and not os.path.exists(path)):
+        return None
+    try:
+        return baselines.read_baseline(path)
+    except baselines.BaselineError as err:
+        hint = " (delete it to write a new one)" if writing else ""
+        raise _cli_error(err.message + hint, file=err.path) from err
+
+
+def _write_baseline(path: str, findings: list[Finding], report: Report,
+                    checked: Callable[[baselines.Key], bool], root: str) -> int:
+    """Update the baseline from a completed run; the exit code of `--write-baseline`."""
+    if report.problems:
+        sys.stderr.write(f"torch-mlir-lens: error: baseline not written: "
+                         f"{len(report.problems)} files could not be read or parsed (their "
+                         "entries would be lost)\n")
+        return EXIT_BAD_INPUT
+    try:
+        update = baselines.update_baseline(path, findings, checked, root)
+    except baselines.BaselineError as err:
+        raise _cli_error(err.message, file=err.path) from err
+    except OSError as exc:
+        raise _cli_error(f"cannot write the baseline: {exc.strerror or exc}",
+                         file=path) from exc
+    sys.stderr.write(update.describe(os.path.relpath(path)) + "\n")
+    return EXIT_OK
 
 
 def render(report: Report, fmt: str, root: str) -> str:
@@ -151,28 +230,23 @@ def render(report: Report, fmt: str, root: str) -> str:
 
 
 async def run_check(args: argparse.Namespace) -> int:
-    """`check PATH…`: discover, shard, lower side by side, apply the baseline, report."""
+    """`check PATH…`: discover, shard, lower side by side, apply the baseline, report.
+
+    Every input is checked before the first module is lowered: settings, the baseline,
+    whether the report and the baseline can be written."""
     cfg = _config(args)
     root = cfg.root or os.getcwd()
     targets = _targets(args, cfg)
     fmt = args.format or ("json" if args.json else "text")
     memory = args.memory_limit or cfg.memory_limit_mb or 8192
-    if args.jobs is not None and args.jobs < 1:
-        raise _cli_error("-j needs a number ≥ 1")
-    jobs = args.jobs or cfg.jobs or default_jobs(memory)[0]
-    available = memory_available_mb()
-    if available is not None and jobs * memory > available:
-        sys.stderr.write(f"warning: {jobs} workers × {memory} MB (--memory-limit) exceed the "
-                         f"{available} MB available: the machine may run out of memory\n")
-    shard_spec = None
-    if args.shard:
-        try:
-            shard_spec = parse_shard(args.shard)
-        except ValueError as exc:
-            raise _cli_error(str(exc)) from exc
-        if args.write_baseline:
-            raise _cli_error("--write-baseline with --shard would write part of a baseline: "
-                             "write it from a run over every module")
+    jobs = _jobs(args, cfg, memory)
+    shard_spec = _shard(args)
+    baseline_path = args.baseline or cfg.baseline
+    write_to = None
+    if args.write_baseline:
+        write_to = baseline_path or os.path.join(root, baselines.DEFAULT_NAME)
+        _check_writable(write_to, "baseline")
+    _check_writable(args.output, "report")
     paths = list(args.paths) or list(cfg.paths)
     if not paths:
         raise _cli_error("no PATH given (and no `paths` in [tool.torch-mlir-lens])")
@@ -182,6 +256,8 @@ async def run_check(args: argparse.Namespace) -> int:
         raise _cli_error(err.message, file=err.path) from err
     for named, pattern in collected.excluded:
         sys.stderr.write(f"note: {named}: excluded by '{pattern}'\n")
+    for path, message in collected.warnings:
+        sys.stderr.write(f"{rel_path(path, os.getcwd())}: warning: {message}\n")
     plan = plan_modules(collected.files, root, dict(cfg.example_inputs), args.module)
     for w in plan.cell_warnings:
         sys.stderr.write(f"{where(w.rel, w.line, w.cell)}: warning: {w.message}\n")
@@ -189,16 +265,12 @@ async def run_check(args: argparse.Namespace) -> int:
         raise _cli_error(f"no module named {args.module!r} in the given paths")
     tasks = plan.tasks if shard_spec is None else shard(plan.tasks, *shard_spec)
     if args.list:
+        for p in plan.problems:
+            sys.stderr.write(f"{where(p.rel, p.line, p.cell)}: error: {p.message}\n")
         _emit("".join(f"{t.key}\n" for t in tasks), args.output)
         return 2 if plan.problems else 0
-
-    baseline = None
-    baseline_path = args.baseline or cfg.baseline
-    if baseline_path and not args.write_baseline:
-        try:
-            baseline = baselines.read_baseline(baseline_path)
-        except baselines.BaselineError as err:
-            raise _cli_error(err.message, file=err.path) from err
+    baseline = _read_baseline(baseline_path, writing=args.write_baseline)
+    applied = None if args.write_baseline else baseline
 
     opts = RunOptions(
         targets=targets, jobs=jobs, root=root,
@@ -214,44 +286,46 @@ async def run_check(args: argparse.Namespace) -> int:
     finally:
         progress.close()
 
+    first = shard_spec is None or shard_spec[0] == 1  # file problems: reported once
     problems = [Finding(p.kind, p.kind, p.message, p.rel, p.line, p.rel, None, None,
-                        cell=p.cell)
-                for p in plan.problems if shard_spec is None or shard_spec[0] == 1]
+                        cell=p.cell) for p in plan.problems if first]
     warnings = [Finding(w.kind, w.kind, w.message, w.rel, w.line, w.rel, None, None,
-                        cell=w.cell)
-                for w in plan.cell_warnings if shard_spec is None or shard_spec[0] == 1]
-    report = Report(targets=targets, problems=problems, warnings=warnings,
-                    shards=[shard_spec] if shard_spec else [])
+                        cell=w.cell) for w in plan.cell_warnings if first]
+    report = Report(
+        targets=targets, problems=problems, warnings=warnings,
+        shards=[shard_spec] if shard_spec else [],
+        config=config_json(timeout_s=opts.timeout_s, memory_limit_mb=memory,
+                           strict_export=opts.strict_export,
+                           require_inputs=opts.require_inputs,
+                           example_inputs=opts.example_inputs,
+                           baseline_keys=None if applied is None else applied.keys),
+        plan=plan_json(t.key for t in plan.tasks))
     all_findings: list[Finding] = []
     for o in outcomes:
         all_findings += o.findings
-    if baseline is not None:
-        report.baseline = os.path.relpath(baseline.path, root)
-        fixed = baseline.apply(all_findings)
-        checked = {(t.rel, t.name) for t in tasks}
-        report.fixed = [list(k) for k in fixed if (k[0], k[1]) in checked]
+    checked_modules = {(t.rel, t.name) for t in tasks}
+    if applied is not None:
+        report.baseline = os.path.relpath(applied.path, root)
+        fixed = applied.apply(all_findings)
+        report.fixed = [list(k) for k in fixed if (k[0], k[1]) in checked_modules]
     for o in outcomes:
         o.entry["findings"] = [f.to_json() for f in o.findings]
         report.modules.append(o.entry)
     report.modules.sort(key=module_key)
 
-    if args.write_baseline:
-        path = baseline_path or os.path.join(root, baselines.DEFAULT_NAME)
-        try:
-            count = baselines.write_baseline(path, all_findings)
-        except OSError as exc:
-            raise _cli_error(f"cannot write the baseline: {exc.strerror or exc}",
-                             file=path) from exc
-        sys.stderr.write(f"wrote {os.path.relpath(path)} ({count} entries)\n")
-
+    code = report.exit_code()
+    if write_to is not None:
+        checked_files = {rel_path(f, root) for f in collected.files}
+        code = _write_baseline(
+            write_to, all_findings, report,
+            (lambda k: (k[0], k[1]) in checked_modules) if args.module
+            else (lambda k: k[0] in checked_files), root)
     _emit(render(report, fmt, root), args.output)
     if args.output is not None:
         from torch_mlir_lens.repo_check.text_formats import summary_line
 
         sys.stderr.write(summary_line(report) + "\n")
-    if args.write_baseline:
-        return 2 if report.problems else 0
-    return report.exit_code()
+    return code
 
 
 def _read_json(path: str) -> Any:
@@ -264,47 +338,50 @@ def _read_json(path: str) -> Any:
         raise _cli_error(f"not a JSON report: {exc}", file=path) from exc
 
 
-def _check_shards(shards: list[tuple[int, int]], modules: list[str]) -> None:
-    """Every shard of one split exactly once, and no module twice."""
-    if shards:
-        counts = {n for _, n in shards}
-        if len(counts) != 1:
-            raise _cli_error(f"the reports come from different splits: {sorted(counts)}")
-        (n,) = counts
-        indices = sorted(i for i, _ in shards)
-        missing = sorted(set(range(1, n + 1)) - set(indices))
-        if missing or len(indices) != len(set(indices)):
-            what = f"missing shards {missing}" if missing else f"repeated shards {indices}"
-            raise _cli_error(f"incomplete merge: {what} of {n}")
-    seen: set[str] = set()
-    for m in modules:
-        if m in seen:
-            raise _cli_error(f"module {m} appears in two reports")
-        seen.add(m)
+def _together(ids: list[RunIdentity], modules: list[str]) -> None:
+    """The reports are the shards 1..N of one run, each module in one of them (else exit 2,
+    naming what differs)."""
+    try:
+        check_together(ids)
+        check_modules_once(modules)
+    except MergeMismatch as err:
+        raise _cli_error(err.message) from err
 
 
 def run_merge(args: argparse.Namespace) -> int:
     """`merge REPORT…`: one report; the exit code is that of a check of every module."""
-    from torch_mlir_lens.repo_check.sarif import merge_sarif, sarif_failed
+    from torch_mlir_lens.repo_check.sarif import merge_sarif, run_identity, sarif_failed
 
+    _check_writable(args.output, "report")
     logs = [_read_json(p) for p in args.reports]
     root = os.getcwd()
     if all(isinstance(d, dict) and "runs" in d for d in logs):
         if args.format not in (None, "sarif"):
             raise _cli_error("SARIF reports merge into SARIF only (merge JSON reports for "
                              "other formats)")
-        merged = merge_sarif(logs)
-        props = merged["runs"][0]["properties"]["torchMlirLens"]
-        _check_shards([(s["index"], s["count"]) for s in props["shards"]], props["modules"])
+        try:
+            ids = [run_identity(log, path) for path, log in zip(args.reports, logs, strict=True)]
+            merged = merge_sarif(logs)
+            props = merged["runs"][0]["properties"]["torchMlirLens"]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise _cli_error(f"not a torch-mlir-lens SARIF log ({exc})") from exc
+        _together(ids, props["modules"])
         _emit(json.dumps(merged, indent=1) + "\n", args.output)
         return 1 if sarif_failed(merged) else 0
     reports = []
     for path, data in zip(args.reports, logs, strict=True):
         try:
             reports.append(Report.from_json(data))
-        except ValueError as exc:
-            raise _cli_error(str(exc), file=path) from exc
-    merged_report = Report(targets=list(dict.fromkeys(t for r in reports for t in r.targets)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _cli_error(f"not a torch-mlir-lens check --format json report ({exc})",
+                             file=path) from exc
+    _together([RunIdentity(path, r.version, tuple(r.targets), r.config, r.plan,
+                           tuple(r.shards)) for path, r in zip(args.reports, reports,
+                                                                strict=True)],
+              [f"{e['file']}::{e['name']}" for r in reports for e in r.modules])
+    first = reports[0]
+    merged_report = Report(targets=list(first.targets), version=first.version,
+                           config=first.config, plan=first.plan)
     for r in reports:
         merged_report.modules += r.modules
         merged_report.problems += r.problems
@@ -313,7 +390,5 @@ def run_merge(args: argparse.Namespace) -> int:
         merged_report.fixed += r.fixed
         merged_report.baseline = merged_report.baseline or r.baseline
     merged_report.modules.sort(key=module_key)
-    _check_shards(merged_report.shards,
-                  [f"{e['file']}::{e['name']}" for e in merged_report.modules])
     _emit(render(merged_report, args.format or "json", root), args.output)
     return merged_report.exit_code()

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from torch_mlir_lens.repo_check import limits
 from torch_mlir_lens.targets import BACKENDS, TARGETS
+
+T = TypeVar("T")
 
 SECTION = ("tool", "torch-mlir-lens")
 FILENAME = "pyproject.toml"
@@ -116,11 +119,15 @@ def _str_list(key: str, value: Any, path: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _positive(key: str, value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"[tool.torch-mlir-lens] {key}: expected a positive number, "
-                          f"got {value!r}", path)
-    return float(value)
+def _limit(key: str, check: Callable[[object], T], value: Any, path: str) -> T:
+    """A number checked as the command line checks it (`limits`)."""
+    if isinstance(value, str):  # TOML has numbers: "60" is a string, not a time-out
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: expected a number, got {value!r}",
+                          path)
+    try:
+        return check(value)
+    except limits.LimitError as err:
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: {err.message}", path) from None
 
 
 def _targets(key: str, value: Any, path: str) -> tuple[str, ...]:
@@ -167,9 +174,11 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
         values["paths"] = tuple(os.path.join(base, p) for p in
                                 _str_list("paths", table["paths"], path))
     if "timeoutSeconds" in table:
-        values["timeout_seconds"] = _positive("timeoutSeconds", table["timeoutSeconds"], path)
+        values["timeout_seconds"] = _limit("timeoutSeconds", limits.timeout_seconds,
+                                           table["timeoutSeconds"], path)
     if "memoryLimitMb" in table:
-        values["memory_limit_mb"] = int(_positive("memoryLimitMb", table["memoryLimitMb"], path))
+        values["memory_limit_mb"] = _limit("memoryLimitMb", limits.memory_limit_mb,
+                                           table["memoryLimitMb"], path)
     if "strictExport" in table:
         if not isinstance(table["strictExport"], bool):
             raise ConfigError("[tool.torch-mlir-lens] strictExport: expected true or false",
@@ -180,10 +189,7 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
             raise ConfigError("[tool.torch-mlir-lens] baseline: expected a file name", path)
         values["baseline"] = os.path.join(base, table["baseline"])
     if "jobs" in table:
-        jobs = table["jobs"]
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise ConfigError("[tool.torch-mlir-lens] jobs: expected a whole number ≥ 1", path)
-        values["jobs"] = jobs
+        values["jobs"] = _limit("jobs", limits.jobs, table["jobs"], path)
     return ProjectConfig(path=os.path.abspath(path), **values)
 
 

@@ -91,6 +91,7 @@ def _read(path: str, rel: str, plan: Plan) -> str | None:
     why it cannot be checked."""
     from torch_mlir_lens import notebook
     from torch_mlir_lens.repo_check.notebooks import NotebookSource
+    from torch_mlir_lens.repo_check.sources import SourceError, read_source
 
     try:
         if notebook.is_notebook(path):
@@ -101,11 +102,14 @@ def _read(path: str, rel: str, plan: Plan) -> str | None:
                             f"{p.message}: this cell does not parse and is left out",
                             p.index + 1) for p in program.problems]
             return program.text
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_source(path)
     except (OSError, UnicodeDecodeError) as exc:
         plan.problems.append(FileProblem(path, rel, None, "load-error",
                                          f"cannot read the file: {exc}"))
+        return None
+    except SourceError as exc:
+        plan.problems.append(FileProblem(path, rel, exc.line, "load-error",
+                                         f"cannot read the file: {exc.message}"))
         return None
     except notebook.NotebookError as exc:  # a file line of the .ipynb (its JSON)
         plan.problems.append(FileProblem(path, rel, exc.line, "load-error", exc.message))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
+from torch_mlir_lens.repo_check.limits import usable_cpus
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
 from torch_mlir_lens.results import LensError, LowerResult
 
@@ -62,8 +63,7 @@ def memory_available_mb() -> int | None:
 
 def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
     """CPU count, bounded so N workers at their memory limit fit in available memory."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    cpus = usable_cpus()
     available = memory_available_mb()
     if available is None:
         return max(1, cpus), f"{cpus} CPUs"

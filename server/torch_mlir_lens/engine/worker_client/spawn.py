@@ -110,6 +110,7 @@ def worker_env(env: dict[str, str] | None) -> dict[str, str]:
     out["PYTHONUNBUFFERED"] = "1"
     out["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
     out["TORCH_MLIR_LENS_OWN_GROUP"] = "1"
+    out["TORCH_MLIR_LENS_PARENT_PID"] = str(os.getpid())  # it ends itself when we are gone
     return out
 
 
