@@ -1,6 +1,7 @@
 """However a `check` run ends, its workers and everything they started end with it.
 
-`check` runs on a module whose forward starts a child process and then hangs. Each way a run
+`check` (and once `lower`) runs on a module whose forward starts a child process and then
+hangs. Each way a run
 can end is then applied to its own run: SIGTERM (`timeout`, CI cancellation), SIGHUP (a closed
 terminal), SIGINT (Ctrl-C), SIGKILL (the CLI dies without any clean-up: the workers end
 themselves), and the module's own time-out. Afterwards the process table must hold none of
@@ -40,7 +41,7 @@ class Hang(nn.Module):
         time.sleep(600)
         return x + 1
 '''
-CASES = ("SIGTERM", "SIGHUP", "SIGINT", "SIGKILL", "timeout")
+CASES = ("SIGTERM", "SIGHUP", "SIGINT", "SIGKILL", "timeout", "lower-SIGTERM")
 TIME_OUT_S = 6  # the `timeout` case's --timeout; the others' is far longer than the test
 START_S = 240  # the five workers import torch and start their job side by side
 PARENT_ENV = "TORCH_MLIR_LENS_PARENT_PID"  # every worker of a CLI, and what they start, have it
@@ -81,9 +82,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
         # A run the time-out ends completes (exit 1); the others must write no baseline.
         extra = ["--timeout", str(TIME_OUT_S)] if case == "timeout" else [
             "--timeout", "3600", "--write-baseline", "--baseline", "base.json"]
+        command = ["check", "hang.py", "-j", "1", "--targets", "linalg", "--format", "json",
+                   "-o", "report.json", *extra]
+        if case == "lower-SIGTERM":  # the other commands that run a worker end alike
+            command = ["lower", "hang.py", "--module", "Hang", "--target", "linalg"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "torch_mlir_lens", "check", "hang.py", "-j", "1",
-             "--targets", "linalg", "--format", "json", "-o", "report.json", *extra],
+            [sys.executable, "-m", "torch_mlir_lens", *command],
             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True)  # only the signal a test sends reaches it
         started[case] = Run(proc, mark, folder / "report.json")
@@ -120,15 +124,15 @@ def test_a_timed_out_module_leaves_no_process(runs: dict[str, Run]) -> None:
     _assert_nothing_left(run)
 
 
-@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "lower-SIGTERM"])
 def test_a_signal_ends_the_workers_and_writes_nothing(runs: dict[str, Run], name: str) -> None:
     run = runs[name]
-    sig = signal.Signals[name]
+    sig = signal.Signals[name.rpartition("-")[2]]
     run.proc.send_signal(sig)
     _, err = run.proc.communicate(timeout=60)
     assert run.proc.returncode == 128 + sig.value, err[-2000:]
     assert err.strip().splitlines()[-1] == (
-        f"torch-mlir-lens: error: stopped by {name}: its workers were ended, nothing was "
+        f"torch-mlir-lens: error: stopped by {sig.name}: its workers were ended, nothing was "
         "written"), err[-2000:]
     assert "Traceback" not in err
     assert not run.report.exists() and not (run.report.parent / "base.json").exists()

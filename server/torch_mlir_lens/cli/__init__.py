@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from torch_mlir_lens.cli import check, export, lower, merge, serve, verify
 from torch_mlir_lens.cli.common import (
@@ -42,6 +42,7 @@ from torch_mlir_lens.cli.common import (
     PROG,
     CliError,
     Parser,
+    ended_by_signals,
     report_error,
 )
 
@@ -71,6 +72,13 @@ _ASYNC_COMMANDS = {"lower": lower.run, "check": check.run, "export": export.run,
                    "verify": verify.run}
 
 
+async def _until_a_signal(command: Callable[[argparse.Namespace], Awaitable[int]],
+                          args: argparse.Namespace) -> int:
+    """Run a command that uses workers; Ctrl-C, SIGTERM or SIGHUP end them and exit 128 + N."""
+    async with ended_by_signals():
+        return await command(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `torch-mlir-lens` command; returns the exit code (never raises, no traceback)."""
     args = build_parser().parse_args(argv)
@@ -79,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve.run(args)
         if args.command == "merge":
             return merge.run(args)
-        return asyncio.run(_ASYNC_COMMANDS[args.command](args))
+        return asyncio.run(_until_a_signal(_ASYNC_COMMANDS[args.command], args))
     except CliError as err:
         return report_error(err)
     except KeyboardInterrupt:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from torch_mlir_lens.cli.common import EngineFactory, add_inputs, ended_by_signals, make_engine
+from torch_mlir_lens.cli.common import EngineFactory, add_cache, add_inputs, make_engine
 from torch_mlir_lens.targets import BACKENDS
 
 
@@ -22,6 +22,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     check.add_argument("--targets", default=",".join(BACKENDS), metavar="LIST",
                        help=f"comma-separated targets (default {','.join(BACKENDS)})")
     add_inputs(check)
+    add_cache(check)
     check.add_argument("--json", action="store_true", help="same as --format json")
     add_check_arguments(check)
     return check
@@ -30,13 +31,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
     """`check PATH…`: a repository (repo_check); explicit inputs: one module (check_file).
 
-    A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number."""
+    A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number (`main`)."""
     from torch_mlir_lens.repo_check import command
 
-    async with ended_by_signals():
-        if command.single_module_run(args):
-            from torch_mlir_lens.cli import check_file
+    if command.single_module_run(args):
+        from torch_mlir_lens.cli import check_file
 
-            command.fill_single_module_defaults(args)
-            return await check_file.run(args, make_engine)
-        return await command.run_check(args)
+        command.fill_single_module_defaults(args)
+        return await check_file.run(args, make_engine)
+    return await command.run_check(args)

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from torch_mlir_lens import culprits, notebook, notebook_cli
+from torch_mlir_lens import culprits, defaults, notebook, notebook_cli
 from torch_mlir_lens.repo_check import limits
 from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -120,11 +120,21 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
     parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
-                        default=60.0, metavar="S",
-                        help="give up on a job after S seconds (default 60)")
+                        default=defaults.TIMEOUT_S, metavar="S",
+                        help=f"give up on a job after S seconds (default {defaults.TIMEOUT_S:g})")
     parser.add_argument("--memory-limit", type=limits.argument(limits.memory_limit_mb),
-                        default=8192, metavar="MB",
-                        help="stop a job using more than MB megabytes (default 8192)")
+                        default=defaults.MEMORY_LIMIT_MB, metavar="MB",
+                        help="stop a job using more than MB megabytes "
+                             f"(default {defaults.MEMORY_LIMIT_MB})")
+
+
+def add_cache(parser: argparse.ArgumentParser) -> None:
+    """`--cache-dir`: keep lowering results in a folder across runs (a CI cache step can keep
+    it between jobs); default `$TORCH_MLIR_LENS_CACHE_DIR`, else no persistent cache."""
+    parser.add_argument(
+        "--cache-dir", metavar="DIR", default=os.environ.get(defaults.CACHE_DIR_ENV) or None,
+        help="keep results in DIR and answer unchanged modules from it, confirmed against "
+             f"their files and library versions (default ${defaults.CACHE_DIR_ENV}, else none)")
 
 
 def add_module_choice(parser: argparse.ArgumentParser) -> None:
@@ -243,7 +253,8 @@ def make_engine(args: argparse.Namespace) -> Any:
     from torch_mlir_lens.engine import Engine, EngineConfig
 
     return Engine(EngineConfig(python=sys.executable, timeout_s=args.timeout,
-                               memory_limit_mb=args.memory_limit))
+                               memory_limit_mb=args.memory_limit,
+                               cache_dir=getattr(args, "cache_dir", None)))
 
 
 @contextlib.asynccontextmanager

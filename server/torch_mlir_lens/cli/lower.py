@@ -11,6 +11,7 @@ from torch_mlir_lens.cli.common import (
     EXIT_OK,
     CliError,
     EngineFactory,
+    add_cache,
     add_inputs,
     add_module_choice,
     bad_pipeline,
@@ -35,6 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      help=f"one of {', '.join(TARGETS)} (default linalg)")
     how.add_argument("--pipeline", metavar="STR", help="a custom MLIR pass pipeline")
     add_inputs(lower)
+    add_cache(lower)
     lower.add_argument("--annotate", action="store_true",
                        help="interleave the IR with the source lines that produced it")
     lower.add_argument("--frames", choices=("user", "all"), default="user",

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from torch_mlir_lens import defaults
 from torch_mlir_lens.engine import job_keys
 from torch_mlir_lens.engine.cache import ResultCache
 from torch_mlir_lens.engine.disk_cache import DiskCacheStats
@@ -55,13 +56,13 @@ class EngineConfig:
     """Settings of an Engine; `update_config` changes them while it runs."""
 
     python: str = sys.executable
-    timeout_s: float = 60.0
-    memory_limit_mb: int = 8192
+    timeout_s: float = defaults.TIMEOUT_S
+    memory_limit_mb: int = defaults.MEMORY_LIMIT_MB
     cancel_stale: bool = True  # kill a running job for an older text of the same module
     cache_entries: int = 256
     # The persistent cache's folder (None: off) and its bound; see persistent_results.py.
     cache_dir: str | None = None
-    cache_max_mb: int = 1024
+    cache_max_mb: int = defaults.CACHE_SIZE_MB
     cwd: str | None = None
     env: dict[str, str] | None = None
 

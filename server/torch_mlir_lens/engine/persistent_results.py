@@ -12,12 +12,13 @@ import logging
 import os
 from typing import Any
 
+from torch_mlir_lens import defaults
 from torch_mlir_lens.engine.disk_cache import DiskCache, DiskCacheStats
 from torch_mlir_lens.engine.environment import environment_key
 
 log = logging.getLogger(__name__)
 
-CACHE_DIR_ENV = "TORCH_MLIR_LENS_CACHE_DIR"  # a folder, or empty for no persistent cache
+CACHE_DIR_ENV = defaults.CACHE_DIR_ENV
 
 
 def default_cache_dir() -> str | None:

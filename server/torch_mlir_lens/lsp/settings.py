@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from torch_mlir_lens import defaults
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
 SECTION = "torchMlirLens"
@@ -43,12 +44,12 @@ class Settings:
     lens_targets: tuple[str, ...] = ("linalg", "tosa")
     diagnostics: str = "onSave"
     diagnostic_targets: tuple[str, ...] = BACKENDS
-    timeout_seconds: float = 60.0
-    memory_limit_mb: int = 8192
+    timeout_seconds: float = defaults.TIMEOUT_S
+    memory_limit_mb: int = defaults.MEMORY_LIMIT_MB
     example_inputs: Mapping[str, str] = field(default_factory=dict)
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
-    cache_size_mb: int = 1024  # the persistent result cache; 0: off
+    cache_size_mb: int = defaults.CACHE_SIZE_MB  # the persistent result cache; 0: off
 
     @property
     def check_targets(self) -> tuple[str, ...]:

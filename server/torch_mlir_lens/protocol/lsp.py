@@ -15,6 +15,8 @@ from typing import Any, Literal
 import attrs
 from lsprotocol.types import Position, Range
 
+from torch_mlir_lens import defaults
+
 LOWER = "torchMlirLens/lower"
 MODULES = "torchMlirLens/modules"
 VERIFY = "torchMlirLens/verify"
@@ -314,7 +316,7 @@ class ServerSettings:
     example_inputs: dict[str, str]  # keys are the user's names, sent as they are
     pipelines: dict[str, str]
     strict_export: bool
-    cache_size_mb: int = 1024
+    cache_size_mb: int = defaults.CACHE_SIZE_MB
 
 
 @attrs.define

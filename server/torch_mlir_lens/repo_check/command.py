@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from torch_mlir_lens import defaults
 from torch_mlir_lens.repo_check import baseline as baselines
 from torch_mlir_lens.repo_check import limits
 from torch_mlir_lens.repo_check.config import (
@@ -121,8 +122,8 @@ def fill_single_module_defaults(args: argparse.Namespace) -> None:
     if args.file is None:
         raise _cli_error("--inputs/--inputs-file/--init need one FILE")
     args.targets = args.targets or ",".join(cfg.targets or BACKENDS)
-    args.timeout = args.timeout or cfg.timeout_seconds or 60.0
-    args.memory_limit = args.memory_limit or cfg.memory_limit_mb or 8192
+    args.timeout = args.timeout or cfg.timeout_seconds or defaults.TIMEOUT_S
+    args.memory_limit = args.memory_limit or cfg.memory_limit_mb or defaults.MEMORY_LIMIT_MB
     args.strict = args.strict or bool(cfg.strict_export)
 
 
@@ -238,7 +239,7 @@ async def run_check(args: argparse.Namespace) -> int:
     root = cfg.root or os.getcwd()
     targets = _targets(args, cfg)
     fmt = args.format or ("json" if args.json else "text")
-    memory = args.memory_limit or cfg.memory_limit_mb or 8192
+    memory = args.memory_limit or cfg.memory_limit_mb or defaults.MEMORY_LIMIT_MB
     jobs = _jobs(args, cfg, memory)
     shard_spec = _shard(args)
     baseline_path = args.baseline or cfg.baseline
@@ -274,10 +275,12 @@ async def run_check(args: argparse.Namespace) -> int:
 
     opts = RunOptions(
         targets=targets, jobs=jobs, root=root,
-        timeout_s=args.timeout or cfg.timeout_seconds or 60.0, memory_limit_mb=memory,
+        timeout_s=args.timeout or cfg.timeout_seconds or defaults.TIMEOUT_S,
+        memory_limit_mb=memory,
         example_inputs=dict(cfg.example_inputs),
         strict_export=args.strict or bool(cfg.strict_export),
         require_inputs=args.require_inputs,
+        cache_dir=getattr(args, "cache_dir", None),
     )
     progress = Progress(len(tasks))
     try:
@@ -321,6 +324,9 @@ async def run_check(args: argparse.Namespace) -> int:
             (lambda k: (k[0], k[1]) in checked_modules) if args.module
             else (lambda k: k[0] in checked_files), root)
     _emit(render(report, fmt, root), args.output)
+    if opts.cache_dir:
+        sys.stderr.write(f"persistent cache {opts.cache_dir}: {opts.cache_hits} of "
+                         f"{opts.cache_lookups} lowerings answered from it\n")
     if args.output is not None:
         from torch_mlir_lens.repo_check.text_formats import summary_line
 

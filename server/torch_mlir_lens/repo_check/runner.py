@@ -38,6 +38,10 @@ class RunOptions:
     example_inputs: dict[str, str] = field(default_factory=dict)
     strict_export: bool = False
     require_inputs: bool = False
+    cache_dir: str | None = None  # the persistent result cache (None: none)
+    # What the persistent cache did, summed over the lanes' engines once they stop.
+    cache_hits: int = 0
+    cache_lookups: int = 0
 
 
 @dataclass
@@ -165,8 +169,10 @@ async def run_modules(
                 last = task.path
                 if engine is None and task.inputs != "missing":
                     engine = Engine(EngineConfig(python=sys.executable, timeout_s=opts.timeout_s,
-                                                 memory_limit_mb=opts.memory_limit_mb))
-                    await engine.start()
+                                                 memory_limit_mb=opts.memory_limit_mb,
+                                                 cache_dir=opts.cache_dir))
+                    # Not started: its worker spawns at the first job the persistent cache
+                    # cannot answer (a fully cached run starts none).
                 try:
                     outcome = await _check_one(engine, task, plan.text_of(task), opts)
                 except Exception as exc:  # a bug of ours: this module fails, the rest go on
@@ -184,6 +190,10 @@ async def run_modules(
         finally:
             if engine is not None:
                 await engine.stop()
+                stats = engine.persistent_stats
+                if stats is not None:
+                    opts.cache_hits += stats.hits
+                    opts.cache_lookups += stats.hits + stats.misses
 
     await asyncio.gather(*(lane() for _ in range(lanes)))
     return [o for o in outcomes if o is not None]

@@ -14,6 +14,7 @@ import logging
 import sys
 from typing import Any
 
+from torch_mlir_lens import defaults
 from torch_mlir_lens.engine.procs import is_running
 from torch_mlir_lens.engine.worker_client import channel, guards, spawn
 from torch_mlir_lens.engine.worker_client.channel import OutputCallback, Worker
@@ -38,8 +39,8 @@ class WorkerClient:
         self,
         python: str = sys.executable,
         *,
-        timeout_s: float = 60.0,
-        memory_limit_mb: int = 8192,
+        timeout_s: float = defaults.TIMEOUT_S,
+        memory_limit_mb: int = defaults.MEMORY_LIMIT_MB,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_output: OutputCallback | None = None,
