@@ -337,6 +337,16 @@ function scenarios.remembered()
       return (not info.trusted) and info
     end)
     result.remembered.answer = require('torch_mlir_lens.trust').get(workspace)
+    -- Asking for the IR now is refused by the server; the plugin says how to trust.
+    vim.api.nvim_win_set_cursor(0, { line_of(buf, 'return x * 2') + 1, 8 })
+    vim.cmd('TorchMlirShow')
+    result.remembered.refusal = wait_for('the refusal to be explained', 30, function()
+      for _, n in ipairs(result.notifications) do
+        if n.message:find('TorchMlirTrust', 1, true) and n.message:find('not trusted', 1, true) then
+          return n.message
+        end
+      end
+    end)
   end)
 end
 

@@ -179,11 +179,11 @@ def test_ir_split_linked_both_ways(session: dict[str, Any]) -> None:
 def test_answer_is_remembered_and_revocable(session: dict[str, Any],
                                             project: tuple[Path, Path]) -> None:
     workspace, home = project
-    (workspace / "sentinel-ran.txt").unlink(missing_ok=True)
     again = run_neovim("remembered", workspace, home)["remembered"]
     assert again["info"]["trusted"] is True  # from initializationOptions, before any prompt
     assert again["after_untrust"]["trusted"] is False
     assert again["answer"] is False  # remembered: not asked again either
+    assert str(workspace) in again["refusal"]  # :TorchMlirShow says why there is no IR
 
 
 def test_interpreter_without_the_server(tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ local function start(bufnr, root)
   if not check.ok then
     say_once('warn', check.problem)
   end
-  local entry = { root = root, python = python, buffers = { [bufnr] = true }, status = nil }
+  local entry = { root = root, python = python, buffers = { [bufnr] = true }, status = nil, waiting = {} }
   local settings = config.settings()
   local client_config = {
     name = NAME,
@@ -170,6 +170,11 @@ local function start(bufnr, root)
           if vim.api.nvim_buf_is_valid(b) then
             buffer_ready(entry, client, b)
           end
+        end
+        local waiting = entry.waiting
+        entry.waiting = {}
+        for _, fn in ipairs(waiting) do
+          notify.guard('Running a command', fn, client)
         end
       end))
     end,
@@ -227,6 +232,18 @@ function M.ensure(bufnr)
     vim.schedule(function()
       buffer_ready(entry, client, bufnr)
     end)
+  end
+end
+
+--- Runs `fn(client)` once the server of `entry` is initialized (now, if it is).
+---@param entry table
+---@param fn function
+function M.when_ready(entry, fn)
+  local client = live(entry)
+  if client and client.initialized then
+    fn(client)
+  else
+    table.insert(entry.waiting, fn)
   end
 end
 

@@ -6,6 +6,7 @@ local compat = require('torch_mlir_lens.compat')
 local ir_view = require('torch_mlir_lens.ir_view')
 local linking = require('torch_mlir_lens.linking')
 local notify = require('torch_mlir_lens.notify')
+local root = require('torch_mlir_lens.root')
 local trust = require('torch_mlir_lens.trust')
 
 local M = {}
@@ -23,15 +24,15 @@ local function source_buffer()
   return buf
 end
 
-local function served(buf)
+-- The server of `buf`; `fn(entry, lsp_client)` runs once it is initialized.
+local function with_server(buf, fn)
   local entry, lsp_client = client.for_buffer(buf)
   if not entry or not lsp_client then
     error('no Torch-MLIR Lens server for this buffer: open a Python file of the project first', 0)
   end
-  if not lsp_client.initialized then
-    error('the server is still starting: try again in a moment', 0)
-  end
-  return entry, lsp_client
+  client.when_ready(entry, function(ready)
+    fn(entry, ready)
+  end)
 end
 
 --- `:TorchMlirShow [target]`: the IR of the module at the cursor, in a split.
@@ -41,17 +42,17 @@ function M.show(word)
   if ir_view.views[buf] then
     error('the cursor is in an IR split: run it in the Python file', 0)
   end
-  local entry, lsp_client = served(buf)
   local cursor = vim.api.nvim_win_get_cursor(0)
   local target, pipeline = ir_view.parse_target(word)
-  ir_view.open({
-    client_id = lsp_client.id,
-    uri = vim.uri_from_bufnr(buf),
-    position = { line = cursor[1] - 1, character = cursor[2] },
-    target = target,
-    pipeline = pipeline,
-  }, linking.redraw)
-  return entry
+  with_server(buf, function(_, lsp_client)
+    ir_view.open({
+      client_id = lsp_client.id,
+      uri = vim.uri_from_bufnr(buf),
+      position = { line = cursor[1] - 1, character = cursor[2] },
+      target = target,
+      pipeline = pipeline,
+    }, linking.redraw)
+  end)
 end
 
 --- The lens command: arguments [uri, module, target].
@@ -64,18 +65,23 @@ local function show_ir_lens(command, ctx)
   ir_view.open({ client_id = ctx.client_id, uri = uri, module = module, target = target }, linking.redraw)
 end
 
+-- Trust is per project root, whether or not its server runs (it learns it when it starts).
 local function set_trust(trusted)
-  local entry = served(source_buffer())
-  trust.set(entry.root, trusted)
+  local buf = source_buffer()
+  local entry = client.for_buffer(buf)
+  local project = entry and entry.root or root.of_buffer(buf)
+  if not project then
+    error('this buffer has no file: open a Python file of the project first', 0)
+  end
+  trust.set(project, trusted)
   if trusted then
-    notify.info('trusted ' .. entry.root .. ': its modules are lowered now.')
+    notify.info('trusted ' .. project .. ': its modules are lowered now.')
   else
-    notify.info('no longer trusting ' .. entry.root .. ': none of its code runs (lenses only).')
+    notify.info('no longer trusting ' .. project .. ': none of its code runs (lenses only).')
   end
 end
 
-local function info()
-  local entry, lsp_client = served(source_buffer())
+local function show_info(entry, lsp_client)
   compat.request(lsp_client, 'torchMlirLens/serverInfo', { waitForWorker = false }, notify.guarded('Server info', function(err, answer)
     if err then
       error(notify.describe(err), 0)
@@ -92,6 +98,12 @@ local function info()
     }
     vim.notify(table.concat(lines, '\n'), vim.log.levels.INFO)
   end), 0)
+end
+
+local function info()
+  with_server(source_buffer(), function(entry, lsp_client)
+    show_info(entry, lsp_client)
+  end)
 end
 
 local function complete_target(lead)
