@@ -192,6 +192,17 @@ local scenarios = {}
 function scenarios.full()
   local sentinel_buf, client
   step('untrusted', function()
+    -- A user's own lens autocmd, as Neovim's help suggests: on 0.7 its refresh before the
+    -- server is ready would leave the buffer without lenses for good, were the plugin to
+    -- rely on vim.lsp.codelens.refresh() itself.
+    if vim.fn.has('nvim-0.12') == 0 then
+      vim.api.nvim_create_autocmd('BufEnter', {
+        pattern = '*.py',
+        callback = function()
+          vim.lsp.codelens.refresh()
+        end,
+      })
+    end
     setup()
     sentinel_buf = open('sentinel.py')
     client = wait_client()
