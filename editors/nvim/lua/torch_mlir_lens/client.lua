@@ -53,11 +53,6 @@ function M.for_buffer(bufnr)
   return entry, live(entry)
 end
 
---- The entry of a client id.
-function M.entry(id)
-  return by_id[id]
-end
-
 --- Every entry (project root) with a live client.
 function M.entries()
   local out = {}
@@ -187,7 +182,8 @@ local function start(bufnr, root)
         end
         if code ~= 0 and not (gone and gone.stopping) then
           notify.error(string.format(
-            'the server for %s exited (code %s, signal %s); its output is in %s. It starts again when you open a Python file of the project.',
+            'the server for %s exited (code %s, signal %s); its output is in %s. '
+              .. 'It starts again when you open a Python file of the project.',
             root, tostring(code), tostring(signal), vim.lsp.get_log_path()))
         end
       end)

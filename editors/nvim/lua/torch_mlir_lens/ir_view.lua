@@ -99,7 +99,6 @@ end
 local function fill(view, answer)
   local lines, offset = text_of(view, answer)
   view.map = line_map.new(answer.map, offset, answer.frames)
-  view.partial = answer.partial == true
   vim.bo[view.buf].modifiable = true
   vim.api.nvim_buf_set_lines(view.buf, 0, -1, false, lines)
   vim.bo[view.buf].modifiable = false

@@ -14,8 +14,9 @@
 -- answer is handed to `vim.lsp.codelens.on_codelens`, which draws the lenses (and clears that
 -- mark, mending a buffer a user's own autocmd had stuck).
 --
--- Neovim 0.12 replaced this with `vim.lsp.codelens.enable()` (its lenses follow the buffer
--- and `workspace/codeLens/refresh` on their own): there it is enabled per buffer instead.
+-- Neovim's development version (0.12) replaces this with `vim.lsp.codelens.enable()`, which
+-- keeps a buffer's lenses itself: there lenses are enabled per buffer and refreshed through
+-- Neovim's own refresh handler (not tested: no released Neovim has it yet).
 
 local compat = require('torch_mlir_lens.compat')
 

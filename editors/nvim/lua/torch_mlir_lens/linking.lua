@@ -130,15 +130,4 @@ function M.redraw(view)
   end
 end
 
---- The 0-based lines of `buf` this module highlights now (what the user sees).
----@param buf integer
----@return integer[]
-function M.highlighted(buf)
-  local lines = {}
-  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, M.ns, 0, -1, {})) do
-    table.insert(lines, mark[2])
-  end
-  return lines
-end
-
 return M
