@@ -358,6 +358,13 @@ function scenarios.remembered()
         end
       end
     end)
+    -- A restarted server starts from the remembered answer, now "no".
+    vim.cmd('TorchMlirRestart')
+    local restarted = wait_for('a new server', 60, function()
+      local c = our_clients()[1]
+      return #our_clients() == 1 and c.id ~= client.id and c.initialized and c
+    end)
+    result.remembered.after_restart = server_info(restarted)
   end)
 end
 

@@ -186,6 +186,8 @@ def test_answer_is_remembered_and_revocable(session: dict[str, Any],
     assert again["after_untrust"]["trusted"] is False
     assert again["answer"] is False  # remembered: not asked again either
     assert str(workspace) in again["refusal"]  # :TorchMlirShow says why there is no IR
+    assert again["after_restart"]["trusted"] is False  # :TorchMlirRestart: the answer holds
+    assert again["after_restart"]["pid"] != again["info"]["pid"]
 
 
 def test_interpreter_without_the_server(tmp_path: Path) -> None:

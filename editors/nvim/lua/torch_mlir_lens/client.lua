@@ -267,13 +267,8 @@ function M.stop_all()
     if by_root[entry.root] == entry then
       by_root[entry.root] = nil
     end
-    local client = live(entry)
+    local client = live(entry) -- its buffers are detached when it exits
     if client then
-      for bufnr in pairs(entry.buffers) do
-        if vim.api.nvim_buf_is_valid(bufnr) then
-          pcall(vim.lsp.buf_detach_client, bufnr, entry.id)
-        end
-      end
       if compat.has('0.11') then
         client:stop()
       else
