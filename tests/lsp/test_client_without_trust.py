@@ -106,6 +106,18 @@ async def test_bad_trust_command_argument(client: LanguageClient) -> None:
     assert (await server_info(client))["trusted"] is False
 
 
+async def test_configuration_cannot_grant_trust(client: LanguageClient) -> None:
+    """Pushed configuration may come from the workspace (eglot sends a project's
+    .dir-locals.el, applied without asking): it never grants trust."""
+    kept = {"defaultTarget": "tosa", "lensTargets": ["stablehlo"]}  # as pushed before
+    for settings in ({"trusted": True}, {"torchMlirLens": {**kept, "trusted": True}}):
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=settings))
+    # Notifications are handled in order: once serverInfo answers, both were seen.
+    info = await server_info(client)
+    assert info["trusted"] is False and info["engine"] is None
+
+
 async def test_trust_command_enables_lowering(client: LanguageClient, workspace: Path) -> None:
     uri = (workspace / "sentinel.py").as_uri()
     answer = await execute(client, "torchMlirLens.setTrusted", {"trusted": True})

@@ -44,7 +44,7 @@ Trust: untrusted until the client says otherwise (`initializationOptions.trusted
 
 Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
 section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,
-which may also carry `{"trusted": bool}`); a client that cannot be asked gets the settings
+which never changes trust); a client that cannot be asked gets the settings
 it pushed last in `workspace/didChangeConfiguration`; see `settings.py`. The workspace's
 pyproject.toml `[tool.torch-mlir-lens]` is a last layer over them
 (`settings.effective_settings`); the server registers `workspace/didChangeWatchedFiles`

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import diagnostics, project_config, trust
+from torch_mlir_lens.lsp.features import diagnostics, project_config
 from torch_mlir_lens.lsp.settings import SECTION, effective_settings, section_of
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ def register(server: LensServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
         payload = convert.json_object(params.settings)
-        if payload is not None and isinstance(payload.get("trusted"), bool):
-            trust.set_trusted(server, payload["trusted"])
+        # Never trust from here: what a client pushes as configuration may come from the
+        # workspace itself (Emacs sends a project's .dir-locals.el eglot-workspace-configuration,
+        # which it applies without asking), and a workspace must not trust itself.
         pushed = section_of(payload)
         if pushed is not None:  # kept: a client without workspace/configuration sends no more
             server.pushed_settings = dict(pushed)
