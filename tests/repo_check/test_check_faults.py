@@ -21,8 +21,8 @@ from urllib.parse import unquote
 import pytest
 
 from torch_mlir_lens.cli import main
-from torch_mlir_lens.repo_check.config import ConfigError, load_config
-from torch_mlir_lens.repo_check.limits import usable_cpus
+from torch_mlir_lens.project.config import ConfigError, load_config
+from torch_mlir_lens.project.limits import usable_cpus
 
 TIMEOUT = 600
 NO_INPUTS = '''import torch

@@ -1,5 +1,5 @@
 """`torch-mlir-lens check PATH…`: the parser, and the dispatch to the repository check
-(repo_check) or, for explicit inputs or one notebook, the single-module check (check_file)."""
+(`check_repo`) or, for explicit inputs or one notebook, the single-module check (`check_file`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torch_mlir_lens.targets import BACKENDS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the `check` subcommand (with the repository options of repo_check)."""
-    from torch_mlir_lens.repo_check.command import add_check_arguments
+    """Add the `check` subcommand (with the repository options of `check_repo`)."""
+    from torch_mlir_lens.cli.check_repo import add_check_arguments
 
     check: argparse.ArgumentParser = sub.add_parser(
         "check", help="list the ops each backend cannot lower")
@@ -29,14 +29,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """`check PATH…`: a repository (repo_check); explicit inputs: one module (check_file).
+    """`check PATH…`: a repository (check_repo); explicit inputs: one module (check_file).
 
     A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number (`main`)."""
-    from torch_mlir_lens.repo_check import command
+    from torch_mlir_lens.cli import check_repo
 
-    if command.single_module_run(args):
+    if check_repo.single_module_run(args):
         from torch_mlir_lens.cli import check_file
 
-        command.fill_single_module_defaults(args)
+        check_repo.fill_single_module_defaults(args)
         return await check_file.run(args, make_engine)
-    return await command.run_check(args)
+    return await check_repo.run_check(args)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from torch_mlir_lens import culprits, defaults, notebook, notebook_cli
-from torch_mlir_lens.repo_check import limits
+from torch_mlir_lens.project import limits
 from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
 

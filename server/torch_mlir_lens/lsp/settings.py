@@ -165,7 +165,7 @@ def project_layer(workspace_root: str | None) -> tuple[dict[str, Any], str | Non
     """
     if not workspace_root:
         return {}, None, []
-    from torch_mlir_lens.repo_check.config import ConfigError, discover_config
+    from torch_mlir_lens.project.config import ConfigError, discover_config
 
     try:
         config = discover_config(workspace_root)

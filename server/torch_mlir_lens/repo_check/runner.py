@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.project.limits import usable_cpus
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
-from torch_mlir_lens.repo_check.limits import usable_cpus
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
 from torch_mlir_lens.results import LensError, LowerResult
 

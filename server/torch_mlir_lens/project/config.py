@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from torch_mlir_lens.repo_check import limits
+from torch_mlir_lens.project import limits
 from torch_mlir_lens.targets import BACKENDS, TARGETS
 
 T = TypeVar("T")
