@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torch_mlir_lens.annotate import annotate, line_sources
+from torch_mlir_lens.cli.annotated_ir import annotate, line_sources
 from torch_mlir_lens.results import IrLineMapping, LowerResult
 
 SOURCE = """class M(nn.Module):

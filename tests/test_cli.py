@@ -75,7 +75,7 @@ def test_cli_process_never_imports_torch(tmp_path: Path) -> None:
         "import sys\n"
         "from torch_mlir_lens.cli import main\n"
         f"rc = main(['lower', {str(tmp_path / 'nope.py')!r}])\n"
-        "import torch_mlir_lens.engine, torch_mlir_lens.annotate\n"
+        "import torch_mlir_lens.engine, torch_mlir_lens.cli.annotated_ir\n"
         "print(rc, 'torch' in sys.modules, 'torch_mlir' in sys.modules)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

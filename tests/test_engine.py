@@ -14,8 +14,8 @@ import pytest
 from bench.waiting import async_wait_until
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
-from torch_mlir_lens.engine.procs import family_pids
 from torch_mlir_lens.results import LensError
+from torch_mlir_lens.system.procs import family_pids
 
 MODELS = Path(__file__).resolve().parent / "models"
 FAULTY = str(MODELS / "faulty.py")

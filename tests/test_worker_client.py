@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from bench.waiting import async_wait_until
 
-from torch_mlir_lens.engine.procs import family_pids, is_running
 from torch_mlir_lens.engine.worker_client import WorkerClient
 from torch_mlir_lens.results import LensError
+from torch_mlir_lens.system.procs import family_pids, is_running
 
 FAULTY = str(Path(__file__).resolve().parent / "models" / "faulty.py")
 

@@ -31,7 +31,7 @@ from torch_mlir_lens.project.config import (
 from torch_mlir_lens.repo_check import baseline as baselines
 from torch_mlir_lens.repo_check.assemble import all_findings, assemble_report
 from torch_mlir_lens.repo_check.findings import Finding
-from torch_mlir_lens.repo_check.notebooks import where
+from torch_mlir_lens.repo_check.notebook_modules import where
 from torch_mlir_lens.repo_check.paths import Collected, PathError, collect, rel_path
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan, parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from torch_mlir_lens import culprits, defaults, notebook, notebook_cli
+from torch_mlir_lens import culprits, defaults, notebook
+from torch_mlir_lens.cli import notebook_locations
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
@@ -73,7 +74,7 @@ def display(path: str | None) -> str:
 
 def where(file: str | None, line: int | None) -> str:
     """`FILE:LINE` (`NOTEBOOK.ipynb:CELL:LINE` in a notebook read in this run), or `FILE`."""
-    program = notebook_cli.program_of(file)  # a notebook's lines are CELL:LINE
+    program = notebook_locations.program_of(file)  # a notebook's lines are CELL:LINE
     if program is not None and file and line:
         return notebook.location(display(file), program, line)
     return f"{display(file)}:{line}" if file and line else display(file)
@@ -87,7 +88,7 @@ def indented(message: str, prefix: str) -> str:
 
 def from_lens(err: LensError, default_file: str) -> CliError:
     """A worker's LensError as the CLI reports it (its file, else the file given)."""
-    return CliError(notebook_cli.relabel(err.message, default_file), exit_code_for(err.kind),
+    return CliError(notebook_locations.relabel(err.message, default_file), exit_code_for(err.kind),
                     file=err.file or default_file, line=err.line)
 
 
@@ -158,11 +159,11 @@ class Source:
 
     def line_text(self, line: int | None) -> str:
         """`line N`; `cell C line L` in a notebook."""
-        return notebook_cli.line_text(self.notebook, line)
+        return notebook_locations.line_text(self.notebook, line)
 
     def to_json(self, value: Any) -> str:
         """A result as JSON (a notebook's lines as cell lines)."""
-        return notebook_cli.to_json(self.notebook, self.path, value)
+        return notebook_locations.to_json(self.notebook, self.path, value)
 
 
 def load_source(file: str) -> Source:
@@ -191,7 +192,7 @@ def load_source(file: str) -> Source:
 def _load_notebook(path: str, file: str) -> Source:
     """A notebook's program; cells that do not parse are left out, with a warning each."""
     try:
-        program = notebook_cli.read(path)
+        program = notebook_locations.read(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
     except notebook.NotebookError as exc:
@@ -334,7 +335,7 @@ def print_diagnostics(results: Sequence[LowerResult]) -> None:
             op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
             target = f" ({d.target})" if d.target and not d.cause else ""
             at = where(d.file, d.line) or result.module
-            message = notebook_cli.relabel(d.message, d.file)
+            message = notebook_locations.relabel(d.message, d.file)
             sys.stderr.write(f"{at}: {d.severity}: {message}{op}{target}\n")
             if d.knock_on:
                 sys.stderr.write(f"{at}: note: {culprits.knock_on_text(d)}\n")

@@ -80,7 +80,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 print(p.ir.rstrip("\n"))
             print("// -----// Result //----- //")
         if args.annotate:
-            from torch_mlir_lens.annotate import annotate
+            from torch_mlir_lens.cli.annotated_ir import annotate
 
             program = src.notebook
             sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames,

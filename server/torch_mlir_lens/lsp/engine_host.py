@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lsprotocol import types
 
 from torch_mlir_lens.engine.persistent_results import default_cache_dir
-from torch_mlir_lens.lsp import notebook_view
+from torch_mlir_lens.lsp import cell_positions
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.lsp.progress import progress as progress_of
@@ -203,7 +203,7 @@ class EngineHost:
         settings = self._server.settings
         return ModuleJob(
             path=doc.path,
-            text=notebook_view.job_text(self._server, doc, module),
+            text=cell_positions.job_text(self._server, doc, module),
             module=module,
             settings_inputs=dict(settings.example_inputs),
             workspace=self._server.workspace_root,

@@ -24,7 +24,7 @@ from torch_mlir_lens import __version__
 from torch_mlir_lens.lsp.document import DocumentStore
 from torch_mlir_lens.lsp.engine_host import EngineHost
 from torch_mlir_lens.lsp.features.diagnostics.scheduler import CheckScheduler
-from torch_mlir_lens.lsp.features.notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
+from torch_mlir_lens.lsp.features.notebook_sync import SYNC_OPTIONS as NOTEBOOK_SYNC
 from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
 from torch_mlir_lens.lsp.trust import Trust

@@ -90,7 +90,7 @@ def _read(path: str, rel: str, plan: Plan) -> str | None:
     """The Python text of a file (a notebook: its cells' program), or None after recording
     why it cannot be checked."""
     from torch_mlir_lens import notebook
-    from torch_mlir_lens.repo_check.notebooks import NotebookSource
+    from torch_mlir_lens.repo_check.notebook_modules import NotebookSource
     from torch_mlir_lens.repo_check.sources import SourceError, read_source
 
     try:

@@ -138,7 +138,7 @@ def _in_cells(outcome: ModuleOutcome, plan: Plan) -> ModuleOutcome:
     source = plan.notebooks.get(outcome.task.path)
     if source is None:
         return outcome
-    from torch_mlir_lens.repo_check.notebooks import relocate_entry, relocate_finding
+    from torch_mlir_lens.repo_check.notebook_modules import relocate_entry, relocate_finding
 
     rel = outcome.task.rel
     for f in outcome.findings:

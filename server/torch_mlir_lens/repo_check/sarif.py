@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.repo_check.findings import Finding
-from torch_mlir_lens.repo_check.notebooks import FileLines, where
+from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.run_identity import RunIdentity
 

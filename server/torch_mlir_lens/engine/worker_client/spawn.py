@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens.engine.procs import family_pids
 from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.system.procs import family_pids
 
 log = logging.getLogger(__name__)
 

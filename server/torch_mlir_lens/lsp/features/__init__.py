@@ -19,12 +19,12 @@ def register_all(server: LensServer) -> None:
         diagnostics,
         hover,
         lifecycle,
-        notebooks,
+        notebook_sync,
         server_info,
         sync,
         trust,
     )
 
-    for feature in (lifecycle, configuration, trust, server_info, sync, notebooks, diagnostics,
+    for feature in (lifecycle, configuration, trust, server_info, sync, notebook_sync, diagnostics,
                     code_lens, hover, code_actions, commands, custom_requests):
         feature.register(server)

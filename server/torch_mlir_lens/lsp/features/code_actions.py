@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import notebook_view
+from torch_mlir_lens.lsp import cell_positions
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
 from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
@@ -28,7 +28,7 @@ def register(server: LensServer) -> None:
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
     )
     def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None:
             return []
         only = params.context.only
@@ -37,14 +37,14 @@ def register(server: LensServer) -> None:
         if cell is not None:  # a notebook cell: ask in program lines, answer in the cells'
             program_params = types.CodeActionParams(
                 text_document=params.text_document,
-                range=notebook_view.to_program_range(cell, params.range),
+                range=cell_positions.to_program_range(cell, params.range),
                 context=types.CodeActionContext(
-                    diagnostics=[notebook_view.diagnostic_in_program(cell, d)
+                    diagnostics=[cell_positions.diagnostic_in_program(cell, d)
                                  for d in params.context.diagnostics],
                     only=only,
                 ),
             )
-            return notebook_view.actions_to_cells(doc, quick_fixes(server, doc, program_params),
+            return cell_positions.actions_to_cells(doc, quick_fixes(server, doc, program_params),
                                                   cell)
         return quick_fixes(server, doc, params)
 

@@ -15,7 +15,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert, notebook_view, verify_view
+from torch_mlir_lens.lsp import cell_positions, convert, verify_view
 from torch_mlir_lens.lsp.document import Document, Verdict
 from torch_mlir_lens.targets import target_title
 
@@ -33,11 +33,11 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None:
             return []
         found = lenses(server, doc)
-        return notebook_view.lenses_in_cell(cell, found) if cell is not None else found
+        return cell_positions.lenses_in_cell(cell, found) if cell is not None else found
 
 
 def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:

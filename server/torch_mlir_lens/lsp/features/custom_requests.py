@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import answers, convert, notebook_view
+from torch_mlir_lens.lsp import answers, cell_positions, convert
 from torch_mlir_lens.lsp.document import Document, load_document
 from torch_mlir_lens.lsp.features import commands
 from torch_mlir_lens.lsp.features.diagnostics import staging
@@ -92,9 +92,9 @@ def _module_name(server: LensServer, doc: Document, params: lens_types.LowerPara
     if params.position is not None:
         modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
         line = params.position.line
-        _doc, cell = notebook_view.resolve(server, params.uri)
+        _doc, cell = cell_positions.resolve(server, params.uri)
         if cell is not None:  # a notebook cell's line
-            line = notebook_view.program_line(cell, line)
+            line = cell_positions.program_line(cell, line)
         info = discovery.module_at_line(modules, line + 1)
         if info is not None:
             return info.name
@@ -129,9 +129,9 @@ async def lower_request(server: LensServer,
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise commands.lens_error(err) from None
-        return notebook_view.relocate_lower(
+        return cell_positions.relocate_lower(
             doc, answers.lower_error(module, CUSTOM_TARGET if pipeline else target, err))
-    return notebook_view.relocate_lower(doc, answers.lower_response(result))
+    return cell_positions.relocate_lower(doc, answers.lower_response(result))
 
 
 async def _lower(

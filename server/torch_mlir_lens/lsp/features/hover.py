@@ -20,7 +20,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import culprits, discovery
 from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert, notebook_view
+from torch_mlir_lens.lsp import cell_positions, convert
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import library_hover
 from torch_mlir_lens.lsp.features.diagnostics import staging
@@ -43,7 +43,7 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(params: types.HoverParams) -> types.Hover | None:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None or not doc.path:
             return None
         if cell is None:
@@ -51,10 +51,10 @@ def register(server: LensServer) -> None:
                                     params.work_done_token)
         if not 0 <= params.position.line < cell.count:
             return None
-        line = notebook_view.program_line(cell, params.position.line) + 1
+        line = cell_positions.program_line(cell, params.position.line) + 1
         found = await hover_line(server, doc, line, params.work_done_token)
         if found is not None:
-            notebook_view.hover_in_cell(cell, found, line)
+            cell_positions.hover_in_cell(cell, found, line)
         return found
 
 

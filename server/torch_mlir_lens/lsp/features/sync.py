@@ -21,7 +21,7 @@ CELL_SCHEME = "vscode-notebook-cell:"
 
 
 def _notebook_cell(server: LensServer, uri: str) -> bool:
-    """A notebook's cell: synced through notebookDocument/* (features/notebooks.py). A client
+    """A notebook's cell: synced through notebookDocument/* (features/notebook_sync.py). A client
     that also sends text-document sync for it must not make it a document of its own, whose
     (empty) diagnostics would replace the notebook's on that cell."""
     if uri.startswith(CELL_SCHEME):

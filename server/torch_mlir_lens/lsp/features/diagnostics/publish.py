@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert, library_related, notebook_view
+from torch_mlir_lens.lsp import cell_positions, convert, library_related
 from torch_mlir_lens.lsp.document import DiagRecord, Document
 from torch_mlir_lens.results import ErrorKind
 from torch_mlir_lens.targets import BACKENDS, target_title
@@ -83,7 +83,7 @@ def publish(server: LensServer, doc: Document) -> None:
     """Send the document's merged diagnostics."""
     diagnostics = [] if server.settings.diagnostics == "off" else merge(doc.diagnostic_records())
     if doc.notebook is not None:
-        doc.published_cells = notebook_view.publish(server, doc, diagnostics,
+        doc.published_cells = cell_positions.publish(server, doc, diagnostics,
                                                     doc.published_cells)
         return
     server.text_document_publish_diagnostics(

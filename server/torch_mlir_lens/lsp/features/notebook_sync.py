@@ -3,7 +3,7 @@
 pygls keeps the notebook and its cell documents in its workspace; after each notification
 this rebuilds the notebook's program (its Python code cells in order, `notebook.py`) and
 hands it to the document state as the new text, so lenses, hovers, diagnostics and lowering
-work on it as on a file. `notebook_view.py` maps their answers back to the cells.
+work on it as on a file. `lsp/cell_positions.py` maps their answers back to the cells.
 """
 
 from __future__ import annotations
