@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.lsp_session import child_env
+from tests.harness.lsp_session import child_env
+
 from bench.models import BenchModel
 
 WORKER = Path(__file__).resolve().parent / "baseline_worker.py"

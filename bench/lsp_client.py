@@ -1,4 +1,4 @@
-"""The benchmark's LSP client: the shared harness (bench/lsp_session.py), with every request
+"""The benchmark's LSP client: the shared harness (tests/harness/lsp_session.py), every request
 timed, driving `python -m torch_mlir_lens serve`.
 
 Two choices of the harness matter for timing, so that the client measures the server and not
@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-
-from bench.lsp_session import (
+from tests.harness.lsp_session import (
     SECTION,
     Event,
     HarnessClient,

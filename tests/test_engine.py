@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.waiting import async_wait_until
+from tests.harness.waiting import async_wait_until
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
 from torch_mlir_lens.results import LensError

@@ -15,7 +15,7 @@ from bench.figures import (
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
-    fig11_reopen,
+    fig12_reopen,
 )
 
 FIGURES: list[ModuleType] = [
@@ -29,5 +29,5 @@ FIGURES: list[ModuleType] = [
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
-    fig11_reopen,
+    fig12_reopen,
 ]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.lsp_session import child_env, hover_text, server_command
+from tests.harness.lsp_session import child_env, hover_text, server_command
 
 from .helpers import (
     code_lenses,

@@ -12,7 +12,7 @@ same records. This module defines, once:
 - the server's stderr, kept by `StderrLog` (tracebacks) or written to a file;
 - `plain`: custom-request results as plain JSON values;
 - waiting on what the server pushed, with time-outs: `Recorder.wait_for` (other conditions:
-  `bench/waiting.py`).
+  `tests/harness/waiting.py`).
 
 `HarnessClient` puts these together on pygls's client. It needs only pygls and lsprotocol:
 no torch, no pytest (the tests' pytest-lsp client adds itself on top, in tests/lsp/helpers.py).
@@ -36,8 +36,7 @@ from lsprotocol import types
 from pygls.io_ import run_async
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
-
-from bench.waiting import WaitTimeout
+from tests.harness.waiting import WaitTimeout
 
 SECTION = "torchMlirLens"  # the settings section, as in the extension's package.json
 STATUS = "torchMlirLens/status"

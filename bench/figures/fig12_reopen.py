@@ -1,4 +1,4 @@
-"""Figure 11: reopen — a second server process answers from the persistent result cache.
+"""Figure 12: reopen — a second server process answers from the persistent result cache.
 
 For the 20-layer LM and the `transformers` zoo (each model alone in its own folder, default
 settings): a server with an empty persistent cache folder opens the file and hovers the first
@@ -20,14 +20,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.harness.lsp_session import hover_text
+
 from bench.context import DEFAULT_SETTINGS, BenchError, Context
 from bench.figures.fig8_zoo import ZOO, zoo_models
-from bench.lsp_session import hover_text
 from bench.models import BenchModel, lm20, only_classes_of
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import median
 
-NUMBER = 11
+NUMBER = 12
+IN_SMOKE = False  # two server processes per model: tests/lsp/test_reopen.py covers it
 NAME = "reopen"
 TITLE = "Reopen from the persistent cache"
 TARGET_REOPEN_S = 0.5
@@ -86,12 +88,12 @@ async def _session(ctx: Context, model: BenchModel, cache: Path, name: str) -> d
 
 
 async def _first_and_reopen(ctx: Context, model: BenchModel) -> dict[str, Any]:
-    folder = ctx.work / "fig11" / model.name
+    folder = ctx.work / "fig12" / model.name
     shutil.rmtree(folder, ignore_errors=True)
     alone = _alone(model, folder / "project")
     cache = folder / "cache"
-    first = await _session(ctx, alone, cache, f"server-fig11-{model.name}-first")
-    again = await _session(ctx, alone, cache, f"server-fig11-{model.name}-reopen")
+    first = await _session(ctx, alone, cache, f"server-fig12-{model.name}-first")
+    again = await _session(ctx, alone, cache, f"server-fig12-{model.name}-reopen")
     engine = again["engine"]
     return {"first": first, "reopen": again,
             "reopen_exports": engine.get("exportsRun"),
