@@ -21,7 +21,7 @@ from typing import Any
 from torch_mlir_lens import culprits
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult, PassIr
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import failures, ir_text, partial
+from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.export import export_program, import_program
@@ -113,6 +113,8 @@ class ProgramLowerer:
         assert torch_mod is not None
         start = time.perf_counter()
         module = torch_mod.clone()
+        if target == "linalg":
+            legacy_view_shim.reroute_narrowing_views(module)  # llvm/torch-mlir#4743
         try:
             passes = run_pipeline(module, self._pipeline_for(target, pipeline),
                                   print_after_all=options.print_after_all,
