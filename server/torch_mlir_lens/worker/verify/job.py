@@ -25,7 +25,8 @@ from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.verify_results import VerifyResult
 from torch_mlir_lens.worker.job_fields import read_text
-from torch_mlir_lens.worker.verify.linalg import verify_linalg_module
+from torch_mlir_lens.worker.verify import sizes
+from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
 
@@ -59,12 +60,15 @@ def verify_lowerer(
     opt_level: int = 0,
     locate: bool = True,
     mutate_ir: Callable[[str], str] | None = None,
+    dynamic_shapes: Any = None,
 ) -> VerifyResult:
     """Verify the linalg lowering of an existing `worker.lowering.ProgramLowerer`.
 
     `fn` must be the instance that was exported. The lowerer's cached linalg module is not
-    modified (verify lowers a copy). On a mismatch and with `locate`, the first user line
-    whose values differ is searched (divergence.py) and reported as `divergence` and as a
+    modified (verify lowers a copy). A program with dynamic dims runs at several sizes of
+    them (sizes.py; `dynamic_shapes`, the spec it was exported with, names them). On a
+    mismatch and with `locate`, the first user line whose values differ (at the first size
+    that differs) is searched (divergence.py) and reported as `divergence` and as a
     diagnostic at that line. `mutate_ir` alters the linalg text first (tests).
     """
     name = lowerer.module_name
@@ -83,15 +87,34 @@ def verify_lowerer(
         return _failed(name, diags, culprits.summary(diags, "linalg"), diags[0].kind,
                        rtol, atol, timings)
     lower_s = round(time.perf_counter() - start, 6)
+    runs = _size_inputs(lowerer.program, fn, args, kwargs or {}, dynamic_shapes)
     result = verify_linalg_module(
         linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
-        opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir,
+        opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir, sizes=runs,
     )
     if locate and result.kind == ErrorKind.VERIFY_MISMATCH:
+        failing = next((run for run, check in zip(runs, result.sizes, strict=False)
+                        if check.outputs and not check.ok), None)
+        if failing is not None:
+            args, kwargs = failing.args, failing.kwargs
         _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir)
     result.timings = {"lower": lower_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
     return result
+
+
+def _size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 spec: Any) -> list[SizeInputs]:
+    """Inputs at each size of the program's dynamic dims (none for a static program)."""
+    dims = sizes.dynamic_dims(program, fn, args, kwargs, spec)
+    runs = []
+    for point in sizes.size_points(dims):
+        try:
+            new_args, new_kwargs = sizes.inputs_at(program, args, kwargs, dims, point)
+        except (TypeError, ValueError):  # a size the program's shapes cannot be solved for
+            continue
+        runs.append(SizeInputs(list(point), new_args, new_kwargs))
+    return runs
 
 
 def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ...],
@@ -152,7 +175,7 @@ def verify_callable(
     export_s = round(time.perf_counter() - start, 6)
     lowerer = lowering.ProgramLowerer(program, module_name=module_name, user_files=files)
     result = verify_lowerer(lowerer, fn, args, kwargs, rtol=rtol, atol=atol, opt_level=opt_level,
-                            mutate_ir=mutate_ir)
+                            mutate_ir=mutate_ir, dynamic_shapes=dynamic_shapes)
     result.timings = {"export": export_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + export_s, 6)
     return result
