@@ -23,7 +23,7 @@ from typing import Any
 from torch_mlir_lens import culprits
 from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.verify_results import DimSize, VerifyResult, dims_text
 from torch_mlir_lens.worker.job_fields import read_text
 from torch_mlir_lens.worker.verify import sizes
 from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module
@@ -97,7 +97,8 @@ def verify_lowerer(
                         if check.outputs and not check.ok), None)
         if failing is not None:
             args, kwargs = failing.args, failing.kwargs
-        _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir)
+        _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir,
+                failing.dims if failing is not None else [])
     result.timings = {"lower": lower_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
     return result
@@ -119,8 +120,10 @@ def _size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
 
 def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ...],
             kwargs: dict[str, Any] | None, rtol: float | None, atol: float | None,
-            opt_level: int, mutate_ir: Callable[[str], str] | None) -> None:
-    """Add the first diverging line to a mismatch (best effort: a failure only loses it)."""
+            opt_level: int, mutate_ir: Callable[[str], str] | None,
+            dims: list[DimSize]) -> None:
+    """Add the first diverging line to a mismatch (best effort: a failure only loses it);
+    `dims`: the sizes of the dynamic dims it was run at, if any."""
     from torch_mlir_lens.worker.divergence import first_divergence
 
     start = time.perf_counter()
@@ -135,6 +138,8 @@ def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ..
     result.timings["total"] = round(result.timings.get("total", 0.0) + result.timings["locate"], 6)
     if found is None:
         return
+    if dims:
+        found.message += f" (at {dims_text(dims)})"
     result.divergence = found
     result.diagnostics.insert(0, LensDiagnostic(
         severity=Severity.ERROR, message=found.message, kind=ErrorKind.VERIFY_MISMATCH,
