@@ -142,8 +142,9 @@ def _eager_match(key: TypeKey, eager: dict[Key, tuple[int, torch.Tensor]]) -> Ke
     """The eager value a compiled one stands for: the same shape when it is static; with `?`
     sizes, the line's last value of that dtype whose shape fits."""
     file, line, shape, dtype = key
-    if None not in shape:
-        exact = (file, line, tuple(int(s) for s in shape), dtype)
+    static = tuple(s for s in shape if s is not None)
+    if len(static) == len(shape):
+        exact = (file, line, static, dtype)
         return exact if exact in eager else None
     fitting = [k for k in eager if k[0] == file and k[1] == line and k[3] == dtype
                and len(k[2]) == len(shape)
