@@ -197,6 +197,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
         return lowering.export_program(
             fn, resolved.args, resolved.kwargs, user_files=user_files,
             strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+            dynamic_at=resolved.dynamic_at,
         )
 
     program, built = construct.construct_and_export(

@@ -161,6 +161,7 @@ def verify_callable(
     atol: float | None = None,
     opt_level: int = 0,
     mutate_ir: Callable[[str], str] | None = None,
+    dynamic_at: tuple[str, int] | None = None,
 ) -> VerifyResult:
     """torch.export `fn` (the shared export of worker/lowering/), then verify_lowerer."""
     from torch_mlir_lens.worker import lowering
@@ -170,7 +171,7 @@ def verify_callable(
     try:
         program = lowering.export_program(
             fn, tuple(args), dict(kwargs or {}), user_files=files, strict=strict,
-            dynamic_shapes=dynamic_shapes,
+            dynamic_shapes=dynamic_shapes, dynamic_at=dynamic_at,
         )
     except LensError as err:
         export_s = round(time.perf_counter() - start, 6)
@@ -220,7 +221,7 @@ def run_verify_job(job: VerifyJob,
         fn, resolved.args, resolved.kwargs, module_name=name,
         user_files=loader.user_files_for(path), strict=job.strict,
         dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
-        mutate_ir=mutate_ir,
+        mutate_ir=mutate_ir, dynamic_at=resolved.dynamic_at,
     )
     result.timings = {"load": round(load_s, 6), "inputs": round(inputs_s, 6), **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + load_s + inputs_s, 6)

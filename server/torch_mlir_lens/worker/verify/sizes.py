@@ -23,7 +23,6 @@ token ids stay in the vocabulary, masks stay 0/1, and no value is made up.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from torch_mlir_lens.verify_results import DimSize
+from torch_mlir_lens.worker.dynamic_spec import named_dims
 
 SMALLEST = 2  # torch.export specializes 0 and 1: a dynamic dim is at least 2
 PRIMES = (5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
@@ -68,45 +68,6 @@ def _bound(value: Any) -> int | None:
     return int(value) if isinstance(value, sympy.Integer) else None
 
 
-def _spec_names(fn: Any, args: Sequence[Any], kwargs: dict[str, Any],
-                spec: Any) -> dict[tuple[int, int], str]:
-    """(id of an input tensor, dim) → the name the spec gives that dim."""
-    if spec is None:
-        return {}
-    forward = getattr(fn, "forward", fn)
-    try:
-        bound = inspect.signature(forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return {}
-    values = list(bound.arguments.items())
-    names: dict[tuple[int, int], str] = {}
-
-    def walk(value: Any, sub: Any) -> None:
-        if isinstance(value, torch.Tensor):
-            dims = sub.items() if isinstance(sub, dict) else (
-                enumerate(sub) if isinstance(sub, list | tuple) else ())
-            for dim, named in dims:
-                name = getattr(named, "__name__", None)
-                if isinstance(dim, int) and isinstance(name, str):
-                    names[(id(value), dim % max(value.dim(), 1))] = name
-        elif isinstance(value, dict) and isinstance(sub, dict):
-            for key, item in value.items():
-                if key in sub:
-                    walk(item, sub[key])
-        elif isinstance(value, list | tuple) and isinstance(sub, list | tuple):
-            for item, item_sub in zip(value, sub, strict=False):
-                walk(item, item_sub)
-
-    if isinstance(spec, dict):
-        for name, value in values:
-            if name in spec:
-                walk(value, spec[name])
-    elif isinstance(spec, list | tuple):
-        for (_name, value), sub in zip(values, spec, strict=False):
-            walk(value, sub)
-    return names
-
-
 def dynamic_dims(program: Any, fn: Any, args: Sequence[Any], kwargs: dict[str, Any],
                  spec: Any = None) -> list[DynamicDim]:
     """The free size symbols of the program's user inputs, first seen first, named."""
@@ -114,7 +75,7 @@ def dynamic_dims(program: Any, fn: Any, args: Sequence[Any], kwargs: dict[str, A
     placeholders = _user_placeholders(program)
     if len(placeholders) != len(leaves):
         return []
-    names = _spec_names(fn, args, kwargs, spec)
+    names = {(id(d.tensor), d.axis): d.name for d in named_dims(fn, args, kwargs, spec)}
     ranges = getattr(program, "range_constraints", {}) or {}
     found: dict[Any, DynamicDim] = {}
     for leaf, node in zip(leaves, placeholders, strict=True):
