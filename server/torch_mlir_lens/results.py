@@ -34,6 +34,8 @@ class ErrorKind(StrEnum):
     VERIFY_MISMATCH = "verify-mismatch"
     VERIFY_ERROR = "verify-error"
     WRITE_ERROR = "write-error"
+    # IR that lowers, but that a known upstream bug makes compute wrong values (a warning).
+    KNOWN_MISCOMPILE = "known-miscompile"
 
 
 class Severity(StrEnum):

@@ -19,7 +19,12 @@ then the original view of that. Both halves lower correctly with the legacy patt
 the IR stays Linalg and every other view is left alone. Verify at several sizes proves it
 (tests/worker/test_dynamic_verify.py).
 
-Drop this module (and its call in `worker/lowering/lowerer.py`) once a torch-mlir with PR
+The shim is the Linalg target's (and its partial lowering's): a custom pipeline is the user's
+own torch-mlir run and is left as torch-mlir makes it. When such a pipeline converts to Linalg
+and a narrowing view is in the module, its result warns at the Python line that made the view
+(`unshimmed_warnings`), naming the upstream issue.
+
+Drop this module (and its calls in `worker/lowering/lowerer.py`) once a torch-mlir with PR
 #4776 is pinned: `tests/worker/test_legacy_view_shim.py::test_upstream_still_narrows` lowers
 the Linear case without the shim and fails the day upstream no longer narrows it.
 """
@@ -34,7 +39,14 @@ from typing import Any
 
 from torch_mlir import ir
 
+from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.worker.library_diags import related_frames
+from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
+
 UPSTREAM_ISSUE = "llvm/torch-mlir#4743"
+UPSTREAM_FIX = "PR #4776"
+# Passes (and pipelines) that run torch-mlir's TorchToLinalg view patterns.
+_LINALG_CONVERSIONS = ("convert-torch-to-linalg", "torch-backend-to-linalg-on-tensors")
 UNKNOWN = -1  # torch-mlir's kUnknownSize: the arithmetic below relies on its value, as upstream
 
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[([^\]]*)\],(.+)>$")
@@ -310,3 +322,40 @@ def reroute_narrowing_views(module_op: Any) -> list[ir.Location]:
                     operands=[source, flat_sizes.result])
             view.operands[0] = flat.result
     return [view.location for view in views]
+
+
+# --- where the shim does not reach: a warning --------------------------------------------------
+
+WARNING = (f"`aten.view` merging dims that are both dynamic: torch-mlir's Linalg lowering of "
+           f"it computes wrong values at run time, silently ({UPSTREAM_ISSUE}; the fix, "
+           f"{UPSTREAM_FIX}, is not in this torch-mlir). The `linalg` target works around it; "
+           f"this pipeline runs torch-mlir's own lowering.")
+
+
+def converts_to_linalg(pipeline: str) -> bool:
+    """Whether a pass pipeline runs torch-mlir's Torch → Linalg conversion."""
+    return any(name in pipeline for name in _LINALG_CONVERSIONS)
+
+
+def unshimmed_warnings(torch_module: Any, pipeline: str, users: UserFiles,
+                       target: str) -> list[LensDiagnostic]:
+    """One warning per Python line whose view the Linalg conversion of `pipeline` will
+    miscompile (none when it does not convert to Linalg, or nothing narrows)."""
+    if torch_module is None or not converts_to_linalg(pipeline):
+        return []
+    resolver = LocationResolver(users)
+    out: list[LensDiagnostic] = []
+    seen: set[tuple[str | None, int | None]] = set()
+    for view in narrowing_views(torch_module):
+        loc = str(view.location)
+        frames = resolver.user_frames(loc)
+        file, line = frames[0] if frames else (None, None)
+        if (file, line) in seen:
+            continue
+        seen.add((file, line))
+        related = next((related_frames(chain, "`aten.view`")
+                        for chain in resolver.full_chains(loc)), [])
+        out.append(LensDiagnostic(
+            severity=Severity.WARNING, message=WARNING, kind=ErrorKind.KNOWN_MISCOMPILE,
+            file=file, line=line, op="torch.aten.view", target=target, related=related))
+    return out
