@@ -49,7 +49,7 @@ def test_dim_texts(text: str, dim: DimText) -> None:
 
 @pytest.mark.parametrize("text", ["batch size", "seq<", "seq<=x", "8<=seq<=4", "", "2*seq"])
 def test_what_is_not_a_dim_says_how_to_write_one(text: str) -> None:
-    with pytest.raises(ValueError, match="seq<=512|lower bound"):
+    with pytest.raises(ValueError, match=r"seq<=512|lower bound"):
         parse_dim_text(text)
 
 
