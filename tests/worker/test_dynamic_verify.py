@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 import torch
@@ -70,7 +69,7 @@ def test_inputs_of_another_size_are_made_of_the_examples_values() -> None:
 
 
 @pytest.fixture(scope="module")
-def compiled() -> tuple[Any, torch.nn.Module, list[SizeInputs]]:
+def compiled() -> tuple[lowering.ProgramLowerer, torch.nn.Module, list[SizeInputs]]:
     torch.manual_seed(0)
     model = _models().TwoDynamicDimsLinear().eval()
     x = torch.randn(2, 5, 32)
@@ -80,11 +79,23 @@ def compiled() -> tuple[Any, torch.nn.Module, list[SizeInputs]]:
     dims = sizes.dynamic_dims(program, model, (x,), {}, spec)
     runs = [SizeInputs(list(p), *sizes.inputs_at(program, (x,), {}, dims, p))
             for p in sizes.size_points(dims)]
-    return lowerer.module_for("linalg"), model, runs
+    return lowerer, model, runs
+
+
+def test_the_llvm_target_of_dynamic_linalg_is_all_llvm(compiled) -> None:
+    """Dynamic Linalg carries tensor.dim, dynamic tensor.empty and, once memrefs are expanded,
+    affine.apply: all of it reaches the LLVM dialect."""
+    lowerer, _model, _runs = compiled
+    linalg = str(lowerer.module_for("linalg"))
+    assert "tensor.dim" in linalg and "tensor.empty(%" in linalg
+    result = lowerer.lower("llvm")
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert "llvm.func @main" in result.ir and "affine." not in result.ir
 
 
 def test_each_size_is_reported_and_the_first_that_differs_speaks(compiled) -> None:
-    linalg, model, runs = compiled
+    lowerer, model, runs = compiled
+    linalg = lowerer.module_for("linalg")
 
     def reference(x: torch.Tensor) -> torch.Tensor:
         """Eager as the compiled module, except when seq is not the example's."""
@@ -107,7 +118,8 @@ def test_each_size_is_reported_and_the_first_that_differs_speaks(compiled) -> No
 
 
 def test_an_eager_failure_at_one_size_is_that_sizes_error(compiled) -> None:
-    linalg, model, runs = compiled
+    lowerer, model, runs = compiled
+    linalg = lowerer.module_for("linalg")
 
     def reference(x: torch.Tensor) -> torch.Tensor:
         if x.shape[0] == 5:
