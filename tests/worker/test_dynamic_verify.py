@@ -48,6 +48,8 @@ def test_sizes_per_dim_the_examples_a_small_one_a_prime_and_the_bound() -> None:
     assert _values(sizes.size_points([_dim("batch", 2), _dim("seq", 8, high=64)])) == [
         (2, 8), (3, 2), (5, 7), (2, 64)]
     assert _values(sizes.size_points([_dim("seq", 5, low=4, high=6)])) == [(5,), (4,), (6,)]
+    # A bound far beyond the example (a big model's 4096 positions) is not run.
+    assert len(sizes.size_points([_dim("batch", 2), _dim("seq", 8, high=4096)])) == 3
     assert sizes.size_points([]) == []
 
 

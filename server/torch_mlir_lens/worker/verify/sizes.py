@@ -14,8 +14,9 @@ The sizes, per dim (each point moves every dim at once, to values that differ be
 so that a compiled module mixing two dims up cannot pass, and from the example's): the
 example's own; a small one from 2 up (torch.export specializes 0 and 1, so 2 is the smallest
 size a dynamic dim can take); an odd prime from 5 up; and, when a dim is bounded, its maximum
-(other dims at the example's sizes). Each value stays inside the dim's range; a point equal
-to an earlier one is dropped.
+(other dims at the example's sizes; left out when that makes the inputs more than MAX_GROWTH
+times the example's). Each value stays inside the dim's range; a point equal to an earlier
+one is dropped.
 
 Inputs of another size are made from the example's own values, resampled with a fixed seed:
 token ids stay in the vocabulary, masks stay 0/1, and no value is made up.
@@ -23,6 +24,7 @@ token ids stay in the vocabulary, masks stay 0/1, and no value is made up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +38,9 @@ from torch_mlir_lens.worker.dynamic_spec import named_dims
 
 SMALLEST = 2  # torch.export specializes 0 and 1: a dynamic dim is at least 2
 PRIMES = (5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-MAX_RUN_SIZE = 4096  # a bound above this is not run (memory and time of the eager run)
+# The bound's point is run when its inputs are at most this many times the example's (the
+# eager and compiled runs grow with them; a far bound of a big model would take minutes).
+MAX_GROWTH = 64
 SEED = 0
 
 
@@ -120,10 +124,10 @@ def size_points(dims: Sequence[DynamicDim]) -> list[Point]:
             taken.add(value)
             sizes.append(DimSize(dim.name, value))
         points.append(tuple(sizes))
-    if any(d.high is not None for d in dims):
-        points.append(tuple(
-            DimSize(d.name, d.high if d.high is not None and d.high <= MAX_RUN_SIZE
-                    else d.example) for d in dims))
+    bound = tuple(DimSize(d.name, d.high if d.high is not None else d.example) for d in dims)
+    growth = math.prod(b.size / max(d.example, 1) for b, d in zip(bound, dims, strict=True))
+    if any(d.high is not None for d in dims) and growth <= MAX_GROWTH:
+        points.append(bound)
     unique: list[Point] = []
     for point in points:
         if point not in unique:
