@@ -64,7 +64,7 @@ def quick_fixes(
             data = diag.data if isinstance(diag.data, dict) else {}
             owner = by_name.get(str(data.get("module")))
             if owner is not None:
-                fixes += dynamic_fixes.export_error_fixes(doc, owner, diag)
+                fixes += dynamic_fixes.export_error_fixes(doc.uri, doc.lines, owner, diag)
         if diag.source == SOURCE and diag.code == INPUTS_MISSING:
             data = diag.data if isinstance(diag.data, dict) else {}
             info = by_name.get(str(data.get("module"))) or discovery.module_at_line(

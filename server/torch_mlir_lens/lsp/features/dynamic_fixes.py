@@ -26,44 +26,39 @@ from torch_mlir_lens.dynamic_dims import (
     parse_too_small,
     suggested_fixes,
 )
-from torch_mlir_lens.lsp.documents import DocumentState
 from torch_mlir_lens.results import ErrorKind
 
 EXPORT_ERROR = str(ErrorKind.EXPORT_ERROR)
 
 
-def _key_lines(doc: DocumentState, info: discovery.ModuleInfo, key: str) -> list[int]:
+def _key_lines(text: list[str], info: discovery.ModuleInfo, key: str) -> list[int]:
     """The 1-based lines of the comment's `key=` value (its first line, then the comment lines
     it continues on, up to the next key or the class)."""
     ann = info.annotation
     first = ann.key_lines.get(key) if ann is not None else None
-    if first is None:
+    if ann is None or first is None:
         return []
-    others = sorted(n for k, n in (ann.key_lines.items() if ann else []) if n > first)
+    others = sorted(n for n in ann.key_lines.values() if n > first)
     end = min([*others, info.decorator_line or info.line])
-    lines = doc.lines
     return [n for n in range(first, end) if n == first or (
-        n - 1 < len(lines) and lines[n - 1].lstrip().startswith("#"))]
+        n - 1 < len(text) and text[n - 1].lstrip().startswith("#"))]
 
 
-def _line_edit(doc: DocumentState, line: int, text: str) -> types.TextEdit:
-    old = doc.lines[line - 1] if line - 1 < len(doc.lines) else ""
-    return types.TextEdit(range=types.Range(start=types.Position(line=line - 1, character=0),
-                                            end=types.Position(line=line - 1,
-                                                               character=len(old))),
-                          new_text=text)
-
-
-def _edits(doc: DocumentState, lines: list[int],
+def _edits(text: list[str], lines: list[int],
            change: Callable[[str], str | None]) -> list[types.TextEdit]:
-    """The edits of `change` (one line's text → its new text, or None) over `lines`."""
+    """The edits of `change` (one line's text → its new text, or None) over `lines`: each
+    replaces the whole line."""
     out = []
     for line in lines:
-        if line - 1 >= len(doc.lines):
+        if line - 1 >= len(text):
             continue
-        new = change(doc.lines[line - 1])
-        if new is not None and new != doc.lines[line - 1]:
-            out.append(_line_edit(doc, line, new))
+        old = text[line - 1]
+        new = change(old)
+        if new is not None and new != old:
+            out.append(types.TextEdit(
+                range=types.Range(start=types.Position(line=line - 1, character=0),
+                                  end=types.Position(line=line - 1, character=len(old))),
+                new_text=new))
     return out
 
 
@@ -71,11 +66,11 @@ def _fixed_dynamic(text: str, *, fix: DimFix) -> str | None:
     return fix_dynamic_text(text, fix)
 
 
-def _action(doc: DocumentState, title: str, edits: list[types.TextEdit],
-            diag: types.Diagnostic, preferred: bool) -> types.CodeAction:
+def _action(uri: str, title: str, edits: list[types.TextEdit], diag: types.Diagnostic,
+            preferred: bool) -> types.CodeAction:
     return types.CodeAction(
         title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-        is_preferred=preferred, edit=types.WorkspaceEdit(changes={doc.uri: edits}))
+        is_preferred=preferred, edit=types.WorkspaceEdit(changes={uri: edits}))
 
 
 def _dim_fix_title(fix: DimFix) -> str:
@@ -86,28 +81,28 @@ def _dim_fix_title(fix: DimFix) -> str:
     return f"Apply torch.export's fix: {fix.describe()}"
 
 
-def export_error_fixes(doc: DocumentState, info: discovery.ModuleInfo,
+def export_error_fixes(uri: str, text: list[str], info: discovery.ModuleInfo,
                        diag: types.Diagnostic) -> list[types.CodeAction]:
-    """The quick fixes of one export-error diagnostic of module `info` (none when its
-    message suggests nothing the comment can say)."""
+    """The quick fixes of one export-error diagnostic of module `info` in the document `uri`
+    whose lines are `text` (none when its message suggests nothing the comment can say)."""
     message = diag.message
-    dynamic_lines = _key_lines(doc, info, "dynamic")
+    dynamic_lines = _key_lines(text, info, "dynamic")
     actions: list[types.CodeAction] = []
     small = parse_too_small(message)
     if small is not None:
-        edits = _edits(doc, _key_lines(doc, info, "inputs"),
-                       lambda text: fix_example_size(text, small.shape, small.axis))
+        edits = _edits(text, _key_lines(text, info, "inputs"),
+                       lambda line: fix_example_size(line, small.shape, small.axis))
         if edits:
-            actions.append(_action(doc, f"Give the example `{small.input}` size 2 in dim "
+            actions.append(_action(uri, f"Give the example `{small.input}` size 2 in dim "
                                         f"{small.axis}", edits, diag, True))
         static = DimFix("static", small.dim, value=small.size)
-        edits = _edits(doc, dynamic_lines, lambda text: fix_dynamic_text(text, static))
+        edits = _edits(text, dynamic_lines, lambda line: fix_dynamic_text(line, static))
         if edits:
-            actions.append(_action(doc, f'Make "{small.dim}" static (leave it out of '
+            actions.append(_action(uri, f'Make "{small.dim}" static (leave it out of '
                                         f"dynamic=)", edits, diag, not actions))
     for fix in suggested_fixes(message):
-        edits = _edits(doc, dynamic_lines, functools.partial(_fixed_dynamic, fix=fix))
+        edits = _edits(text, dynamic_lines, functools.partial(_fixed_dynamic, fix=fix))
         if edits:
-            actions.append(_action(doc, _dim_fix_title(fix), edits, diag,
+            actions.append(_action(uri, _dim_fix_title(fix), edits, diag,
                                    not actions and fix.kind == "bounds"))
     return actions
