@@ -2,8 +2,8 @@
 through one warm engine: Verify at several sizes, and the export errors a user meets on the
 way (a bound torch.export asks for, a failure inside the library).
 
-A fast subset (a RoPE decoder, an encoder with a bounded sequence, the two errors); benchmark
-figure 11 verifies all thirteen against their static twins.
+A fast subset (a RoPE decoder, BERT's bound, GPT-2's library error); benchmark figure 11
+verifies all thirteen against their static twins.
 """
 
 from __future__ import annotations
@@ -39,17 +39,17 @@ def _line_of(text: str, needle: str, after: str) -> int:
     return next(i for i, line in enumerate(lines[start:], start + 1) if needle in line)
 
 
-@pytest.mark.parametrize("module, sizes", [("DynamicLlama", 3), ("DynamicBert", 4)])
-async def test_verifies_at_several_sizes(engine: Engine, module: str, sizes: int) -> None:
-    result = await engine.verify(ModuleJob(path=str(ZOO), module=module))
+async def test_llama_verifies_at_three_sizes(engine: Engine) -> None:
+    """RoPE, grouped-query attention and every projection an `nn.Linear` on [batch, seq, d]:
+    the views llvm/torch-mlir#4743 miscompiles, run right at three sizes."""
+    result = await engine.verify(ModuleJob(path=str(ZOO), module="DynamicLlama"))
     assert result.ok, result.message
-    assert len(result.sizes) == sizes and all(c.ok for c in result.sizes)
+    assert len(result.sizes) == 3 and all(c.ok for c in result.sizes)
     assert result.sizes[0].example
-    assert {tuple(d.name for d in c.dims) for c in result.sizes} == {("batch", "seq")}
-    assert len({tuple(d.size for d in c.dims) for c in result.sizes}) == sizes
-    assert result.message.startswith(f"✓ matches eager at {sizes} sizes")
-    if module == "DynamicBert":  # bounded: its maximum runs too
-        assert [d.size for d in result.sizes[-1].dims] == [2, 64]
+    assert [[(d.name, d.size) for d in c.dims] for c in result.sizes] == [
+        [("batch", 2), ("seq", 8)], [("batch", 3), ("seq", 2)], [("batch", 5), ("seq", 7)]]
+    assert [c.outputs[0].shape for c in result.sizes] == [[2, 8, 32], [3, 2, 32], [5, 7, 32]]
+    assert result.message.startswith("✓ matches eager at 3 sizes")
 
 
 async def test_bert_without_its_bound_says_which_one_at_the_comment(engine: Engine) -> None:

@@ -132,10 +132,10 @@ def test_verify_proves_it_at_several_sizes_and_names_the_line_upstream_breaks(li
     assert "at batch=2, seq=5" in broken.divergence.message
 
 
-def test_attention_views_run_right_and_only_the_narrowing_ones_move() -> None:
-    models = _models()
+def test_only_the_narrowing_attention_views_move() -> None:
+    """(tests/test_verify_sizes_cli.py verifies this module at four sizes.)"""
     torch.manual_seed(0)
-    model = models.AttentionViews().eval()
+    model = _models().AttentionViews().eval()
     x = torch.randn(2, 5, 32)
     spec = {"x": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq", max=16)}}
     program = lowering.export_program(model, (x,), {}, user_files=USERS, dynamic_shapes=spec)
@@ -143,10 +143,9 @@ def test_attention_views_run_right_and_only_the_narrowing_ones_move() -> None:
     views = str(lowerer.torch_module()).count("torch.aten.view ")
     narrowing = shim.narrowing_views(lowerer.torch_module())
     assert 0 < len(narrowing) < views
-    result = verify_lowerer(lowerer, model, (x,), {}, dynamic_shapes=spec)
-    assert result.ok, result.message
-    # Bounded: its maximum is one of the sizes run.
-    assert any(d.name == "seq" and d.size == 16 for c in result.sizes for d in c.dims)
+    linalg = str(lowerer.module_for("linalg"))
+    assert linalg.count("tensor.collapse_shape %") >= len(narrowing)
+    assert not re.search(r"tensor\.cast %\S+ : tensor<\?x\?x32xf32> to tensor<\?x1x", linalg)
 
 
 def test_a_custom_pipeline_that_converts_to_linalg_warns_at_the_line(linear) -> None:
