@@ -101,3 +101,27 @@ def test_the_size_1_message_reads_back() -> None:
     assert "torch.export specializes sizes 0 and 1" in message
     assert parse_too_small(message) == example
     assert parse_too_small(BERT) is None
+
+
+def test_berts_quick_fix_writes_its_bound_into_the_comment() -> None:
+    """The editor's quick fix (lsp/features/dynamic_fixes.py) on BERT's error, as the worker
+    words it (tests/test_hf_dynamic.py checks that wording on the zoo's BERT)."""
+    from lsprotocol import types
+
+    from torch_mlir_lens.discovery import find_modules
+    from torch_mlir_lens.lsp.features.dynamic_fixes import export_error_fixes
+
+    text = ("import torch\nfrom torch import nn\n\n\n"
+            "# torch-mlir-lens: inputs=(torch.randint(0, 30522, (2, 128)),)\n"
+            '# torch-mlir-lens: dynamic={"ids": {0: "batch", 1: "seq"}}\n'
+            "class Encoder(nn.Module):\n    def forward(self, ids):\n        return ids\n")
+    (info,) = find_modules(text, "/w/encoder.py")
+    at = types.Range(start=types.Position(line=5, character=0),
+                     end=types.Position(line=5, character=60))
+    diag = types.Diagnostic(range=at, message=BERT, code="export-error", source="torch-mlir")
+    (action,) = export_error_fixes("file:///w/encoder.py", text.splitlines(), info, diag)
+    assert action.is_preferred and action.title.endswith('"seq" → "seq<=512"')
+    assert action.edit is not None and action.edit.changes is not None
+    (edit,) = action.edit.changes["file:///w/encoder.py"]
+    assert edit.range.start.line == 5 and edit.new_text == (
+        '# torch-mlir-lens: dynamic={"ids": {0: "batch", 1: "seq<=512"}}')
