@@ -170,7 +170,29 @@ def test_verify_answer_is_the_worker_reply_in_camel_case() -> None:
         "message": "✗ differs: output 0", "kind": "verify-mismatch", "maxAbsErr": "inf",
         "divergence": {"file": USER, "line": 5, "shape": [2], "dtype": "float32",
                        "maxAbsErr": 0.5, "worstIndex": [1], "message": "line 5 differs"},
+        "sizes": [],
     }
+
+
+def test_verify_answer_reports_each_size_with_the_dims_names_as_written() -> None:
+    out = {"index": 0, "shape": [3, 5], "dtype": "float32", "max_abs_err": 0.5,
+           "max_rel_err": 0.1, "worst_index": [2, 4], "ok": False, "message": "differs",
+           "rtol": 1e-5, "atol": 1e-4}
+    reply = {**WORKER_VERIFY, "sizes": [
+        {"dims": [{"name": "batch_size", "size": 2}, {"name": "seq", "size": 8}],
+         "example": True, "ok": True, "message": "✓ matches eager (max err 1e-07)",
+         "max_abs_err": 1e-7, "outputs": []},
+        {"dims": [{"name": "batch_size", "size": 3}, {"name": "seq", "size": 5}],
+         "example": False, "ok": False, "message": "✗ differs: output 0, max err 0.5",
+         "max_abs_err": "inf", "outputs": [out]}]}
+    sizes = sent(answers.verify_response(VerifyResult.from_json(reply)))["sizes"]
+    assert [s["dims"] for s in sizes] == [[{"name": "batch_size", "size": 2},
+                                           {"name": "seq", "size": 8}],
+                                          [{"name": "batch_size", "size": 3},
+                                           {"name": "seq", "size": 5}]]
+    assert [(s["example"], s["ok"], s["maxAbsErr"]) for s in sizes] == [
+        (True, True, 1e-7), (False, False, "inf")]
+    assert sizes[1]["outputs"][0]["worstIndex"] == [2, 4]
 
 
 @pytest.mark.parametrize("value, text", [("inf", '"inf"'), ("nan", '"nan"'),
@@ -192,4 +214,4 @@ def test_a_matching_verify_answer_keeps_every_field() -> None:
     assert sent(answers.verify_response(VerifyResult.from_json(reply))) == {
         "module": "M", "ok": True, "outputs": [], "rtol": None, "atol": None, "timings": {},
         "diagnostics": [], "message": "✓ matches eager", "kind": None, "maxAbsErr": 0.0,
-        "divergence": None}
+        "divergence": None, "sizes": []}

@@ -15,6 +15,7 @@ from bench.figures import (
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
+    fig11_dynamic,
     fig12_reopen,
 )
 
@@ -29,5 +30,6 @@ FIGURES: list[ModuleType] = [
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
+    fig11_dynamic,
     fig12_reopen,
 ]

@@ -183,6 +183,20 @@ export interface Divergence {
   message: string;
 }
 
+export interface DimSize {
+  name: string; // as the dynamic= comment names the dim
+  size: number;
+}
+
+export interface VerifyAtSize {
+  dims: DimSize[];
+  example: boolean; // the example inputs' own sizes
+  ok: boolean;
+  message: string;
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
+  outputs: OutputComparison[];
+}
+
 export interface VerifyResponse {
   module: string;
   ok: boolean; // every output matched within its tolerances
@@ -195,6 +209,7 @@ export interface VerifyResponse {
   kind: string | null; // null when ok
   maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
   divergence: Divergence | null; // on a mismatch, when a diverging line was found
+  sizes: VerifyAtSize[]; // dynamic dims: one per size run, the example's first; else empty
 }
 
 export interface ServerInfoParams {

@@ -34,6 +34,8 @@ class ErrorKind(StrEnum):
     VERIFY_MISMATCH = "verify-mismatch"
     VERIFY_ERROR = "verify-error"
     WRITE_ERROR = "write-error"
+    # IR that lowers, but that a known upstream bug makes compute wrong values (a warning).
+    KNOWN_MISCOMPILE = "known-miscompile"
 
 
 class Severity(StrEnum):
@@ -239,7 +241,11 @@ def _chains_from_map(data: Any) -> FrameTable:
 
 
 class LensError(Exception):
-    """A failure that ends a job, with the kind and, when known, the user's line."""
+    """A failure that ends a job, with the kind and, when known, the user's line.
+
+    `related`: for a failure raised inside library code, the library lines on the way from
+    the user's line to where it was raised, innermost first (as `LensDiagnostic.related`).
+    """
 
     def __init__(
         self,
@@ -248,22 +254,30 @@ class LensError(Exception):
         *,
         file: str | None = None,
         line: int | None = None,
+        related: list[RelatedLocation] | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.file = file
         self.line = line
+        self.related = list(related or [])
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "file": self.file, "line": self.line}
+        data: dict[str, Any] = {"kind": self.kind, "message": self.message, "file": self.file,
+                                "line": self.line}
+        if self.related:
+            data["related"] = [asdict(r) for r in self.related]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LensError:
-        return cls(data["kind"], data["message"], file=data.get("file"), line=data.get("line"))
+        return cls(data["kind"], data["message"], file=data.get("file"), line=data.get("line"),
+                   related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
+                            for r in data.get("related") or []])
 
     def to_diagnostic(self, target: str | None = None) -> LensDiagnostic:
         return LensDiagnostic(
             severity=Severity.ERROR, message=self.message, kind=self.kind,
-            file=self.file, line=self.line, target=target,
+            file=self.file, line=self.line, target=target, related=list(self.related),
         )

@@ -86,6 +86,63 @@ class Divergence:
 
 
 @dataclass
+class DimSize:
+    """The size one dynamic dim had in a run: its name (the `dynamic=` comment's) and size."""
+
+    name: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DimSize:
+        return cls(name=str(data["name"]), size=int(data["size"]))
+
+
+def dims_text(dims: list[DimSize]) -> str:
+    """"batch=2, seq=7": how a size of the dynamic dims is written in every message."""
+    return ", ".join(f"{d.name}={d.size}" for d in dims)
+
+
+@dataclass
+class SizeCheck:
+    """One run of the compiled module at one size of its dynamic dims, compared with eager.
+
+    `example` marks the example inputs' own sizes; the others are inputs of other sizes made
+    from the example's values (worker/verify/sizes.py). `message` is the verdict at that size
+    ("✓ matches eager (max err 2e-07)", "✗ differs: output 0, ...", "✗ eager failed: ...").
+    """
+
+    dims: list[DimSize]
+    example: bool
+    ok: bool
+    message: str
+    max_abs_err: float = 0.0
+    outputs: list[VerifyOutput] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dims": [d.to_json() for d in self.dims],
+            "example": self.example,
+            "ok": self.ok,
+            "message": self.message,
+            "max_abs_err": _json_float(self.max_abs_err),
+            "outputs": [o.to_json() for o in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SizeCheck:
+        return cls(
+            dims=[DimSize.from_json(d) for d in data.get("dims", [])],
+            example=bool(data.get("example", False)), ok=bool(data["ok"]),
+            message=data.get("message", ""),
+            max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            outputs=[VerifyOutput.from_json(o) for o in data.get("outputs", [])],
+        )
+
+
+@dataclass
 class VerifyResult:
     """The verdict of one verification.
 
@@ -95,6 +152,9 @@ class VerifyResult:
     `rtol`/`atol` are the requested tolerances (None: per-dtype defaults, see each output).
     `timings` keys (seconds): lower_llvm, jit, run, eager, compare, total (+ any from the
     caller, e.g. export).
+    A module with dynamic dims runs at several sizes of them, one compilation: `sizes` has one
+    SizeCheck per size, the example's first; `outputs` are the example size's comparisons and
+    `ok` holds only if every size matched. Empty for a module without dynamic dims.
     """
 
     module: str
@@ -110,6 +170,7 @@ class VerifyResult:
     # On a mismatch, when found: the first user line whose values differ (divergence.py).
     divergence: Divergence | None = None
     inputs_source: str | None = None  # where the example inputs came from ("comment", ...)
+    sizes: list[SizeCheck] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +186,7 @@ class VerifyResult:
             "max_abs_err": _json_float(self.max_abs_err),
             "divergence": None if self.divergence is None else self.divergence.to_json(),
             "inputs_source": self.inputs_source,
+            "sizes": [c.to_json() for c in self.sizes],
         }
 
     @classmethod
@@ -143,6 +205,7 @@ class VerifyResult:
             divergence=None if data.get("divergence") is None
             else Divergence.from_json(data["divergence"]),
             inputs_source=data.get("inputs_source"),
+            sizes=[SizeCheck.from_json(c) for c in data.get("sizes", [])],
         )
 
 

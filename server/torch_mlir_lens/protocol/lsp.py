@@ -264,12 +264,34 @@ class Divergence:
 
 
 @attrs.define
+class DimSize:
+    """The size one dynamic dim had in a run, by the name the `dynamic=` comment gives it."""
+
+    name: str
+    size: int
+
+
+@attrs.define
+class VerifyAtSize:
+    """One run of the compiled module at one size of its dynamic dims, against eager."""
+
+    dims: list[DimSize]
+    example: bool  # the example inputs' own sizes
+    ok: bool
+    message: str
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
+    outputs: list[OutputComparison]
+
+
+@attrs.define
 class VerifyResponse:
     """The verdict: `ok` when every output matched within its tolerances.
 
     The worker's `VerifyResult.to_json()`, every field always sent. `kind` is null when ok;
     `rtol`/`atol` null: per-dtype defaults (each output says what it used); `timings` keys
     in seconds, camelCase (`lowerLlvm`, `jit`, `run`, `eager`, `compare`, `total`, ...).
+    A module with dynamic dims runs at several sizes: `sizes` has one entry each, the
+    example's first (`outputs` are its comparisons); empty for a module without any.
     """
 
     module: str
@@ -283,6 +305,7 @@ class VerifyResponse:
     kind: str | None
     max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
     divergence: Divergence | None  # on a mismatch, when a diverging line was found
+    sizes: list[VerifyAtSize]
 
 
 @attrs.define

@@ -2,7 +2,7 @@
 
 Static only (the AST, no user code), so every shard of a CI matrix computes the same list
 from the same checkout and takes a disjoint, contiguous slice of it. A notebook is planned as
-the program of its code cells (`repo_check.notebooks`); its modules' lines are program lines
+the program of its code cells (`repo_check.notebook_modules`); its modules' lines are program lines
 here (the order and the jobs), cell lines in the report.
 """
 

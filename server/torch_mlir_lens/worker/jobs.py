@@ -56,6 +56,7 @@ class _Program:
     kwargs: dict[str, Any] = field(default_factory=dict)
     user_files: list[str] = field(default_factory=list)
     construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
+    dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
@@ -197,6 +198,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
         return lowering.export_program(
             fn, resolved.args, resolved.kwargs, user_files=user_files,
             strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+            dynamic_at=resolved.dynamic_at,
         )
 
     program, built = construct.construct_and_export(
@@ -208,7 +210,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
                      fn=built.fn, args=tuple(resolved.args),
                      kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction=built.stats())
+                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes)
     key = real_key if built.path == construct.REAL else any_key
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
@@ -322,7 +324,8 @@ def _verify(job: VerifyJob) -> dict[str, Any]:
     check_options(job)
     program = _program(job, "verify")
     result = verify_lowerer(program.lowerer, program.fn, program.args, program.kwargs,
-                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level)
+                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level,
+                            dynamic_shapes=program.dynamic_shapes)
     result.inputs_source = program.inputs_source
     return result.to_json()
 

@@ -30,6 +30,9 @@ from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 #   caller (so the caller may free them);
 # - refback-munge-memref-copy turns memref.copy (from tensor.pad and bufferization.clone) into
 #   a linalg copy: otherwise the JIT needs `memrefCopy` from a runtime library the wheel lacks;
+# - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
+#   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
+#   them into arith before the conversion to LLVM (dynamic shapes failed without it);
 # - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
 LLVM_PIPELINE = (
     "builtin.module("
@@ -49,6 +52,7 @@ LLVM_PIPELINE = (
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"
     "expand-strided-metadata,"
+    "lower-affine,"
     "finalize-memref-to-llvm,"
     "convert-arith-to-llvm,"
     "convert-func-to-llvm,"

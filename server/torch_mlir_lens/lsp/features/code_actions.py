@@ -1,4 +1,5 @@
-"""Quick fix for a module without example inputs: insert the inputs comment above it.
+"""Quick fixes: insert the inputs comment above a module without example inputs; apply the
+fixes torch.export suggests for dynamic dims to the module's comment (dynamic_fixes.py).
 
 The comment comes from `discovery.input_template` (shaped after the first layer when it is
 known, indented like the class); once it is there the module lowers.
@@ -13,6 +14,7 @@ from lsprotocol import types
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import cell_positions
 from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.features import dynamic_fixes
 from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
 from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
 
@@ -56,8 +58,14 @@ def quick_fixes(
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
     by_name = {m.name: m for m in modules}
     wanted: dict[str, types.Diagnostic | None] = {}
+    fixes: list[types.CodeAction] = []
     diag: types.Diagnostic | None
     for diag in params.context.diagnostics:
+        if diag.source == SOURCE and diag.code == dynamic_fixes.EXPORT_ERROR:
+            data = diag.data if isinstance(diag.data, dict) else {}
+            owner = by_name.get(str(data.get("module")))
+            if owner is not None:
+                fixes += dynamic_fixes.export_error_fixes(doc.uri, doc.lines, owner, diag)
         if diag.source == SOURCE and diag.code == INPUTS_MISSING:
             data = diag.data if isinstance(diag.data, dict) else {}
             info = by_name.get(str(data.get("module"))) or discovery.module_at_line(
@@ -70,7 +78,7 @@ def quick_fixes(
     here = discovery.module_at_line(modules, params.range.start.line + 1)
     if here is not None and here.inputs == "missing" and here.kind == "class":
         wanted.setdefault(here.name, None)
-    actions = []
+    actions = fixes
     for name, diag in wanted.items():
         info = by_name.get(name)
         # Statically missing, or found missing by the worker (e.g. inference failed).

@@ -21,7 +21,7 @@ from typing import Any
 from torch_mlir_lens import culprits
 from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult, PassIr
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import failures, ir_text, partial
+from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.export import export_program, import_program
@@ -51,6 +51,7 @@ class ProgramLowerer:
         self._raw: Any = None
         self._torch: Any = None
         self._torch_errors: list[Diag] | None = None
+        self._linalg_source: Any = None  # _backend_source("linalg")
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
@@ -109,10 +110,10 @@ class ProgramLowerer:
         key = pipeline if target == CUSTOM_TARGET and pipeline else target
         if key in self._lowered and not options.print_after_all:
             return self._lowered[key], None
-        torch_mod = self.torch_module()
-        assert torch_mod is not None
+        source = self._backend_source(target)
+        assert source is not None
         start = time.perf_counter()
-        module = torch_mod.clone()
+        module = source.clone()
         try:
             passes = run_pipeline(module, self._pipeline_for(target, pipeline),
                                   print_after_all=options.print_after_all,
@@ -121,6 +122,19 @@ class ProgramLowerer:
             self._timed("lower", start)
         self._lowered[key] = module
         return module, passes
+
+    def _backend_source(self, target: str) -> Any | None:
+        """The torch-backend module `target` lowers from: for Linalg, a copy whose views
+        torch-mlir would miscompile are rerouted (legacy_view_shim, llvm/torch-mlir#4743)."""
+        torch_mod = self.torch_module()
+        if target != "linalg" or torch_mod is None:
+            return torch_mod
+        if self._linalg_source is None:
+            self._linalg_source = torch_mod
+            if legacy_view_shim.narrowing_views(torch_mod):
+                self._linalg_source = torch_mod.clone()
+                legacy_view_shim.reroute_narrowing_views(self._linalg_source)
+        return self._linalg_source
 
     def _llvm_module(self, options: LowerOptions) -> Any:
         if "llvm" in self._lowered:
@@ -275,14 +289,16 @@ class ProgramLowerer:
                 return self._result(target, False, part.module, options, diags, passes,
                                     outlined=part)
             return self._result(target, False, torch_mod, options, diags, failure.passes)
-        return self._result(target, True, module, options, [], passes)
+        warnings = [] if target != CUSTOM_TARGET else legacy_view_shim.unshimmed_warnings(
+            torch_mod, self._pipeline_for(target, pipeline), self.users, target)
+        return self._result(target, True, module, options, warnings, passes)
 
     def _backend_failure(self, target: str, failure: PassFailure, options: LowerOptions,
                          ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
         """The partial lowering of a failed backend and one diagnostic per cause."""
         start = time.perf_counter()
         try:
-            return self._listing.backend(target, self.torch_module(), failure.errors,
+            return self._listing.backend(target, self._backend_source(target), failure.errors,
                                          listed=options.list_unsupported)
         finally:
             self._timed("lower", start)
