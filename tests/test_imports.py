@@ -131,3 +131,17 @@ def test_each_cli_module_imports_alone_without_torch(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr or "imported torch"
+
+
+def test_serve_loads_nothing_of_the_other_commands() -> None:
+    """`serve` is what an editor starts and waits for: parsing its arguments loads neither the
+    other commands nor the repository check (the first lenses wait for every import)."""
+    code = ("import sys\n"
+            "from torch_mlir_lens import cli\n"
+            "from torch_mlir_lens.cli import serve\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('torch_mlir_lens.'))\n"
+            "print(' '.join(loaded))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["torch_mlir_lens.cli", "torch_mlir_lens.cli.serve"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from torch_mlir_lens.cli import common, verify
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
 from torch_mlir_lens.verify_results import VerifyResult
 
@@ -65,7 +66,7 @@ def test_parse_tolerances_and_defaults() -> None:
 def test_bad_options_exit_2(bad: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         _parser().parse_args(["verify", "m.py", *bad])
-    assert info.value.code == common.EXIT_BAD_INPUT
+    assert info.value.code == EXIT_BAD_INPUT
 
 
 def test_exit_codes_and_text() -> None:

@@ -13,9 +13,6 @@ from typing import Any, cast
 
 from torch_mlir_lens import notebook
 from torch_mlir_lens.cli.common import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    EXIT_OK,
     CliError,
     EngineFactory,
     display,
@@ -27,6 +24,7 @@ from torch_mlir_lens.cli.common import (
     pick_module,
     running_engine,
 )
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.results import LensError
 from torch_mlir_lens.targets import TARGETS

@@ -15,20 +15,19 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 from torch_mlir_lens import culprits, defaults, notebook
 from torch_mlir_lens.cli import notebook_locations
+from torch_mlir_lens.cli.parser import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NO_RUN,
+    PROG,
+)
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.repo_check.sources import SourceError, read_source
 from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-
-PROG = "torch-mlir-lens"
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NO_RUN = 3
 
 _BAD_INPUT_KINDS = {
     ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
@@ -101,14 +100,6 @@ def report_error(err: CliError) -> int:
 
 
 # --- the argument parser ---------------------------------------------------------------------
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2), like every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{PROG}: error: {message}\n")
-        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def add_inputs(parser: argparse.ArgumentParser) -> None:

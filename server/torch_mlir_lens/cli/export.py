@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_OK,
     CliError,
     EngineFactory,
     add_inputs,
@@ -17,6 +16,7 @@ from torch_mlir_lens.cli.common import (
     module_job,
     running_engine,
 )
+from torch_mlir_lens.cli.parser import EXIT_OK
 from torch_mlir_lens.targets import TARGETS
 
 

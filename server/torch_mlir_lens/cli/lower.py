@@ -7,8 +7,6 @@ import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
     CliError,
     EngineFactory,
     add_cache,
@@ -23,6 +21,7 @@ from torch_mlir_lens.cli.common import (
     print_diagnostics,
     running_engine,
 )
+from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
 from torch_mlir_lens.targets import TARGETS
 
 

@@ -18,8 +18,6 @@ import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
     EngineFactory,
     add_inputs,
     add_module_choice,
@@ -31,6 +29,7 @@ from torch_mlir_lens.cli.common import (
     running_engine,
     where,
 )
+from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
 from torch_mlir_lens.verify_results import VerifyOutput, VerifyResult, dims_text
 
 EXIT_MISMATCH = EXIT_FAILED

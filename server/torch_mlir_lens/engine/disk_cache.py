@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -49,6 +48,8 @@ class DiskCacheStats:
 
 
 def _version_of(dist: str) -> str | None:
+    import importlib.metadata  # not on the language server's start-up path
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

@@ -10,10 +10,8 @@ interpreter, else by asking that interpreter once.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
-import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -53,6 +51,9 @@ def _same_interpreter(python: str) -> bool:
 @cache
 def _interpreter_facts(python: str) -> tuple[str, dict[str, str | None]] | None:
     """(Python version, {distribution: version}) of an interpreter; None when it cannot say."""
+    import importlib.metadata  # both: computed at the first lookup, not at start-up
+    import subprocess
+
     if _same_interpreter(python):
         versions: dict[str, str | None] = {}
         for dist in CORE_DISTRIBUTIONS:
