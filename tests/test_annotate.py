@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from torch_mlir_lens.cli.annotated_ir import annotate, line_sources
-from torch_mlir_lens.results import IrLineMapping, LowerResult
+from torch_mlir_lens.protocol.results import IrLineMapping, LowerResult
 
 SOURCE = """class M(nn.Module):
     def forward(self, x):

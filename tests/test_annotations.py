@@ -3,7 +3,11 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torch_mlir_lens.annotations import format_annotation, parse_annotation_block, split_top_level
+from torch_mlir_lens.source.annotations import (
+    format_annotation,
+    parse_annotation_block,
+    split_top_level,
+)
 
 
 def _parse(src: str, def_line: int | None = None):

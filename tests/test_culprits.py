@@ -1,9 +1,10 @@
-"""The one wording of culprits (culprits.py): summaries as verify, export and check print them."""
+"""The one wording of culprits (rules/culprits.py): summaries as verify, export and check
+print them."""
 
 from __future__ import annotations
 
-from torch_mlir_lens.culprits import cause_of, knock_on_text, summary
-from torch_mlir_lens.results import LensDiagnostic
+from torch_mlir_lens.protocol.results import LensDiagnostic
+from torch_mlir_lens.rules.culprits import cause_of, knock_on_text, summary
 
 
 def _diag(file: str, line: int, op: str, cause: str | None = None,

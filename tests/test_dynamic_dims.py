@@ -1,4 +1,5 @@
-"""The `dynamic=` comment's dims and the fixes torch.export suggests (dynamic_dims.py, no torch).
+"""The `dynamic=` comment's dims and the fixes torch.export suggests (source/dynamic_dims.py,
+no torch).
 
 The messages parsed here are torch.export's own wording (torch 2.13), copied from real
 failures of tests/models/hf_zoo.py's BERT (unbounded sequence) and Llama (an example of batch 1).
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from torch_mlir_lens.dynamic_dims import (
+from torch_mlir_lens.source.dynamic_dims import (
     DimFix,
     DimText,
     TooSmallExample,

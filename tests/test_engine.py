@@ -14,7 +14,7 @@ import pytest
 from tests.harness.waiting import async_wait_until
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.system.procs import family_pids
 
 MODELS = Path(__file__).resolve().parent / "models"

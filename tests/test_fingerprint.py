@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torch_mlir_lens.fingerprint import fingerprint
+from torch_mlir_lens.discovery.fingerprint import fingerprint
 
 SRC = textwrap.dedent('''\
     import torch
@@ -135,7 +135,7 @@ def test_truncated_files_never_raise(cut: int) -> None:
 
 
 def test_worker_keys_programs_by_the_fingerprint_the_engine_sent(tmp_path):
-    from torch_mlir_lens.fingerprint import job_fingerprint
+    from torch_mlir_lens.discovery.fingerprint import job_fingerprint
     from torch_mlir_lens.worker.jobs import program_key
 
     path = tmp_path / "m.py"

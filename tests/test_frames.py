@@ -1,10 +1,10 @@
-"""The frame table and its questions (frames.py): pure data, no torch."""
+"""The frame table and its questions (protocol/frames.py): pure data, no torch."""
 
 from __future__ import annotations
 
 import json
 
-from torch_mlir_lens.frames import (
+from torch_mlir_lens.protocol.frames import (
     FrameTable,
     SourceFrame,
     entry_frame,

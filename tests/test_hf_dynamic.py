@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
-from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.protocol.results import ErrorKind
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from pygls.protocol import JsonRPCResponseMessage
 
-from torch_mlir_lens.frames import FrameTable, SourceFrame
 from torch_mlir_lens.lsp import answers
 from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.lsp.json_rpc import lens_converter
-from torch_mlir_lens.results import (
+from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
+from torch_mlir_lens.protocol.results import (
     IrLineMapping,
     LensDiagnostic,
     LensError,
@@ -27,7 +27,7 @@ from torch_mlir_lens.results import (
     PassIr,
     RelatedLocation,
 )
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 USER = "/proj/model.py"
 LIB = "/venv/site-packages/transformers/layer.py"

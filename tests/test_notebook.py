@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from torch_mlir_lens import discovery, notebook
-from torch_mlir_lens.notebook import Cell, NotebookError, read_cells, synthesize
+from torch_mlir_lens import discovery
+from torch_mlir_lens.source import notebook_program
+from torch_mlir_lens.source.notebook_program import Cell, NotebookError, read_cells, synthesize
 
 FIXTURE = Path(__file__).parent / "notebooks" / "spread_model.ipynb"
 
@@ -76,37 +77,37 @@ def test_line_maps_both_ways() -> None:
 
 
 def test_fixture_program_and_what_each_module_runs() -> None:
-    program = notebook.read_program(str(FIXTURE))
+    program = notebook_program.read_program(str(FIXTURE))
     modules = discovery.find_modules(program.text, str(FIXTURE))
     names = {m.name: m for m in modules}
     assert set(names) >= {"Block", "Model", "Pair"}
     assert program.label(names["Block"].line) == "3:1"
     assert program.label(names["Model"].line) == "5:2"
 
-    model_text = notebook.module_text(program, modules, "Model")
+    model_text = notebook_program.module_text(program, modules, "Model")
     assert "class Model" in model_text and "class Block" in model_text
     assert "training-ran" not in model_text and "optim" not in model_text  # training cell
     assert "def example_inputs" in model_text  # the convention from a later cell is kept
     assert len(model_text.splitlines()) == len(program.text.splitlines())
     # Block's inputs are derived from Model's forward pass: Model's cell comes along.
-    assert "class Model" in notebook.module_text(program, modules, "Block")
+    assert "class Model" in notebook_program.module_text(program, modules, "Block")
     # An unknown name runs nothing at all.
-    assert notebook.module_text(program, modules, "Nope").strip() == ""
+    assert notebook_program.module_text(program, modules, "Nope").strip() == ""
 
 
 def test_relocating_results_and_messages() -> None:
-    program = notebook.read_program(str(FIXTURE))
+    program = notebook_program.read_program(str(FIXTURE))
     path = "/x/spread_model.ipynb"
     value = {"map": [{"file": path, "line": 22}, {"file": "/x/other.py", "line": 22}],
              "modules": [{"line": 24, "error_line": 40}],
              "message": "loading spread_model.ipynb failed at spread_model.ipynb:14: NameError"}
-    out = notebook.relocate_json(value, path, program)
+    out = notebook_program.relocate_json(value, path, program)
     assert isinstance(out, dict)
     assert out["map"] == [{"file": path, "line": 10, "cell": 3},
                           {"file": "/x/other.py", "line": 22}]
     assert out["modules"] == [{"line": 2, "cell": 5, "error_line": 3, "error_cell": 7}]
     assert out["message"].endswith("spread_model.ipynb:3:2: NameError")
-    assert notebook.location("nb.ipynb", program, 24) == "nb.ipynb:5:2"
+    assert notebook_program.location("nb.ipynb", program, 24) == "nb.ipynb:5:2"
 
 
 @pytest.mark.parametrize(("text", "needle"), [

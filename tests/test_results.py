@@ -1,6 +1,6 @@
 """LowerResult's JSON: the worker's compact source map reads back to the same entries."""
 
-from torch_mlir_lens.results import IrLineMapping, LowerResult
+from torch_mlir_lens.protocol.results import IrLineMapping, LowerResult
 
 
 def test_compact_and_plain_maps_read_back_the_same() -> None:

@@ -1,4 +1,5 @@
-"""targets.py is the one home of the pass-pipeline strings (torch-free, read by the worker)."""
+"""rules/targets.py is the one home of the pass-pipeline strings (torch-free, read by the
+worker)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 
 import torch_mlir_lens
-from torch_mlir_lens import targets
+from torch_mlir_lens.rules import targets
 
 PACKAGE_DIR = Path(torch_mlir_lens.__file__).parent
 
@@ -22,7 +23,7 @@ def _pipeline_literals(path: Path) -> list[str]:
 
 def test_pipeline_strings_are_written_only_in_targets() -> None:
     elsewhere = {str(p.relative_to(PACKAGE_DIR)): found for p in sorted(PACKAGE_DIR.rglob("*.py"))
-                 if p.name != "targets.py" and (found := _pipeline_literals(p))}
+                 if p.name != "rules/targets.py" and (found := _pipeline_literals(p))}
     # Not backend pipelines: worker/llvm.py's linalg → LLVM one is the JIT's own, and
     # worker/lowering/pipeline.py runs two conversions on an empty module only to load their
     # dialects.
@@ -38,5 +39,6 @@ def test_every_backend_has_its_pipeline() -> None:
 
 
 def test_targets_imports_without_torch() -> None:
-    code = "import sys, torch_mlir_lens.targets\nsys.exit(3 if 'torch' in sys.modules else 0)\n"
+    code = ("import sys, torch_mlir_lens.rules.targets\n"
+            "sys.exit(3 if 'torch' in sys.modules else 0)\n")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -1,10 +1,11 @@
-"""The verdict rule (verdict.py) and its readers: `check`'s JSON and the editor's verdict lens."""
+"""The verdict rule (rules/verdict.py) and its readers: `check`'s JSON and the editor's
+verdict lens."""
 
 from __future__ import annotations
 
 from torch_mlir_lens.lsp.document import verdict_of
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LowerResult
-from torch_mlir_lens.verdict import backend_verdict, verdict_json
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LowerResult
+from torch_mlir_lens.rules.verdict import backend_verdict, verdict_json
 
 
 def _unsupported(op: str, line: int, cause: str | None = None) -> LensDiagnostic:

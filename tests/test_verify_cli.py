@@ -18,7 +18,7 @@ import pytest
 from torch_mlir_lens.cli import common, verify
 from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 USER_FILE = textwrap.dedent(
     """\

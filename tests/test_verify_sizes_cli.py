@@ -13,7 +13,7 @@ import pytest
 
 from torch_mlir_lens.cli import common, verify
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 MODELS = Path(__file__).resolve().parent / "worker" / "models" / "dynamic_views.py"
 

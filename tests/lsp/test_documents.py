@@ -63,7 +63,7 @@ def test_newline_typed_at_end_of_line() -> None:
 
 
 def test_results_go_with_any_change() -> None:
-    from torch_mlir_lens.results import LowerResult
+    from torch_mlir_lens.protocol.results import LowerResult
 
     doc = doc_with([])  # no module named M in the text: any change drops its results
     doc.record_results(doc.stamp(), "M", [LowerResult(module="M", target="linalg", ok=True)])
@@ -124,8 +124,8 @@ TWO_MODULES = (
 
 def test_a_burst_of_edits_keeps_the_untouched_modules_results_and_compares_once(
         monkeypatch) -> None:
-    from torch_mlir_lens import fingerprint
-    from torch_mlir_lens.results import LowerResult
+    from torch_mlir_lens.discovery import fingerprint
+    from torch_mlir_lens.protocol.results import LowerResult
 
     calls: list[str] = []
     real = fingerprint.fingerprint
@@ -151,7 +151,7 @@ def test_a_burst_of_edits_keeps_the_untouched_modules_results_and_compares_once(
 
 
 def test_a_module_that_had_an_error_loses_its_results_after_an_edit() -> None:
-    from torch_mlir_lens.results import LensError, LowerResult
+    from torch_mlir_lens.protocol.results import LensError, LowerResult
 
     doc = Document(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
     stamp = doc.stamp()
@@ -162,7 +162,7 @@ def test_a_module_that_had_an_error_loses_its_results_after_an_edit() -> None:
 
 
 def test_findings_of_an_older_text_or_a_closed_document_are_not_recorded() -> None:
-    from torch_mlir_lens.results import LowerResult
+    from torch_mlir_lens.protocol.results import LowerResult
 
     doc = Document(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
     stamp = doc.stamp()

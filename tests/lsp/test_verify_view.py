@@ -11,7 +11,7 @@ from torch_mlir_lens.lsp.verify_view import (
     lens_title,
     verify_records,
 )
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 
 def verdict(**fields: Any) -> VerifyResult:

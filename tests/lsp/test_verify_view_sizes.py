@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from torch_mlir_lens.lsp.verify_view import lens_title, verify_records
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 LINES = ["import torch", "class Net(torch.nn.Module):", "    def forward(self, x):",
          "        return x"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 

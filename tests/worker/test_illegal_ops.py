@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.worker.lowering import LowerOptions, ProgramLowerer, export_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

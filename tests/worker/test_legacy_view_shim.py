@@ -14,8 +14,8 @@ from types import ModuleType
 import pytest
 import torch
 
-from torch_mlir_lens.results import ErrorKind
-from torch_mlir_lens.targets import BACKEND_PIPELINES
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.rules.targets import BACKEND_PIPELINES
 from torch_mlir_lens.worker import legacy_view_shim as shim
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.verify.job import verify_lowerer

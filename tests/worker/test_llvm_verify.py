@@ -15,7 +15,7 @@ import psutil
 import pytest
 import torch
 
-from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.llvm import LLVM_PIPELINE, leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch_mlir import ir
 
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.lowering import (
     LowerOptions,
     ProgramLowerer,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from torch_mlir_lens.frames import SourceFrame
-from torch_mlir_lens.results import IrLineMapping, LowerResult
+from torch_mlir_lens.protocol.frames import SourceFrame
+from torch_mlir_lens.protocol.results import IrLineMapping, LowerResult
 
 GUTTER = 7  # minimum width of the line-number column; IR lines start under the source text
 FRAMES = ("user", "all")  # which frames decide an IR line's source line

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from torch_mlir_lens.cli.common import EngineFactory, add_cache, add_inputs, make_engine
-from torch_mlir_lens.targets import BACKENDS
+from torch_mlir_lens.rules.targets import BACKENDS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

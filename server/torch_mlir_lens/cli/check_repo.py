@@ -45,7 +45,7 @@ from torch_mlir_lens.repo_check.runner import (
     memory_available_mb,
     run_modules,
 )
-from torch_mlir_lens.targets import BACKENDS, TARGETS
+from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 
 def add_check_arguments(check: argparse.ArgumentParser) -> None:
@@ -130,11 +130,15 @@ def _jobs(args: argparse.Namespace, cfg: ProjectConfig, memory: int) -> int:
         jobs, note = limits.capped_jobs(wanted)
         if note:
             sys.stderr.write(f"note: {note}\n")
+    return jobs
+
+
+def _warn_if_memory_short(jobs: int, memory: int) -> None:
+    """Before workers start: say so when their limits add up to more than the machine has."""
     available = memory_available_mb()
     if available is not None and jobs * memory > available:
         sys.stderr.write(f"warning: {jobs} workers × {memory} MB (--memory-limit) exceed the "
                          f"{available} MB available: the machine may run out of memory\n")
-    return jobs
 
 
 def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
@@ -293,6 +297,7 @@ async def run_check(args: argparse.Namespace) -> int:
         return _list(args, plan, tasks)
     baseline = _read_baseline(settings.baseline, writing=args.write_baseline)
     applied = None if args.write_baseline else baseline
+    _warn_if_memory_short(settings.jobs, settings.memory_mb)
     opts = RunOptions(
         targets=settings.targets, jobs=settings.jobs, root=settings.root,
         timeout_s=settings.timeout_s, memory_limit_mb=settings.memory_mb,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens import culprits, defaults, notebook
+from torch_mlir_lens import defaults
 from torch_mlir_lens.cli import notebook_locations
 from torch_mlir_lens.cli.parser import (
     EXIT_BAD_INPUT,
@@ -26,8 +26,10 @@ from torch_mlir_lens.cli.parser import (
     PROG,
 )
 from torch_mlir_lens.project import limits
-from torch_mlir_lens.repo_check.sources import SourceError, read_source
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.source import notebook_program
+from torch_mlir_lens.source.decoding import SourceError, read_source
 
 _BAD_INPUT_KINDS = {
     ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
@@ -75,7 +77,7 @@ def where(file: str | None, line: int | None) -> str:
     """`FILE:LINE` (`NOTEBOOK.ipynb:CELL:LINE` in a notebook read in this run), or `FILE`."""
     program = notebook_locations.program_of(file)  # a notebook's lines are CELL:LINE
     if program is not None and file and line:
-        return notebook.location(display(file), program, line)
+        return notebook_program.location(display(file), program, line)
     return f"{display(file)}:{line}" if file and line else display(file)
 
 
@@ -146,7 +148,7 @@ class Source:
     path: str  # absolute
     text: str
     modules: list[Any]  # discovery.ModuleInfo
-    notebook: notebook.Program | None = None  # a .ipynb: `text` is its cells' program
+    notebook: notebook_program.Program | None = None  # a .ipynb: `text` is its cells' program
 
     def line_text(self, line: int | None) -> str:
         """`line N`; `cell C line L` in a notebook."""
@@ -162,7 +164,7 @@ def load_source(file: str) -> Source:
     path = os.path.abspath(file)
     if not os.path.isfile(path):
         raise CliError("no such file", file=file)
-    if notebook.is_notebook(path):
+    if notebook_program.is_notebook(path):
         return _load_notebook(path, file)
     try:
         text = read_source(path)
@@ -186,7 +188,7 @@ def _load_notebook(path: str, file: str) -> Source:
         program = notebook_locations.read(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
-    except notebook.NotebookError as exc:
+    except notebook_program.NotebookError as exc:
         raise CliError(exc.message, file=path, line=exc.line) from exc
     from torch_mlir_lens.discovery import find_modules
 
@@ -226,7 +228,7 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
     text = src.text
     if src.notebook is not None:  # the cells up to the module's: a later cell never runs
-        text = notebook.module_text(src.notebook, src.modules, module)
+        text = notebook_program.module_text(src.notebook, src.modules, module)
     return ModuleJob(
         path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,

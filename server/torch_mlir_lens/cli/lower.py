@@ -22,7 +22,7 @@ from torch_mlir_lens.cli.common import (
     running_engine,
 )
 from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
-from torch_mlir_lens.targets import TARGETS
+from torch_mlir_lens.rules.targets import TARGETS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

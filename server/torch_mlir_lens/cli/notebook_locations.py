@@ -11,15 +11,15 @@ import os
 import sys
 from typing import Any
 
-from torch_mlir_lens import notebook
+from torch_mlir_lens.source import notebook_program
 
-_programs: dict[str, notebook.Program] = {}
+_programs: dict[str, notebook_program.Program] = {}
 
 
-def read(path: str) -> notebook.Program:
+def read(path: str) -> notebook_program.Program:
     """The program of the notebook at absolute `path`, remembered for locations; a warning per
-    cell left out. Raises OSError, UnicodeDecodeError or notebook.NotebookError."""
-    program = notebook.read_program(path)
+    cell left out. Raises OSError, UnicodeDecodeError or notebook_program.NotebookError."""
+    program = notebook_program.read_program(path)
     _programs[path] = program
     shown = os.path.relpath(path)
     shown = path if shown.startswith("..") else shown
@@ -29,12 +29,12 @@ def read(path: str) -> notebook.Program:
     return program
 
 
-def program_of(file: str | None) -> notebook.Program | None:
+def program_of(file: str | None) -> notebook_program.Program | None:
     """The program of a notebook read in this run."""
     return _programs.get(os.path.abspath(file)) if file else None
 
 
-def line_text(program: notebook.Program | None, line: int | None) -> str:
+def line_text(program: notebook_program.Program | None, line: int | None) -> str:
     """`line N`; `cell C line L` in a notebook."""
     where = program.to_cell(line) if program is not None and line else None
     return f"cell {where[0].number} line {where[1]}" if where else f"line {line}"
@@ -43,11 +43,13 @@ def line_text(program: notebook.Program | None, line: int | None) -> str:
 def relabel(message: str, file: str | None) -> str:
     """A message with `NOTEBOOK.ipynb:N` as `NOTEBOOK.ipynb:CELL:LINE` (when it names one)."""
     program = program_of(file)
-    return notebook.relabel(message, file, program) if program is not None and file else message
+    if program is None or not file:
+        return message
+    return notebook_program.relabel(message, file, program)
 
 
-def to_json(program: notebook.Program | None, path: str, value: Any) -> str:
+def to_json(program: notebook_program.Program | None, path: str, value: Any) -> str:
     """A result as JSON; a notebook's lines as cell lines with their `cell` numbers."""
     if program is not None:
-        value = notebook.relocate_json(value, path, program)
+        value = notebook_program.relocate_json(value, path, program)
     return json.dumps(value, indent=1)

@@ -30,7 +30,7 @@ from torch_mlir_lens.cli.common import (
     where,
 )
 from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
-from torch_mlir_lens.verify_results import VerifyOutput, VerifyResult, dims_text
+from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult, dims_text
 
 EXIT_MISMATCH = EXIT_FAILED
 

@@ -42,8 +42,8 @@ from torch_mlir_lens.protocol.jobs import (
     VerifyJob,
     WorkerStats,
 )
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
 # hover over a hanging module does not hang the worker again until the text changes.

@@ -6,10 +6,10 @@ import hashlib
 import os
 from pathlib import Path
 
+from torch_mlir_lens.discovery.fingerprint import job_fingerprint
 from torch_mlir_lens.engine.cache import content_key
-from torch_mlir_lens.fingerprint import job_fingerprint
 from torch_mlir_lens.protocol.jobs import Job, ModuleJob
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 
 def filled(job: ModuleJob) -> ModuleJob:

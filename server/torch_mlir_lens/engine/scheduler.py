@@ -22,7 +22,7 @@ from typing import Any
 from torch_mlir_lens.engine.cache import text_hash
 from torch_mlir_lens.protocol.jobs import AnyJob, LowerJob, ModuleJob
 from torch_mlir_lens.protocol.programs import program_key
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 Reply = dict[str, Any]
 

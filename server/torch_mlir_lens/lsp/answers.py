@@ -14,8 +14,13 @@ from typing import Any
 from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.framing import json_number
-from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
-from torch_mlir_lens.verify_results import Divergence, SizeCheck, VerifyOutput, VerifyResult
+from torch_mlir_lens.protocol.results import LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.protocol.verify_results import (
+    Divergence,
+    SizeCheck,
+    VerifyOutput,
+    VerifyResult,
+)
 
 
 def camel(name: str) -> str:

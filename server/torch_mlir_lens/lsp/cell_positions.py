@@ -1,6 +1,6 @@
 """Notebook cells as seen by the features: program lines ↔ (cell URI, cell line).
 
-A notebook's `Document` holds the program of its cells (`notebook.py`); every feature
+A notebook's `Document` holds the program of its cells (`source/notebook_program.py`); every feature
 works on program lines as for a file. The editor, though, asks and shows per cell: this module
 turns a cell's positions into program lines and the features' answers (lenses, hover ranges,
 quick-fix edits, diagnostics, the IR pane's source map) back into cell positions.
@@ -16,8 +16,8 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.notebook import CellSpan, Program, module_text, relabel
 from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.source.notebook_program import CellSpan, Program, module_text, relabel
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

@@ -26,7 +26,7 @@ from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.lsp.progress import progress as progress_of
 from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torch_mlir_lens import defaults
-from torch_mlir_lens.targets import BACKENDS, TARGETS
+from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 SECTION = "torchMlirLens"
 DIAGNOSTIC_MODES = ("onSave", "onType", "off")

@@ -18,8 +18,8 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord
-from torch_mlir_lens.results import ErrorKind
-from torch_mlir_lens.verify_results import VerifyResult, dims_text
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
 
 LENS_TITLE = "Verify"
 MAX_TITLE = 70

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from torch_mlir_lens.project import limits
-from torch_mlir_lens.targets import BACKENDS, TARGETS
+from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 T = TypeVar("T")
 

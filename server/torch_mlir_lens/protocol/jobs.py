@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 CONSTRUCT_POLICIES = ("auto", "meta", "real")
 _M = typing.TypeVar("_M", bound="ModuleJob")
@@ -49,7 +49,8 @@ class ModuleJob(Job):
     workspace: str | None = None  # root of relative paths in settings_inputs
     strict: bool = False  # torch.export strict mode
     construct: str = "auto"  # "auto" | "meta" | "real": how the module is built
-    fingerprint: str | None = None  # the module's fingerprint (fingerprint.py), when known
+    # The module's fingerprint (discovery/fingerprint.py), when known.
+    fingerprint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Absolute paths; `construct` and `fingerprint` only when set."""

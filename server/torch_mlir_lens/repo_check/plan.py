@@ -89,13 +89,13 @@ def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
 def _read(path: str, rel: str, plan: Plan) -> str | None:
     """The Python text of a file (a notebook: its cells' program), or None after recording
     why it cannot be checked."""
-    from torch_mlir_lens import notebook
     from torch_mlir_lens.repo_check.notebook_modules import NotebookSource
-    from torch_mlir_lens.repo_check.sources import SourceError, read_source
+    from torch_mlir_lens.source import notebook_program
+    from torch_mlir_lens.source.decoding import SourceError, read_source
 
     try:
-        if notebook.is_notebook(path):
-            program = notebook.read_program(path)
+        if notebook_program.is_notebook(path):
+            program = notebook_program.read_program(path)
             plan.notebooks[path] = NotebookSource(program, [])
             plan.cell_warnings += [
                 FileProblem(path, rel, p.line, "syntax-error",
@@ -111,7 +111,7 @@ def _read(path: str, rel: str, plan: Plan) -> str | None:
         plan.problems.append(FileProblem(path, rel, exc.line, "load-error",
                                          f"cannot read the file: {exc.message}"))
         return None
-    except notebook.NotebookError as exc:  # a file line of the .ipynb (its JSON)
+    except notebook_program.NotebookError as exc:  # a file line of the .ipynb (its JSON)
         plan.problems.append(FileProblem(path, rel, exc.line, "load-error", exc.message))
         return None
     try:

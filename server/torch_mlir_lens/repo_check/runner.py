@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.project.limits import usable_cpus
+from torch_mlir_lens.protocol.results import LensError, LowerResult
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
-from torch_mlir_lens.results import LensError, LowerResult
 
 MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
                        "above the class)")
@@ -80,7 +80,7 @@ def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
 
 def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str, Any]:
     # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
-    from torch_mlir_lens.verdict import verdict_json
+    from torch_mlir_lens.rules.verdict import verdict_json
 
     return {t.target: verdict_json(t) for t in results}
 

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch_mlir_lens.culprits import short_op
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.rules.culprits import short_op
+from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')

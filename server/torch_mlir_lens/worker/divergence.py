@@ -26,7 +26,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
-from torch_mlir_lens.verify_results import Divergence
+from torch_mlir_lens.protocol.verify_results import Divergence
 from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.verify.compare import compare_output

@@ -4,7 +4,7 @@
 message, the user's line) when there is more to say:
 
 - **Constraints violated** (dynamic dims): torch's reasons and its `Suggested fixes:` block are
-  kept, each fix also written in the `dynamic=` comment's syntax (dynamic_dims.py: the
+  kept, each fix also written in the `dynamic=` comment's syntax (source/dynamic_dims.py: the
   editor's quick fix applies it), and the error is located at the `dynamic=` comment.
 - **A dynamic dim whose example size is 0 or 1**: torch.export takes those sizes for
   constants and says the code "specialized" the dim; the message says what happened instead
@@ -21,13 +21,13 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from torch_mlir_lens.dynamic_dims import (
+from torch_mlir_lens.protocol.frames import short_path
+from torch_mlir_lens.protocol.results import LensError, RelatedLocation
+from torch_mlir_lens.source.dynamic_dims import (
     TooSmallExample,
     suggested_fixes,
     too_small_message,
 )
-from torch_mlir_lens.frames import short_path
-from torch_mlir_lens.results import LensError, RelatedLocation
 from torch_mlir_lens.worker.dynamic_spec import named_dims
 from torch_mlir_lens.worker.library_frames import LibraryFiles
 from torch_mlir_lens.worker.locations import UserFiles

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch_mlir_lens import targets
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic
-from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic
+from torch_mlir_lens.rules import targets
+from torch_mlir_lens.rules.targets import TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import culprit_diags, illegal_ops, partial
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles

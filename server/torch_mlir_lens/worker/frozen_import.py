@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.locations import UserFiles
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')

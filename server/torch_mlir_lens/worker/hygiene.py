@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from torch_mlir_lens.frames import in_installed_package
+from torch_mlir_lens.protocol.frames import in_installed_package
 
 # Namespaces whose attributes user code is likely to patch, by import name.
 _NAMESPACES = (

@@ -27,8 +27,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured

@@ -34,8 +34,8 @@ from torch_mlir_lens.protocol.jobs import (
     parse_job,
 )
 from torch_mlir_lens.protocol.programs import program_key
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.worker.job_fields import read_text
 from torch_mlir_lens.worker.provenance import provenance
 

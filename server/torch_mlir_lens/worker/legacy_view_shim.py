@@ -39,7 +39,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
 from torch_mlir_lens.worker.library_diags import related_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 

@@ -13,7 +13,7 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torch_mlir_lens.frames import SourceFrame
+from torch_mlir_lens.protocol.frames import SourceFrame
 from torch_mlir_lens.worker.library_frames import LibraryFiles, library_files
 
 Frame = tuple[str, int]  # (file, 1-based line)

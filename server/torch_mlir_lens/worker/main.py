@@ -22,7 +22,7 @@ import sys
 
 from torch_mlir_lens.protocol.framing import read_frame, write_frame
 from torch_mlir_lens.protocol.jobs import Reply
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 READY_GRACE_S = 0.05  # how long after "ready" a job counts as already waiting
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (Python's default: 700)

@@ -36,7 +36,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens import targets
+from torch_mlir_lens.rules import targets
 from torch_mlir_lens.worker import illegal_ops, line_context
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.mlir_diagnostics import captured
@@ -360,8 +360,8 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
 
 def header(diags: list[Any], target: str, files: Any = None) -> list[str]:
     """The comment lines above a partial IR: which ops were left unlowered, and where."""
-    from torch_mlir_lens.culprits import cause_of, culprit_diagnostics, located
-    from torch_mlir_lens.targets import target_title
+    from torch_mlir_lens.rules.culprits import cause_of, culprit_diagnostics, located
+    from torch_mlir_lens.rules.targets import target_title
 
     title = target_title(target)
     culprits = culprit_diagnostics(diags)
@@ -379,8 +379,8 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
              module_file: str | None = None) -> Any:
     """`rendered` (ir_text.RenderedIr) with the header on top and each call of an outlined op
     marked; the source map shifted to match."""
-    from torch_mlir_lens.results import IrLineMapping
-    from torch_mlir_lens.targets import target_title
+    from torch_mlir_lens.protocol.results import IrLineMapping
+    from torch_mlir_lens.rules.targets import target_title
 
     top = header(diags, target, module_file)
     calls = re.compile(r"\bcall @(" + "|".join(re.escape(s) for s in sorted(symbols)) +

@@ -15,7 +15,7 @@ M.views = {} -- IR bufnr → view {buf, client_id, uri, module, target, pipeline
 
 local CONTENT_MODIFIED = -32801
 
--- The targets the server knows (targets.py); any other word names a pipeline of the
+-- The targets the server knows (rules/targets.py); any other word names a pipeline of the
 -- `pipelines` setting (or is a pipeline string itself).
 M.TARGETS = { 'linalg', 'tosa', 'stablehlo', 'torch', 'raw', 'fx', 'llvm' }
 

@@ -20,7 +20,7 @@ from torch_mlir_lens.engine.worker_client.channel import OutputCallback, Worker
 from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
 from torch_mlir_lens.protocol import framing
 from torch_mlir_lens.protocol.jobs import Reply
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.system.procs import is_running
 
 log = logging.getLogger(__name__)

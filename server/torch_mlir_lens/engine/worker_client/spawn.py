@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.system.procs import family_pids
 
 log = logging.getLogger(__name__)

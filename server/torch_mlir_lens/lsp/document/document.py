@@ -4,9 +4,10 @@ Features read through its methods and record what they learn through its methods
 carries the `stamp` its work started from, and `Document` alone decides whether it is still
 true (same text, document still open): the one freshness check of the server.
 
-Results belong to one version of a module's fingerprint (`fingerprint.py`): a change drops the
-results of the modules it can affect and keeps the others' (decided when results are next
-read, so typing costs nothing here; the engine's cache still answers if the text comes back).
+Results belong to one version of a module's fingerprint (`discovery/fingerprint.py`): a
+change drops the results of the modules it can affect and keeps the others' (decided when
+results are next read, so typing costs nothing here; the engine's cache still answers if the
+text comes back).
 Published diagnostics are kept across changes but moved with their lines (`line_moves.py`),
 and dropped when their lines are edited, until the next check replaces them.
 """
@@ -16,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NewType
 
-from torch_mlir_lens import discovery, fingerprint
+from torch_mlir_lens import discovery
+from torch_mlir_lens.discovery import fingerprint
 from torch_mlir_lens.lsp.document.line_moves import map_lines, shift_record
 from torch_mlir_lens.lsp.document.records import DiagRecord, Verdict, verdict_of
-from torch_mlir_lens.notebook import Program
-from torch_mlir_lens.results import LensError, LowerResult
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import LensError, LowerResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
+from torch_mlir_lens.source.notebook_program import Program
 
 STATIC = ""  # diagnostics bucket of findings that need no lowering
 _VERIFY = "verify:"  # diagnostics bucket prefix of a module's Verify findings
@@ -39,7 +41,8 @@ class Document:
         self.path = path
         self._text = text
         self.version = version
-        # A notebook: `text` is its program (notebook.py), this maps its lines to cells.
+        # A notebook: `text` is its program (source/notebook_program.py); this maps its lines
+        # to cells.
         self.notebook = notebook
         self.published_cells: set[str] = set()  # the cells holding its diagnostics
         # Read from disk for one request: nothing recorded on it outlives the request.

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from torch_mlir_lens.results import LowerResult
-from torch_mlir_lens.verdict import backend_verdict
+from torch_mlir_lens.protocol.results import LowerResult
+from torch_mlir_lens.rules.verdict import backend_verdict
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Verdict:
 def verdict_of(result: LowerResult) -> Verdict:
     """A result's verdict for the lens: ok, or the unsupported ops / the error that stopped it.
 
-    The rule is verdict.py's, the one `check` uses: the same count of ops, the same error.
+    The rule is rules/verdict.py's, the one `check` uses: the same count of ops, the same error.
     """
     verdict = backend_verdict(result)
     error = None

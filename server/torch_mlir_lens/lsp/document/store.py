@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from torch_mlir_lens.lsp.convert import uri_to_path
 from torch_mlir_lens.lsp.document.document import Document
-from torch_mlir_lens.notebook import NotebookError, is_notebook, read_program
+from torch_mlir_lens.source.notebook_program import NotebookError, is_notebook, read_program
 
 
 class DocumentStore:

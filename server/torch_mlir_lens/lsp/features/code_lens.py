@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp import cell_positions, convert, verify_view
 from torch_mlir_lens.lsp.document import Document, Verdict
-from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.rules.targets import target_title
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

@@ -23,9 +23,9 @@ from torch_mlir_lens.lsp.document import Document, Stamp, load_document
 from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.lsp.json_rpc import converter_of
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.targets import TARGETS
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.verify_results import VerifyResult
+from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob

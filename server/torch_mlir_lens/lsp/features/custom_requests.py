@@ -18,8 +18,8 @@ from torch_mlir_lens.lsp.document import Document, load_document
 from torch_mlir_lens.lsp.features import commands
 from torch_mlir_lens.lsp.features.diagnostics import staging
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

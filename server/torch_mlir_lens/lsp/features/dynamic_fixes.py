@@ -2,7 +2,7 @@
 
 An export error (`export-error` diagnostic, worded by worker/export_errors.py) may carry
 torch.export's `Suggested fixes:` or say that a dynamic dim's example has size 0 or 1
-(dynamic_dims.py reads both). The fixes edit the module's own comment lines:
+(source/dynamic_dims.py reads both). The fixes edit the module's own comment lines:
 
 - a bound (`seq = Dim('seq', max=512)`): `"seq"` → `"seq<=512"` in `dynamic=`;
 - a dim torch.export found to be a constant (`batch = 1`): its entry left out of `dynamic=`;
@@ -19,14 +19,14 @@ from collections.abc import Callable
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.dynamic_dims import (
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.source.dynamic_dims import (
     DimFix,
     fix_dynamic_text,
     fix_example_size,
     parse_too_small,
     suggested_fixes,
 )
-from torch_mlir_lens.results import ErrorKind
 
 EXPORT_ERROR = str(ErrorKind.EXPORT_ERROR)
 

@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens import culprits, discovery
-from torch_mlir_lens.frames import in_installed_package
+from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import cell_positions, convert
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import library_hover
 from torch_mlir_lens.lsp.features.diagnostics import staging
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import target_title
-from torch_mlir_lens.verdict import backend_verdict
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.rules.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

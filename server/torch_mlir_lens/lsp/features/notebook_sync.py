@@ -1,9 +1,10 @@
 """Notebook synchronisation (LSP 3.17 `notebookDocument/*`): a notebook is one document.
 
-pygls keeps the notebook and its cell documents in its workspace; after each notification
-this rebuilds the notebook's program (its Python code cells in order, `notebook.py`) and
-hands it to the document state as the new text, so lenses, hovers, diagnostics and lowering
-work on it as on a file. `lsp/cell_positions.py` maps their answers back to the cells.
+pygls keeps the notebook and its cell documents in its workspace; after each notification this
+rebuilds the notebook's program (its Python code cells in order, `source/notebook_program.py`)
+and hands it to the document state as the new text, so lenses, hovers, diagnostics and
+lowering work on it as on a file. `lsp/cell_positions.py` maps their answers back to the
+cells.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import diagnostics
-from torch_mlir_lens.notebook import Cell, Program, synthesize
+from torch_mlir_lens.source.notebook_program import Cell, Program, synthesize
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.discovery import ModuleInfo, find_modules, input_template, settings_key_for
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.inputs.construction import LazyInstance, construct_module, lookup
 from torch_mlir_lens.worker.inputs.conventions import convention_inputs
 from torch_mlir_lens.worker.inputs.derived import derived_inputs

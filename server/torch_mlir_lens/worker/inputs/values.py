@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from torch_mlir_lens.dynamic_dims import DimText, parse_dim_text
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source.dynamic_dims import DimText, parse_dim_text
 
 
 def namespace(mod: types.ModuleType) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def _dim_texts(spec: Any, found: dict[str, DimText]) -> None:
 
 
 def to_dims(spec: Any, dims: dict[str, Any]) -> Any:
-    """Replace dim texts ("batch", "seq<=512", "2<=seq<=512", "seq>=4": dynamic_dims.py) by
+    """Replace dim texts ("batch", "seq<=512", "2<=seq<=512", "seq>=4": source/dynamic_dims.py) by
     `torch.export.Dim`s, recursively: one Dim per name, with the range given for it.
     ValueError for a text that is not a dim, or a name given two ranges."""
     texts: dict[str, DimText] = {}

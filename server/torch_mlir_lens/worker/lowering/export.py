@@ -21,7 +21,7 @@ import torch
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker import export_errors
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.literals import LiteralHooks

@@ -18,9 +18,15 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from torch_mlir_lens import culprits
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult, PassIr
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.protocol.results import (
+    ErrorKind,
+    LensDiagnostic,
+    LensError,
+    LowerResult,
+    PassIr,
+)
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts

@@ -16,8 +16,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensError, PassIr
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, PassIr
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 from torch_mlir_lens.worker import ir_text
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.verify_results import VerifyOutput
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.protocol.verify_results import VerifyOutput
 
 # Why these: the compiled code computes the same math in a different order than eager's
 # kernels (oneDNN / MKL blocked, vectorized reductions vs plain sequential loops). The error of

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from torch_mlir_lens import culprits
 from torch_mlir_lens.protocol.jobs import VerifyJob
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.verify_results import DimSize, VerifyResult, dims_text
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.verify_results import DimSize, VerifyResult, dims_text
+from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.worker.job_fields import read_text
 from torch_mlir_lens.worker.verify import sizes
 from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module

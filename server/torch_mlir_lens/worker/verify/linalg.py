@@ -20,8 +20,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.verify_results import (
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.verify_results import (
     DimSize,
     SizeCheck,
     VerifyOutput,

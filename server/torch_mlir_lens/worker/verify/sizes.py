@@ -33,7 +33,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
-from torch_mlir_lens.verify_results import DimSize
+from torch_mlir_lens.protocol.verify_results import DimSize
 from torch_mlir_lens.worker.dynamic_spec import named_dims
 
 SMALLEST = 2  # torch.export specializes 0 and 1: a dynamic dim is at least 2

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.frames import in_installed_package
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features.diagnostics import staging
 from torch_mlir_lens.lsp.features.diagnostics.publish import publish
@@ -17,7 +16,8 @@ from torch_mlir_lens.lsp.features.diagnostics.records import (
     static_records,
 )
 from torch_mlir_lens.lsp.trust import UNTRUSTED
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

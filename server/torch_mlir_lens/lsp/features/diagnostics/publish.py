@@ -10,8 +10,8 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp import cell_positions, convert, library_related
 from torch_mlir_lens.lsp.document import DiagRecord, Document
-from torch_mlir_lens.results import ErrorKind
-from torch_mlir_lens.targets import BACKENDS, target_title
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

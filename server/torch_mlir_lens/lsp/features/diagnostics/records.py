@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens import culprits, discovery
+from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord, Document
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

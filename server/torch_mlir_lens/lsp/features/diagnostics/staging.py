@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.trust import UNTRUSTED
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer

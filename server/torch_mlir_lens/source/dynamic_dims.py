@@ -22,7 +22,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from torch_mlir_lens.annotations import split_top_level
+from torch_mlir_lens.source.annotations import split_top_level
 
 _DIM_TEXT = re.compile(
     r"^\s*(?:(?P<low>\d+)\s*<=\s*)?(?P<name>[A-Za-z_]\w*)\s*"

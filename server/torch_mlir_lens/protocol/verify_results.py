@@ -1,7 +1,7 @@
 """The shapes a verification returns: each compared output, the first diverging line, and the
 verdict of a whole module (`verify` jobs, `Engine.verify`, the CLI's `verify`, the editor).
 
-Data only (no torch), like `results.py`. They convert to and from the JSON of the worker's
+Data only (no torch), like `protocol/results.py`. They convert to and from the JSON of the worker's
 reply and of `torch-mlir-lens verify --json`; JSON has no inf/nan, so those travel as
 strings ("inf", "nan").
 """
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from torch_mlir_lens.protocol.framing import json_number as _json_float
-from torch_mlir_lens.results import LensDiagnostic
+from torch_mlir_lens.protocol.results import LensDiagnostic
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic
-from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic
+from torch_mlir_lens.rules.targets import target_title
 
 
 def short_op(op: str | None) -> str:

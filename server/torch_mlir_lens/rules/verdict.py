@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens import culprits
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LowerResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LowerResult
+from torch_mlir_lens.rules import culprits
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from torch_mlir_lens.frames import FrameTable, SourceFrame
+from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
 
 
 class ErrorKind(StrEnum):
