@@ -228,6 +228,8 @@ class State {
   /** The Python extension's selected interpreter per folder URI ('' for the workspace). */
   interpreters = new Map<string, string>();
   trusted = true;
+  /** Quick picks shown, with their titles. */
+  quickPicks: { items: unknown; title?: string }[] = [];
 }
 
 let state = new State();
@@ -318,6 +320,14 @@ export const window = {
   },
   createStatusBarItem(id?: string) {
     return { id, name: '', text: '', tooltip: '' as unknown, command: '', backgroundColor: undefined as unknown, show() {}, hide() {}, dispose() {} };
+  },
+  /** Records the question; the user dismisses it (undefined), as the tests need no answer yet. */
+  showQuickPick(items: unknown, options?: { title?: string }): Promise<undefined> {
+    state.quickPicks.push({ items, title: options?.title });
+    return Promise.resolve(undefined);
+  },
+  withProgress<R>(_options: unknown, task: (progress: { report(): void }, token: unknown) => Promise<R>): Promise<R> {
+    return task({ report: () => undefined }, { isCancellationRequested: false, onCancellationRequested: () => new Disposable(() => undefined) });
   },
   showInformationMessage: (): Promise<undefined> => Promise.resolve(undefined),
   showWarningMessage: (): Promise<undefined> => Promise.resolve(undefined),
@@ -483,6 +493,11 @@ export const fake = {
   /** Command ids registered now. */
   commands(): string[] {
     return [...state.commands.keys()];
+  },
+
+  /** Titles of the quick picks shown so far. */
+  quickPickTitles(): (string | undefined)[] {
+    return state.quickPicks.map((q) => q.title);
   },
 
   /** Output channels made so far. */
