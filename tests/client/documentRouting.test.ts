@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { DEFAULT_KEY } from '../../client/src/documentScope';
 import type { FolderServer } from '../../client/src/folderServer';
+import { SERVER_COMMANDS } from '../../client/src/protocol';
 import { fake, Uri, type TextDocument } from './fakes/vscode';
 import { harness, settle, type Harness } from './routingHarness';
 
@@ -140,6 +141,19 @@ describe('which server serves a document', () => {
     assert.deepEqual(h.on('start'), []);
     await h.client.start();
     assert.deepEqual(h.on('start'), ['beta']);
+  });
+
+  it('a disposed client stops listening to the window and gives back its commands', async () => {
+    fake.installPythonExtension();
+    fake.setFolders(Uri.file('/ws/alpha'));
+    h = await harness();
+    fake.open(Uri.file('/ws/alpha/a.py'));
+    await settle();
+    assert.ok(fake.commands().includes(SERVER_COMMANDS.verify));
+    h.client.dispose();
+    const left = Object.entries(fake.listeners()).filter(([event, n]) => n > 0 && event !== 'trustGranted'); // the Trust's own
+    assert.deepEqual(left, []);
+    assert.deepEqual(fake.commands(), []);
   });
 
   it('a multi-root window gives each server its own output; a single folder shares the client log', async () => {

@@ -90,10 +90,6 @@ export class Uri {
 export class Disposable {
   constructor(private readonly onDispose: () => void) {}
 
-  static from(...items: { dispose(): unknown }[]): Disposable {
-    return new Disposable(() => items.forEach((d) => d.dispose()));
-  }
-
   dispose(): void {
     this.onDispose();
   }
@@ -505,8 +501,8 @@ export const fake = {
     return state.logs;
   },
 
-  /** Listeners left on the window's events (a disposed client leaves none). */
-  listeners(): number {
-    return Object.values(events).reduce((n, e) => n + e.size, 0);
+  /** Listeners on each of the window's events (a disposed client leaves none). */
+  listeners(): Record<string, number> {
+    return Object.fromEntries(Object.entries(events).map(([name, e]) => [name, e.size]));
   },
 };
