@@ -83,3 +83,57 @@ def target_title(name: str) -> str:
 
 def is_known_target(name: str) -> bool:
     return name in TARGETS
+
+
+# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py).
+# Why each step:
+# - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
+#   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
+# - TMTensor ops (cumsum's tm_tensor.scan, scatter, sort: from convert-torch-to-tmtensor) bufferize
+#   with their own pass once one-shot-bufferize (allowed to pass over them) has bufferized the
+#   rest, and become loops with tm-tensor-to-loops;
+# - generalize named ops so that convert-linalg-to-loops sees plain linalg.generic;
+# - one-shot-bufferize over function boundaries with identity layouts: arguments and results
+#   are then plain contiguous memrefs, which is what the caller passes (C-contiguous arrays);
+# - buffer-deallocation-pipeline frees temporaries and makes returned buffers owned by the
+#   caller (so the caller may free them);
+# - refback-munge-memref-copy turns memref.copy (from tensor.pad and bufferization.clone) into
+#   a linalg copy: otherwise the JIT needs `memrefCopy` from a runtime library the wheel lacks;
+# - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
+#   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
+#   them into arith before the conversion to LLVM (dynamic shapes failed without it);
+# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
+LLVM_PIPELINE = (
+    "builtin.module("
+    "func.func(refback-generalize-tensor-concat),"
+    "func.func(linalg-generalize-named-ops),"
+    "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "func.func(tm-tensor-bufferize),"
+    "func.func(buffer-deallocation-pipeline),"
+    "convert-bufferization-to-memref,"
+    "func.func(refback-munge-memref-copy),"
+    "func.func(tm-tensor-to-loops),"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine,"
+    "convert-scf-to-cf,"
+    "func.func(arith-expand),"
+    "func.func(convert-math-to-llvm),"
+    "convert-math-to-libm,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-cf-to-llvm,"
+    "convert-ub-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+
+
+# Not a lowering: running these two conversions on an empty module loads the StableHLO and
+# TMTensor dialects, which this wheel registers only as dependencies of passes, so that IR
+# holding their ops can be parsed (worker/lowering/pipeline.py).
+DIALECT_LOADING_PIPELINE = (
+    "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-tmtensor))"
+)

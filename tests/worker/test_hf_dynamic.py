@@ -20,7 +20,7 @@ from torch_mlir_lens.protocol.results import ErrorKind
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-ZOO = Path(__file__).resolve().parent / "models" / "hf_zoo_dynamic.py"
+ZOO = Path(__file__).resolve().parents[1] / "models" / "hf_zoo_dynamic.py"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

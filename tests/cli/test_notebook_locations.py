@@ -10,10 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from test_cli import assert_one_line_error, run_cli
 
-FIXTURE = Path(__file__).parent / "notebooks" / "spread_model.ipynb"
+FIXTURE = Path(__file__).parents[1] / "notebooks" / "spread_model.ipynb"
 MARKER = "training-ran.marker"
 
 

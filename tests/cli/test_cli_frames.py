@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 TIMEOUT = 300  # one CLI run spawns a worker that imports torch: slow on a busy machine
-WRAPPERS = Path(__file__).resolve().parent / "models" / "library_wrappers.py"
+WRAPPERS = Path(__file__).resolve().parents[1] / "models" / "library_wrappers.py"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import pytest
 
 from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
 
-ZOO = Path(__file__).resolve().parent / "models" / "hf_zoo.py"
+ZOO = Path(__file__).resolve().parents[1] / "models" / "hf_zoo.py"
 BACKENDS = {"linalg": "linalg.", "tosa": "tosa.", "stablehlo": "stablehlo."}
 # Llama, Qwen2 and BERT own non-persistent buffers; GPT-2 and ViT do not.
 MODELS = ("TinyGPT2", "TinyLlama", "TinyQwen2", "TinyBert", "TinyViT")

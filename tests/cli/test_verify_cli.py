@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from torch_mlir_lens.cli import common, verify
-from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
+from torch_mlir_lens.cli import verify
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, Parser
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
@@ -35,8 +35,8 @@ USER_FILE = textwrap.dedent(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = common.Parser(prog="torch-mlir-lens")
-    verify.add_parser(parser.add_subparsers(dest="command", parser_class=common.Parser))
+    parser = Parser(prog="torch-mlir-lens")
+    verify.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
     return parser
 
 

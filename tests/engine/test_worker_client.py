@@ -17,7 +17,7 @@ from torch_mlir_lens.engine.worker_client import WorkerClient
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.system.procs import family_pids, is_running
 
-FAULTY = str(Path(__file__).resolve().parent / "models" / "faulty.py")
+FAULTY = str(Path(__file__).resolve().parents[1] / "models" / "faulty.py")
 
 
 def lower_job(module: str, targets: list[str] | None = None) -> dict[str, Any]:

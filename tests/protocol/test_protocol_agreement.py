@@ -19,7 +19,7 @@ from lsprotocol import types as lsp_types
 
 from torch_mlir_lens.protocol import lsp as lens_types
 
-PROTOCOL_TS = Path(__file__).resolve().parents[1] / "client" / "src" / "protocol.ts"
+PROTOCOL_TS = Path(__file__).resolve().parents[2] / "client" / "src" / "protocol.ts"
 
 _INTERFACE = re.compile(r"export interface (\w+) \{(.*?)\n\}", re.S)
 _FIELD = re.compile(r"^\s+(\w+)(\??):", re.M)

@@ -19,7 +19,7 @@ from torch_mlir_lens.discovery import (
     parsing,
 )
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # The examples written with discovery in mind (others may add files to examples/).
 OWN_EXAMPLES = [
     EXAMPLES / name for name in (

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "partial_lowering.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "partial_lowering.py"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

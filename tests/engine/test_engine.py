@@ -17,7 +17,7 @@ from torch_mlir_lens.engine import Engine, EngineConfig, ModuleJob
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.system.procs import family_pids
 
-MODELS = Path(__file__).resolve().parent / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 FAULTY = str(MODELS / "faulty.py")
 
 
@@ -319,7 +319,7 @@ async def test_newer_text_does_not_kill_a_lowering_of_an_exported_program(
 ) -> None:
     """A follow-up lowering (other backends of an already exported program) is not worth a
     worker restart when the text changes: it finishes, and the worker stays."""
-    source = Path(__file__).parents[1] / "examples" / "transformer.py"
+    source = Path(__file__).parents[2] / "examples" / "transformer.py"
     path = tmp_path / "transformer.py"
     text = source.read_text()
     path.write_text(text)

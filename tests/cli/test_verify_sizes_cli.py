@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from torch_mlir_lens.cli import common, verify
+from torch_mlir_lens.cli import verify
+from torch_mlir_lens.cli.parser import Parser
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
-MODELS = Path(__file__).resolve().parent / "worker" / "models" / "dynamic_views.py"
+MODELS = Path(__file__).resolve().parents[1] / "worker" / "models" / "dynamic_views.py"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = common.Parser(prog="torch-mlir-lens")
-    verify.add_parser(parser.add_subparsers(dest="command", parser_class=common.Parser))
+    parser = Parser(prog="torch-mlir-lens")
+    verify.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
     return parser
 
 

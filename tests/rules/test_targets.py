@@ -23,12 +23,8 @@ def _pipeline_literals(path: Path) -> list[str]:
 
 def test_pipeline_strings_are_written_only_in_targets() -> None:
     elsewhere = {str(p.relative_to(PACKAGE_DIR)): found for p in sorted(PACKAGE_DIR.rglob("*.py"))
-                 if p.name != "rules/targets.py" and (found := _pipeline_literals(p))}
-    # Not backend pipelines: worker/llvm.py's linalg → LLVM one is the JIT's own, and
-    # worker/lowering/pipeline.py runs two conversions on an empty module only to load their
-    # dialects.
-    assert set(elsewhere) <= {"worker/llvm.py", "worker/lowering/pipeline.py"}, elsewhere
-    assert not any("backend-pipeline" in text for found in elsewhere.values() for text in found)
+                 if p != PACKAGE_DIR / "rules" / "targets.py" and (found := _pipeline_literals(p))}
+    assert elsewhere == {}, elsewhere
 
 
 def test_every_backend_has_its_pipeline() -> None:

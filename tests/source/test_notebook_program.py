@@ -13,7 +13,7 @@ from torch_mlir_lens import discovery
 from torch_mlir_lens.source import notebook_program
 from torch_mlir_lens.source.notebook_program import Cell, NotebookError, read_cells, synthesize
 
-FIXTURE = Path(__file__).parent / "notebooks" / "spread_model.ipynb"
+FIXTURE = Path(__file__).parents[1] / "notebooks" / "spread_model.ipynb"
 
 
 def test_ipython_syntax_is_blanked_line_for_line() -> None:
