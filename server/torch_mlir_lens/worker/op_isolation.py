@@ -1,0 +1,323 @@
+"""Does an op lower alone? The test every reported culprit passes, with its verdicts cached.
+
+An op is copied into a function of its own, with its operand and result types as in the
+module: values made elsewhere become the function's arguments (the tensors inside a list of
+tensors too, the list itself rebuilt inside, as a `cat` of two computed tensors needs), and
+constant operands are copied along. The backend's whole pipeline runs on it. An op that
+lowers so is not what a backend rejects, whatever the module's own run says: that failure
+comes from its context (an outlined feeder, a type at a call's boundary).
+
+Verdicts are kept for the worker's lifetime per (op, types, constant operands, backend): the
+same `cat` of two `[1,4]` tensors is tried once, in every module and every job.
+
+    isolation_key(op)                  → the text that identifies an op for its verdict
+    isolate(op)                        → a new module whose one function holds a copy of `op`
+    verdicts(ops, target, budget_s)    → [Verdict] (`LOWERS`, a message, or `UNKNOWN`)
+    culprits_lowering_alone(...)       → which reported culprits lower alone (precision checks)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import func as func_d
+from torch_mlir.passmanager import PassManager
+
+from torch_mlir_lens.targets import BACKEND_PIPELINES
+from torch_mlir_lens.worker.mlir_diagnostics import captured, error_diags
+
+LOWERS = ""  # the verdict of an op the backend lowers alone
+UNKNOWN = None  # no verdict: the op cannot be copied out, or the time budget ran out
+Verdict = str | None  # LOWERS, UNKNOWN, or the backend's first error line when it fails
+CACHE_SIZE = 20000  # verdicts kept (a few hundred distinct ops make a big model)
+_LONG_KEY = 400  # keys longer than this (a constant's literal) are kept as a digest
+
+_LIST = "torch.prim.ListConstruct"
+
+
+def op_name(op: Any) -> str:
+    """The op's name, for an Operation or an OpView."""
+    return str(op.operation.name)
+
+
+def _owner(value: Any) -> Any | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner
+
+
+def is_constant(owner: Any) -> bool:
+    """A constant, a literal, or a list of constants: copied along with the op using it."""
+    if owner is None or isinstance(owner, ir.Block):
+        return False
+    name = op_name(owner)
+    if name.startswith("torch.constant.") or name == "torch.vtensor.literal":
+        return True
+    if name == _LIST:
+        return all(is_constant(_owner(v)) for v in owner.operation.operands)
+    return False
+
+
+def _built_list(value: Any) -> Any | None:
+    """The ListConstruct making `value` when it holds values computed elsewhere."""
+    owner = _owner(value)
+    if owner is not None and op_name(owner) == _LIST and not is_constant(owner):
+        return owner.operation
+    return None
+
+
+def _strip_ssa(text: str) -> str:
+    return re.sub(r"%[\w.$#-]+", "%", text.split(" loc(")[0])
+
+
+def _operand_key(value: Any) -> str:
+    owner = _owner(value)
+    if is_constant(owner):
+        return _strip_ssa(str(owner))
+    built = _built_list(value)
+    if built is not None:  # a list's element types decide, not `!torch.list<vtensor>`
+        return "[" + ",".join(_operand_key(v) for v in built.operands) + "]"
+    return str(value.type)
+
+
+def isolation_key(op: Any) -> str:
+    """Ops with the same name, result types, attributes and operands (types, or the text of
+    constant ones) behave the same when lowered alone."""
+    operation = op.operation
+    parts = [op_name(op), str([str(r.type) for r in operation.results])]
+    attrs = operation.attributes
+    for i in range(len(attrs)):  # iterating yields names only in some binding versions
+        named = attrs[i]
+        if not named.name.startswith("torch_mlir_lens."):  # our own tags
+            parts.append(f"{named.name}={named.attr}")
+    parts.extend(_operand_key(v) for v in operation.operands)
+    key = "|".join(parts)
+    if len(key) > _LONG_KEY:
+        key = key[:200] + "#" + hashlib.sha1(key.encode()).hexdigest()
+    return key
+
+
+class _Copy:
+    """Old values → new ones while a function is filled."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[Any, Any]] = []
+
+    def get(self, value: Any) -> Any | None:
+        return next((new for old, new in self.pairs if old == value), None)
+
+    def add(self, old: Iterable[Any], new: Iterable[Any]) -> None:
+        self.pairs.extend(zip(old, new, strict=True))
+
+    def clone(self, operation: Any) -> Any:
+        """A copy of `operation` at the insertion point, its operands mapped (copying the
+        constants and lists it uses first)."""
+        operands = [self.value(v) for v in operation.operands]
+        clone = operation.clone()
+        for i, new in enumerate(operands):
+            clone.operands[i] = new
+        self.add(operation.results, clone.results)
+        return clone
+
+    def value(self, value: Any) -> Any:
+        found = self.get(value)
+        if found is not None:
+            return found
+        owner = _owner(value)
+        if owner is None:
+            raise KeyError("a block argument that is not an argument of the copy")
+        self.clone(owner.operation)
+        return self.get(value)
+
+
+def _arguments(operation: Any) -> list[Any]:
+    """The values `operation` uses that are made elsewhere (a built list's elements)."""
+    args: list[Any] = []
+
+    def need(value: Any) -> None:
+        if is_constant(_owner(value)) or any(value == a for a in args):
+            return
+        built = _built_list(value)
+        if built is not None:
+            for element in built.operands:
+                need(element)
+        else:
+            args.append(value)
+
+    for v in operation.operands:
+        need(v)
+    return args
+
+
+def isolate(op: Any) -> Any:
+    """A new module whose one function holds a copy of `op`: its tensor results returned,
+    values made elsewhere as arguments, constants and lists of values rebuilt inside."""
+    ctx = op.context
+    operation = op.operation
+    args = _arguments(operation)
+    results = [r for r in operation.results if str(r.type).startswith("!torch.vtensor")]
+    with ctx, ir.Location.unknown(ctx):
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            ftype = ir.FunctionType.get([a.type for a in args], [r.type for r in results])
+            fn = func_d.FuncOp("isolated", ftype)
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                copy = _Copy()
+                copy.add(args, block.arguments)
+                clone = copy.clone(operation)
+                kept = [clone.results[i] for i, r in enumerate(operation.results)
+                        if any(r == k for k in results)]
+                func_d.ReturnOp(kept)
+    return module
+
+
+def run_alone(module: Any, target: str) -> str:
+    """`target`'s whole backend pipeline on a small module: LOWERS or the first error line."""
+    ctx = module.context
+    with ctx, captured(ctx) as diags:
+        try:
+            PassManager.parse(BACKEND_PIPELINES[target], context=ctx).run(module.operation)
+        except ir.MLIRError as exc:
+            errors = error_diags(exc, diags)
+            return first_line(errors[0].message) or "failed"
+    return LOWERS
+
+
+def first_line(message: str) -> str:
+    """A diagnostic's first line without the op it dumps."""
+    return message.split("\n", 1)[0].split(": %", 1)[0].strip()
+
+
+class VerdictCache:
+    """Verdicts per (isolation key, backend), oldest dropped first beyond `size`."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self.size = size
+        self._verdicts: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self.hits = 0
+        self.runs = 0
+
+    def get(self, key: str, target: str) -> Verdict:
+        verdict = self._verdicts.get((key, target))
+        if verdict is not None:
+            self._verdicts.move_to_end((key, target))
+            self.hits += 1
+        return verdict
+
+    def put(self, key: str, target: str, verdict: str) -> None:
+        self._verdicts[(key, target)] = verdict
+        self._verdicts.move_to_end((key, target))
+        while len(self._verdicts) > self.size:
+            self._verdicts.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+
+CACHE = VerdictCache()  # the worker's: one process, one job at a time
+
+
+def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
+             cache: VerdictCache | None = None) -> tuple[list[Verdict], bool]:
+    """Whether each op of `ops` (of one module) lowers alone on `target`: LOWERS, the
+    backend's message, or UNKNOWN (it cannot be copied out, or `budget_s` ran out); and
+    whether every op got a try (False: the budget ran out).
+
+    Every copy is made before any pass runs: no handle into the module is used after a run.
+    """
+    cache = CACHE if cache is None else cache
+    start = time.perf_counter()
+    keys = [isolation_key(op) for op in ops]
+    smalls: dict[str, Any] = {}
+    for key, op in zip(keys, ops, strict=True):
+        if key in smalls or cache.get(key, target) is not None:
+            continue
+        try:
+            smalls[key] = isolate(op)
+        except (RuntimeError, ValueError, KeyError):
+            smalls[key] = None  # cannot be copied out: no verdict rather than a guess
+    out: list[Verdict] = []
+    complete = True
+    for key in keys:
+        verdict = cache.get(key, target)
+        if verdict is None and smalls.get(key) is not None:
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                complete = False
+            else:
+                verdict = run_alone(smalls.pop(key), target)
+                cache.runs += 1
+                cache.put(key, target, verdict)
+        out.append(verdict)
+    return out, complete
+
+
+@dataclass
+class AloneCheck:
+    """One op a diagnostic names, at its line: does it lower alone?"""
+
+    op: str  # "torch.aten.cat"
+    file: str | None
+    line: int | None
+    instances: int  # ops of that name at that line in the module
+    lowers_alone: bool  # every instance lowers alone: a false culprit
+    message: str  # the backend's reason when one instance fails alone ("" otherwise)
+
+
+def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterable[Any],
+                            user_files: Iterable[str]) -> list[AloneCheck]:
+    """For each op each unsupported-op diagnostic names, whether it lowers alone.
+
+    `torch_module` is the program at the Torch backend contract (the `torch` target, e.g.
+    `fx.export_and_import(..., output_type="torch")` imported with the same user files),
+    `diagnostics` LensDiagnostics or their JSON (`kind`, `op`, `ops`, `file`, `line`). An op
+    is matched by name and user line (innermost user frame); with several instances there,
+    it is a true culprit when one of them fails alone. Ops not found in the module (a
+    `torch.operator` torch-mlir rejects before any backend) are left out.
+    """
+    from torch_mlir_lens.worker.locations import LocationResolver
+
+    resolver = LocationResolver(set(user_files))
+    wanted: dict[tuple[str, str | None, int | None], None] = {}
+    for d in diagnostics:
+        get = d.get if isinstance(d, dict) else lambda k, d=d: getattr(d, k, None)
+        if get("kind") != "unsupported-op" or get("severity") not in (None, "error"):
+            continue
+        for name in get("ops") or [get("op")]:
+            if name:
+                wanted[(name, get("file"), get("line"))] = None
+    at: dict[tuple[str, str | None, int | None], list[Any]] = {}
+
+    def visit(op: Any) -> Any:
+        name = op_name(op)
+        if name.startswith("torch.") and not is_constant(op):
+            frames = resolver.user_frames(str(op.location))
+            file, line = frames[0] if frames else (None, None)
+            if (name, file, line) in wanted:
+                at.setdefault((name, file, line), []).append(op)
+        return ir.WalkResult.ADVANCE
+
+    torch_module.operation.walk(visit)
+    found = [(k, ops) for k, ops in at.items()]
+    flat = [op for _k, ops in found for op in ops]
+    all_verdicts, _complete = verdicts(flat, target)
+    out: list[AloneCheck] = []
+    i = 0
+    for (name, file, line), ops in found:
+        mine = all_verdicts[i:i + len(ops)]
+        i += len(ops)
+        failing = [v for v in mine if v]
+        out.append(AloneCheck(name, file, line, len(ops), not failing,
+                              failing[0] if failing else ""))
+    return out
+
+
+__all__ = ["CACHE", "LOWERS", "UNKNOWN", "AloneCheck", "Verdict", "VerdictCache",
+           "culprits_lowering_alone", "first_line", "is_constant", "isolate", "isolation_key",
+           "run_alone", "verdicts"]
