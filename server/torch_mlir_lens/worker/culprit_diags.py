@@ -60,8 +60,8 @@ def _is_knock_on(r: Rejected, by_id: dict[int, Rejected], tensor_lines: set[Line
         return True
     if r.tensor:
         return False
-    if line in tensor_lines:  # a scalar op or assert beside a rejected tensor op
-        return True
+    if r.feeders is None:  # data flow not known: a scalar op or assert beside a rejected
+        return line in tensor_lines  # tensor op is taken for its check
     todo, seen = list(r.feeders or []), set()
     while todo:
         i = todo.pop()

@@ -223,8 +223,9 @@ def find_unsupported(torch_module: Any, target: str,
 def borrow_locations(module_op: Any, found: list[FoundOp], resolver: LocationResolver,
                      hops: int = 8) -> None:
     """Give each op of `found` that has no user frame (a size check torch.export made in its
-    own code) the location of the nearest op that has one: its users first, then its
-    operands' makers, at most `hops` steps away."""
+    own code) the line of the nearest op that has one: its users first, then its operands'
+    makers, at most `hops` steps away. Its location becomes `fused[own, neighbour's]`: the
+    first call chain still names its own call, the first with a user frame is the line."""
     lost = [f for f in found if not resolver.user_frames(f.location)]
     if not lost:
         return
@@ -233,8 +234,19 @@ def borrow_locations(module_op: Any, found: list[FoundOp], resolver: LocationRes
         if not 0 <= f.index < len(ops):
             continue
         near = _nearest_located(ops[f.index], resolver, hops)
-        if near is not None:
-            f.location = near
+        if near is not None:  # its own call chain first (it names the call), then the line
+            f.location = f"loc(fused[{_inner(f.location)}, {_inner(near)}])"
+
+
+def _inner(location: str) -> str:
+    """`loc(X)` → `X`."""
+    return location[4:-1] if location.startswith("loc(") and location.endswith(")") else location
+
+
+def same_op_location(op_location: str, found_location: str) -> bool:
+    """Whether an op's location is a found op's (itself, or the own part of a borrowed one)."""
+    return found_location == op_location or found_location.startswith(
+        f"loc(fused[{_inner(op_location)}, ")
 
 
 def _nearest_located(op: Any, resolver: LocationResolver, hops: int) -> str | None:

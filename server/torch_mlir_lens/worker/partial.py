@@ -242,7 +242,7 @@ def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
     no index tag)."""
     for i, op in enumerate(ops):
         if i not in taken and illegal_ops._display_name(op) == f.name and (
-                str(op.location) == f.location):
+                illegal_ops.same_op_location(str(op.location), f.location)):
             return i
     return None
 
