@@ -172,3 +172,13 @@ def test_no_reported_culprit_lowers_alone(cases: dict[str, Case]) -> None:
     [check] = op_isolation.culprits_lowering_alone(
         cases["TimestepAndUpsample"].lowerer.torch_module(), "tosa", [fake.to_json()], {CASES})
     assert check.lowers_alone and check.instances == 1 and check.line == cat_line
+
+
+def test_culprit_precision_lowers_a_module_and_checks_its_culprits() -> None:
+    """The one call a benchmark makes: export, lower to each backend, check each culprit."""
+    ns = runpy.run_path(CASES)
+    checks = op_isolation.culprit_precision(ns["AliasedCall"](), ns["INPUTS"]["AliasedCall"](),
+                                            module_name="AliasedCall", user_files=[CASES])
+    line = line_of("torch.special.erfinv(")
+    assert {t: [(c.op, c.line, c.lowers_alone) for c in found] for t, found in checks.items()} \
+        == {t: [("torch.aten.erfinv", line, False)] for t in BACKENDS}
