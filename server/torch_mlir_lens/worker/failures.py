@@ -1,6 +1,6 @@
 """What a failed lowering shows: the partial IR and one diagnostic per cause, once per target.
 
-    Failures(program, users)
+    Failures(program, users, module_name, raw_module=...)
         .backend(target, torch_module, errors)     → (Partial | None, diagnostics)
         .torch_level(target, raw_module, errors)   → ((module, call symbols) | None, diagnostics)
         .cached(target)                            → the diagnostics already computed
@@ -8,7 +8,9 @@
 A backend that rejects some ops gets the partial lowering of partial.py and its culprits
 grouped by culprit_diags.py; when that cannot be built, the rejected ops are still listed
 (illegal_ops.py) and grouped the same way. When torch-mlir itself rejects ops before any
-backend, those are outlined first and the backend's own rejects are added.
+backend, those are outlined first and the backend's own rejects are added. A scalar result a
+backend cannot return is a culprit of its own (scalar_boundary.py), and an error no op puts
+on a line goes to the `def forward` line (forward_site.py).
 """
 
 from __future__ import annotations
@@ -125,8 +127,7 @@ class Failures:
 
         listed = illegal_ops.list_unsupported(torch_module, target, errors, resolver,
                                               to_diagnostics=grouped)
-        diags = illegal_ops.drop_contract_errors(boundary + listed)
-        return None, self._located(sorted(diags, key=lambda d: (d.line is None, d.line or 0)))
+        return None, self._located(illegal_ops.drop_contract_errors(listed + boundary))
 
     def torch_level(self, target: str, raw_module: Any, errors: list[Diag], *,
                     listed: bool = True) -> tuple[Shown | None, list[LensDiagnostic]]:

@@ -14,7 +14,9 @@ target IR in which each rejected op sits exactly where it was, with its types co
     lower_partially(torch_module, target) → Partial (module, culprits, complete) or None
 
 Rounds: a listing finds what the backend rejects (illegal_ops); ops that fail only once their
-neighbours are outlined, or that a rejected op feeds, are settled by listing again. Scalar
+neighbours are outlined, or that a rejected op feeds, are settled by listing again. A leftover
+that lowers alone (op_isolation) waits while others are outlined, and is outlined, marked as
+such, only if it is still left over when nothing else is. Scalar
 knock-on ops of a rejected tensor op (the size checks and asserts torch.export adds after a
 data-dependent op) are folded into that op's call when nothing else uses them: TOSA has no
 scalars at a function boundary, and the checks exist only for the rejected op's result.
