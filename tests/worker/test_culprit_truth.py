@@ -3,7 +3,8 @@
 The modules (tests/worker/models/culprit_cases.py) reproduce what real models showed: a `cat`
 of computed tensors reported on TOSA although it lowers, an interpolate named after another
 call of its line, an alias called a decomposition, and failures with no line at all (a scalar
-result on TOSA, a StableHLO verifier error, a size check torch.export made in its own code).
+result on TOSA, a StableHLO verifier error, a size check torch.export made in its own code, a
+type torch-mlir's own pipeline contradicts).
 """
 
 from __future__ import annotations
@@ -146,6 +147,15 @@ def test_a_verifier_error_is_traced_to_the_op_it_names(cases: dict[str, Case]) -
     assert res.partial and "stablehlo.maximum" in res.ir  # the relu, lowered
 
 
+def test_an_op_torch_mlir_itself_fails_on_is_the_culprit(cases: dict[str, Case]) -> None:
+    """torch-mlir's pipeline rejects the module with a type mismatch at the function's return:
+    the op at that location fails the same way alone, and is named."""
+    for target in BACKENDS:
+        [diag] = cases["EmptyTrilinear"].errors(target)
+        assert diag.op == "torch.aten._trilinear"
+        assert "torch-mlir fails on it alone (type of return operand 0" in diag.message
+
+
 def test_a_size_check_made_by_torch_export_gets_the_line_that_uses_it(
         cases: dict[str, Case]) -> None:
     [diag] = cases["DynamicWidth"].errors("tosa")
@@ -160,6 +170,8 @@ def test_no_reported_culprit_lowers_alone(cases: dict[str, Case]) -> None:
     checked = 0
     for case in cases.values():
         torch_module = case.lowerer.torch_module()
+        if torch_module is None:  # torch-mlir's own pipeline failed: no backend ran
+            continue
         for target in BACKENDS:
             checks = op_isolation.culprits_lowering_alone(torch_module, target,
                                                            case.errors(target), {CASES})

@@ -39,6 +39,7 @@ _CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
 _ASSERT = "torch.runtime.assert"
 _LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
 _OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
+_IN_FUNCTION = re.compile(r" in function @[\w.$-]+")  # the module's @main or a copy's name
 
 ISOLATION_BUDGET_S = 30.0
 
@@ -395,14 +396,21 @@ def drop_contract_errors(diags: list[LensDiagnostic]) -> list[LensDiagnostic]:
 
 def list_torch_level(raw_module: Any, errors: list[Diag],
                      resolver: LocationResolver, target: str) -> list[LensDiagnostic]:
-    """Ops that fail before any backend: `torch.operator`s, plus errors that name no op."""
+    """Ops that fail before any backend: `torch.operator`s, else the ops at the error's
+    location that torch-mlir's own pipeline fails on alone (a decomposition that makes a
+    type the module contradicts), plus errors that name no op."""
     found = torch_operator_ops(raw_module)
-    diags = unsupported_diagnostics(found, target, resolver)
+    at_errors = [] if found else find_at_errors(raw_module, "torch", errors)
+    diags = unsupported_diagnostics(found + at_errors, target, resolver)
+    reasons = {f.name: f.message for f in at_errors}
     for d in diags:
         short = d.op[len("torch."):] if d.op and d.op.startswith("torch.aten.") else d.op
         d.cause, d.ops = f"`{short}`", [d.op or ""]
-        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir " \
-                    "does not support it"
-    others = [d for d in errors if not (found and _names_an_op(d))]
+        why = "does not support it" if d.op not in reasons else \
+            f"fails on it alone ({reasons[d.op or '']})"
+        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir {why}"
+    known = {_IN_FUNCTION.sub("", f.message) for f in at_errors}
+    others = [d for d in errors if not (found and _names_an_op(d))
+              and _IN_FUNCTION.sub("", _first_line(d.message)) not in known]
     diags.extend(error_diagnostics(others, target, resolver))
     return diags

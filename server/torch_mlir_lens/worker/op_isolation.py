@@ -32,7 +32,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.targets import BACKEND_PIPELINES
+from torch_mlir_lens.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker.mlir_diagnostics import captured, error_diags
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
@@ -181,11 +181,13 @@ def isolate(op: Any) -> Any:
 
 
 def run_alone(module: Any, target: str) -> str:
-    """`target`'s whole backend pipeline on a small module: LOWERS or the first error line."""
+    """`target`'s whole backend pipeline on a small module (for "torch", torch-mlir's own
+    pipeline to the backend contract): LOWERS or the first error line."""
+    pipeline = TORCH_BACKEND_PIPELINE if target == "torch" else BACKEND_PIPELINES[target]
     ctx = module.context
     with ctx, captured(ctx) as diags:
         try:
-            PassManager.parse(BACKEND_PIPELINES[target], context=ctx).run(module.operation)
+            PassManager.parse(pipeline, context=ctx).run(module.operation)
         except ir.MLIRError as exc:
             errors = error_diags(exc, diags)
             return first_line(errors[0].message) or "failed"

@@ -68,6 +68,15 @@ class DynamicWidth(nn.Module):
         return x * x.shape[1]  # culprit: tosa
 
 
+class EmptyTrilinear(nn.Module):
+    """torch-mlir's decomposition of `_trilinear` with an emptied dim makes a type that
+    contradicts the exported one: its own pipeline fails, with no op named."""
+
+    def forward(self, a, b, c):
+        y = torch.ops.aten._trilinear(a, b, c, [0], [0], [0], [2])  # culprit: linalg tosa stablehlo
+        return y
+
+
 INPUTS = {
     "TimestepAndUpsample": lambda: (torch.tensor([3, 7]), torch.randn(2, 4, 4, 4)),
     "TwoCallsOneLine": lambda: (torch.randn(1, 4, 4, 4),),
@@ -76,5 +85,6 @@ INPUTS = {
     "ReturnsVerdict": lambda: (torch.rand(3, 4),),
     "SliceBeforeStart": lambda: (torch.rand(6, 4, 7),),
     "DynamicWidth": lambda: (torch.rand(3, 4),),
+    "EmptyTrilinear": lambda: (torch.rand(2, 3, 4), torch.rand(2, 3, 4), torch.rand(2, 3, 4)),
 }
 DYNAMIC = {"DynamicWidth"}
