@@ -194,3 +194,24 @@ def test_culprit_precision_lowers_a_module_and_checks_its_culprits() -> None:
     line = line_of("torch.special.erfinv(")
     assert {t: [(c.op, c.line, c.lowers_alone) for c in found] for t, found in checks.items()} \
         == {t: [("torch.aten.erfinv", line, False)] for t in BACKENDS}
+
+
+def test_an_op_that_lowers_alone_is_reported_as_failing_in_its_context(
+        cases: dict[str, Case]) -> None:
+    """When a backend's error points at an op that lowers alone (nothing fails alone), it is
+    no culprit: a `lowering-error` at its line says it fails only with the ops around it."""
+    from torch_mlir_lens.worker import illegal_ops
+    from torch_mlir_lens.worker.locations import LocationResolver
+    from torch_mlir_lens.worker.mlir_diagnostics import Diag
+
+    torch_module = cases["TimestepAndUpsample"].lowerer.torch_module()
+    cat = next(op for op in illegal_ops._walk(torch_module)
+               if illegal_ops.op_name(op) == "torch.aten.cat")
+    error = Diag("error", "failed to legalize operation 'torch.aten.cat'", str(cat.location))
+    assert illegal_ops.find_at_errors(torch_module, "tosa", [error]) == []
+    [found] = illegal_ops.find_at_errors(torch_module, "tosa", [error], in_context=True)
+    assert found.lowers_alone and found.name == "torch.aten.cat"
+    [diag] = illegal_ops.context_diagnostics([found], "tosa", LocationResolver({CASES}))
+    assert diag.kind == "lowering-error" and diag.line == line_of("emb = torch.cat(")
+    assert diag.message == ("TOSA left `aten.cat` unconverted in this module, although it "
+                            "lowers alone: it fails only with the ops around it")

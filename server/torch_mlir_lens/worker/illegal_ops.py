@@ -163,15 +163,38 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     return [f for f in found if f.name != _ASSERT or f.message]
 
 
-def find_at_errors(torch_module: Any, target: str, errors: list[Diag]) -> list[FoundOp]:
+def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
+                   *, in_context: bool = False) -> list[FoundOp]:
     """The ops at the location of a pipeline error (a verifier's complaint about what an op
-    was converted to) that fail alone too."""
-    where = {d.location for d in errors} - {"loc(unknown)"}
+    was converted to, an op a conversion rejected) that fail alone too; with `in_context`,
+    also those that lower alone, marked so (what failed is their context)."""
+    # location → the op an error names ("failed to legalize operation 'torch.aten.cat'"),
+    # or None when it names none of ours (a verifier's complaint about a converted op)
+    where: dict[str, set[str | None]] = {}
+    for d in errors:
+        if not _about_our_calls(d) and d.location != "loc(unknown)":
+            m = _LEGALIZE.search(d.message)
+            named = m.group(1) if m and m.group(1).startswith("torch.") else None
+            where.setdefault(d.location, set()).add(named)
     ops = [(i, op) for i, op in enumerate(_walk(torch_module))
-           if is_candidate(op_name(op)) and str(op.location) in where]
+           if is_candidate(op_name(op)) and str(op.location) in where and (
+               None in where[str(op.location)] or op_name(op) in where[str(op.location)])]
     verdicts, _complete = op_isolation.verdicts([op for _i, op in ops], target)
-    return [FoundOp(_display_name(op), str(op.location), verdict, i)
-            for (i, op), verdict in zip(ops, verdicts, strict=True) if verdict]
+    messages = {d.location: _first_line(d.message) for d in errors}
+    found = []
+    for (i, op), verdict in zip(ops, verdicts, strict=True):
+        location = str(op.location)
+        if verdict:
+            found.append(FoundOp(_display_name(op), location, verdict, i))
+        elif in_context and verdict == op_isolation.LOWERS:
+            found.append(FoundOp(_display_name(op), location, messages.get(location, ""), i,
+                                 lowers_alone=True))
+    return found
+
+
+def _about_our_calls(d: Diag) -> bool:
+    """An error only about outlined calls (the backend contract rejects any call)."""
+    return "backend contract" in d.message or "'func.call'" in d.message
 
 
 def _is_constant_op(owner: Any) -> bool:
@@ -204,11 +227,12 @@ def find_unsupported(torch_module: Any, target: str,
     """Every op `target` rejects in `torch_module`: ([ops], complete). Leftovers first,
     isolation when that recipe does not apply or fails; when the leftover run leaves nothing
     but the pipeline still fails (a verifier error after conversion), the ops at the error's
-    location, then isolation. With a `resolver`, an op without a user line borrows the
-    location of its nearest neighbour that has one."""
+    location, then isolation; when nothing fails alone, the ops at the pipeline's errors,
+    marked `lowers_alone`. With a `resolver`, an op without a user line borrows the location
+    of its nearest neighbour that has one."""
     found = find_leftovers(torch_module, target)
     complete = True
-    if found == []:
+    if found == []:  # nothing left over, yet the pipeline fails: look where it fails
         errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
         if errors:
             found = find_at_errors(torch_module, target, errors) or None
@@ -216,6 +240,9 @@ def find_unsupported(torch_module: Any, target: str,
         if target not in BACKEND_PIPELINES:
             return [], True
         found, complete = find_by_isolation(torch_module, target)
+        if not found and complete:  # nothing fails alone: what fails is some op's context
+            errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+            found = find_at_errors(torch_module, target, errors or [], in_context=True)
     if resolver is not None:
         borrow_locations(torch_module, found, resolver)
     return found, complete
@@ -376,7 +403,9 @@ def context_diagnostics(found: list[FoundOp], target: str,
             severity=Severity.ERROR, kind=ErrorKind.LOWERING_ERROR, target=target,
             file=file, line=line, op=f.name,
             message=f"{title} left `{short}` unconverted in this module, although it lowers "
-                    "alone: it fails only with the ops around it",
+                    "alone: it fails only with the ops around it"
+                    + (f" ({f.message})" if f.message and not _LEGALIZE.search(f.message)
+                       else ""),
         ))
     return out
 

@@ -8,11 +8,13 @@ lowers so is not what a backend rejects, whatever the module's own run says: tha
 comes from its context (an outlined feeder, a type at a call's boundary).
 
 Verdicts are kept for the worker's lifetime per (op, types, constant operands, backend): the
-same `cat` of two `[1,4]` tensors is tried once, in every module and every job.
+same `cat` of two `[1,4]` tensors is tried once, in every module and every job. A constant
+weight operand counts by its printed text (a resource's name, not its bytes): conversions
+depend on operand types and on scalar constants, which print in full.
 
     isolation_key(op)                  → the text that identifies an op for its verdict
     isolate(op)                        → a new module whose one function holds a copy of `op`
-    verdicts(ops, target, budget_s)    → [Verdict] (`LOWERS`, a message, or `UNKNOWN`)
+    verdicts(ops, target, budget_s)    → ([Verdict], complete): `LOWERS`, a message, `UNKNOWN`
     culprits_lowering_alone(...)       → which reported culprits lower alone (precision checks)
     culprit_precision(fn, args, ...)   → the same, from a module and its inputs
 """
