@@ -13,7 +13,8 @@ from torch import nn
 
 
 class TinyUNet(nn.Module):
-    """A text-conditioned denoising UNet: timestep embedding, cross-attention, up/down blocks."""
+    """A text-conditioned denoising UNet: timestep embedding, cross-attention, down and up
+    blocks with skip connections (no middle block, to keep the suite fast)."""
 
     def __init__(self):
         super().__init__()
@@ -21,7 +22,7 @@ class TinyUNet(nn.Module):
             sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
             block_out_channels=(8, 16), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
             up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=8,
-            attention_head_dim=2, norm_num_groups=4)
+            attention_head_dim=2, norm_num_groups=4, mid_block_type=None)
 
     def forward(self, sample, timestep, text):
         out = self.unet(sample, timestep, encoder_hidden_states=text)  # rejects: tosa stablehlo

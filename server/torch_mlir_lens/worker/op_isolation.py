@@ -35,7 +35,7 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker.mlir_diagnostics import captured, error_diags
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
 UNKNOWN = None  # no verdict: the op cannot be copied out, or the time budget ran out
@@ -76,14 +76,23 @@ def _built_list(value: Any) -> Any | None:
     return None
 
 
-def _strip_ssa(text: str) -> str:
-    return re.sub(r"%[\w.$#-]+", "%", text.split(" loc(")[0])
+def _constant_key(owner: Any) -> str:
+    """A constant by its name, value and type. Not by printing the op: that numbers every
+    value of the function around it, milliseconds per op in a big model."""
+    name = op_name(owner)
+    if name == _LIST:
+        return "[" + ",".join(_operand_key(v) for v in owner.operation.operands) + "]"
+    attrs = owner.operation.attributes
+    value = str(attrs["value"]) if "value" in attrs else ""
+    if len(value) > _LONG_KEY:  # a literal printed inline
+        value = hashlib.sha1(value.encode()).hexdigest()
+    return f"{name}({value}):{owner.operation.results[0].type}"
 
 
 def _operand_key(value: Any) -> str:
     owner = _owner(value)
     if is_constant(owner):
-        return _strip_ssa(str(owner))
+        return _constant_key(owner)
     built = _built_list(value)
     if built is not None:  # a list's element types decide, not `!torch.list<vtensor>`
         return "[" + ",".join(_operand_key(v) for v in built.operands) + "]"
@@ -159,41 +168,50 @@ def _arguments(operation: Any) -> list[Any]:
     return args
 
 
-def isolate(op: Any) -> Any:
-    """A new module whose one function holds a copy of `op`: its tensor results returned,
-    values made elsewhere as arguments, constants and lists of values rebuilt inside."""
-    ctx = op.context
+def _add_function(module: Any, op: Any, name: str) -> None:
+    """Append to `module` a function `name` holding a copy of `op`."""
     operation = op.operation
     args = _arguments(operation)
     results = [r for r in operation.results if str(r.type).startswith("!torch.vtensor")]
-    with ctx, ir.Location.unknown(ctx):
+    with op.context, ir.Location.unknown(op.context), ir.InsertionPoint(module.body):
+        ftype = ir.FunctionType.get([a.type for a in args], [r.type for r in results])
+        fn = func_d.FuncOp(name, ftype)
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            copy = _Copy()
+            copy.add(args, block.arguments)
+            clone = copy.clone(operation)
+            kept = [clone.results[i] for i, r in enumerate(operation.results)
+                    if any(r == k for k in results)]
+            func_d.ReturnOp(kept)
+
+
+def isolate(op: Any) -> Any:
+    """A new module whose one function holds a copy of `op`: its tensor results returned,
+    values made elsewhere as arguments, constants and lists of values rebuilt inside."""
+    with op.context, ir.Location.unknown(op.context):
         module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            ftype = ir.FunctionType.get([a.type for a in args], [r.type for r in results])
-            fn = func_d.FuncOp("isolated", ftype)
-            block = fn.add_entry_block()
-            with ir.InsertionPoint(block):
-                copy = _Copy()
-                copy.add(args, block.arguments)
-                clone = copy.clone(operation)
-                kept = [clone.results[i] for i, r in enumerate(operation.results)
-                        if any(r == k for k in results)]
-                func_d.ReturnOp(kept)
+    _add_function(module, op, "isolated")
     return module
 
 
-def run_alone(module: Any, target: str) -> str:
-    """`target`'s whole backend pipeline on a small module (for "torch", torch-mlir's own
-    pipeline to the backend contract): LOWERS or the first error line."""
+def _errors(module: Any, target: str) -> list[Diag] | None:
+    """`target`'s whole backend pipeline (for "torch", torch-mlir's own pipeline to the
+    backend contract) on a small module: None when it lowers, else its errors."""
     pipeline = TORCH_BACKEND_PIPELINE if target == "torch" else BACKEND_PIPELINES[target]
     ctx = module.context
     with ctx, captured(ctx) as diags:
         try:
             PassManager.parse(pipeline, context=ctx).run(module.operation)
         except ir.MLIRError as exc:
-            errors = error_diags(exc, diags)
-            return first_line(errors[0].message) or "failed"
-    return LOWERS
+            return error_diags(exc, diags)
+    return None
+
+
+def run_alone(module: Any, target: str) -> str:
+    """`target`'s pipeline on a small module: LOWERS or the first error line."""
+    errors = _errors(module, target)
+    return LOWERS if errors is None else (first_line(errors[0].message) or "failed")
 
 
 def first_line(message: str) -> str:
@@ -217,6 +235,10 @@ class VerdictCache:
             self.hits += 1
         return verdict
 
+    def peek(self, key: str, target: str) -> Verdict:
+        """The verdict if known, without counting a hit."""
+        return self._verdicts.get((key, target))
+
     def put(self, key: str, target: str, verdict: str) -> None:
         self._verdicts[(key, target)] = verdict
         self._verdicts.move_to_end((key, target))
@@ -230,38 +252,79 @@ class VerdictCache:
 CACHE = VerdictCache()  # the worker's: one process, one job at a time
 
 
+BATCH_MIN = 4  # fewer ops than this are tried one by one
+MAX_BATCH_RUNS = 12  # then the ops still undecided are tried one by one
+_LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
+
+
+@dataclass
+class _Item:
+    key: str
+    op: Any  # a handle into the caller's module (never run on: it stays valid)
+    name: str
+    location: str
+
+
+def _in_batches(items: list[_Item], target: str, deadline: float | None,
+                cache: VerdictCache) -> list[_Item]:
+    """Decide many ops with few pipeline runs: each op in a function of one module. A run
+    that lowers decides all; one that fails names the op it failed on, which is then tried
+    alone (its verdict stands for it) and left out of the next run. The ops left (an error
+    naming none of them, too many runs) are returned, to be tried one by one."""
+    remaining = list(items)
+    for _run in range(MAX_BATCH_RUNS):
+        if len(remaining) < BATCH_MIN or (deadline is not None
+                                         and time.perf_counter() > deadline):
+            break
+        with remaining[0].op.context, ir.Location.unknown(remaining[0].op.context):
+            module = ir.Module.create()
+        for i, item in enumerate(remaining):
+            _add_function(module, item.op, f"isolated_{i}")
+        errors = _errors(module, target)
+        cache.runs += 1
+        if errors is None:
+            for item in remaining:
+                cache.put(item.key, target, LOWERS)
+            return []
+        named = {(m.group(1), d.location) for d in errors if (m := _LEGALIZE.search(d.message))}
+        blamed = [item for item in remaining if (item.name, item.location) in named]
+        if not blamed:
+            break
+        for item in blamed:
+            cache.put(item.key, target, run_alone(isolate(item.op), target))
+            cache.runs += 1
+        remaining = [item for item in remaining if cache.peek(item.key, target) is None]
+    return remaining
+
+
 def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
              cache: VerdictCache | None = None) -> tuple[list[Verdict], bool]:
-    """Whether each op of `ops` (of one module) lowers alone on `target`: LOWERS, the
-    backend's message, or UNKNOWN (it cannot be copied out, or `budget_s` ran out); and
-    whether every op got a try (False: the budget ran out).
-
-    Every copy is made before any pass runs: no handle into the module is used after a run.
-    """
+    """Whether each op of `ops` (of one module, which no pass runs on meanwhile) lowers alone
+    on `target`: LOWERS, the backend's message, or UNKNOWN (it cannot be copied out, or
+    `budget_s` ran out); and whether every op got a try (False: the budget ran out). Ops not
+    decided yet are tried in batches first (`_in_batches`), then one by one."""
     cache = CACHE if cache is None else cache
-    start = time.perf_counter()
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
     keys = [isolation_key(op) for op in ops]
-    smalls: dict[str, Any] = {}
+    pending: dict[str, _Item] = {}
     for key, op in zip(keys, ops, strict=True):
-        if key in smalls or cache.get(key, target) is not None:
-            continue
-        try:
-            smalls[key] = isolate(op)
+        if key not in pending and cache.get(key, target) is None:
+            pending[key] = _Item(key, op, op_name(op), str(op.location))
+    buildable: list[_Item] = []
+    for item in pending.values():
+        try:  # a copy that cannot be made gets no verdict rather than a guess
+            isolate(item.op)
+            buildable.append(item)
         except (RuntimeError, ValueError, KeyError):
-            smalls[key] = None  # cannot be copied out: no verdict rather than a guess
-    out: list[Verdict] = []
+            continue
     complete = True
-    for key in keys:
-        verdict = cache.get(key, target)
-        if verdict is None and smalls.get(key) is not None:
-            if budget_s is not None and time.perf_counter() - start > budget_s:
-                complete = False
-            else:
-                verdict = run_alone(smalls.pop(key), target)
-                cache.runs += 1
-                cache.put(key, target, verdict)
-        out.append(verdict)
-    return out, complete
+    for item in _in_batches(buildable, target, deadline, cache):
+        if deadline is not None and time.perf_counter() > deadline:
+            complete = False
+            break
+        cache.put(item.key, target, run_alone(isolate(item.op), target))
+        cache.runs += 1
+    return [cache.peek(key, target) for key in keys], complete
 
 
 @dataclass
