@@ -261,7 +261,7 @@ def borrow_locations(module_op: Any, found: list[FoundOp], resolver: LocationRes
     for f in lost:
         if not 0 <= f.index < len(ops):
             continue
-        near = _nearest_located(ops[f.index], resolver, hops)
+        near = nearest_located(ops[f.index], resolver, hops)
         if near is not None:  # its own call chain first (it names the call), then the line
             f.location = f"loc(fused[{_inner(f.location)}, {_inner(near)}])"
 
@@ -277,7 +277,9 @@ def same_op_location(op_location: str, found_location: str) -> bool:
         f"loc(fused[{_inner(op_location)}, ")
 
 
-def _nearest_located(op: Any, resolver: LocationResolver, hops: int) -> str | None:
+def nearest_located(op: Any, resolver: LocationResolver, hops: int) -> str | None:
+    """The location text of the op nearest to `op` that has a user frame (its users first,
+    then its operands' makers, breadth first, at most `hops` steps away), or None."""
     start = op.operation
     todo: list[tuple[Any, int]] = [(start, 0)]
     seen: list[Any] = []

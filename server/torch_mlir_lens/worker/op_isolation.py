@@ -363,7 +363,7 @@ def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterabl
     Ops not found in the module (a `torch.operator` torch-mlir rejects before any backend, a
     scalar `func.return`) are left out.
     """
-    from torch_mlir_lens.worker.illegal_ops import _nearest_located
+    from torch_mlir_lens.worker.illegal_ops import nearest_located
     from torch_mlir_lens.worker.locations import LocationResolver
 
     resolver = LocationResolver(set(user_files))
@@ -385,7 +385,7 @@ def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterabl
             location = str(op.location)
             frames = resolver.user_frames(location)
             if not frames:
-                near = _nearest_located(op, resolver, hops=8)
+                near = nearest_located(op, resolver, hops=8)
                 frames = resolver.user_frames(near) if near else []
             file, line = frames[0] if frames else (None, None)
             key = (name, _path(file), line)

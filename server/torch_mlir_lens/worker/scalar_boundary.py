@@ -65,7 +65,7 @@ def scalar_results(torch_module: Any, resolver: LocationResolver) -> list[tuple[
             if resolver.user_frames(text):
                 location = text
             else:
-                location = illegal_ops._nearest_located(owner, resolver, hops=8)
+                location = illegal_ops.nearest_located(owner, resolver, hops=8)
         out.append((kind, location))
     return out
 
