@@ -30,8 +30,9 @@ class UserFiles:
 
     def __init__(self, files: Iterable[str]) -> None:
         self._paths: set[str] = set()
-        for f in files:
-            self._paths.add(os.path.normpath(f))
+        self.given: tuple[str, ...] = tuple(os.path.normpath(f) for f in files)  # in order
+        for f in self.given:
+            self._paths.add(f)
             self._paths.add(os.path.realpath(f))
         self._cache: dict[str, bool] = {}
 

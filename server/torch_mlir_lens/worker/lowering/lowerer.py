@@ -62,7 +62,8 @@ class ProgramLowerer:
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
         # target → (partial lowering or None, its diagnostics): a failed backend, listed once
-        self._listing = failures.Failures(program, self.users)  # failed targets, listed once
+        self._listing = failures.Failures(program, self.users, module_name,
+                                          raw_module=self.raw_module)  # listed once
 
     # -- building blocks ----------------------------------------------------------------------
 
