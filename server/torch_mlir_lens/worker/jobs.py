@@ -24,6 +24,7 @@ from typing import Any
 
 from torch_mlir_lens.protocol.jobs import (
     ExportJob,
+    ExportReply,
     Job,
     LowerJob,
     ModuleJob,
@@ -297,23 +298,22 @@ def _export(job: ExportJob) -> dict[str, Any]:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    from torch_mlir_lens.worker.lowering.writing import write_export
+
     program = _program(job, "export")  # the file must hold the real weights
-    written = program.lowerer.write_export(
-        target, os.path.abspath(output), bytecode=job.bytecode,
-        options=_lower_options(None),
-    )
-    if isinstance(written, dict):
-        return _jsonable(written)
-    size = written if isinstance(written, int) else os.path.getsize(output)
-    return {"path": os.path.abspath(output), "bytes": size}
+    size = write_export(program.lowerer, target, os.path.abspath(output),
+                        bytecode=job.bytecode, options=_lower_options(None))
+    return ExportReply(path=os.path.abspath(output), bytes=size).to_json()
 
 
 def _repro(job: ReproJob) -> dict[str, Any]:
     target, output_dir = job.target, job.output_dir
     if not output_dir:
         raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
+    from torch_mlir_lens.worker.lowering.writing import write_repro
+
     program = _program(job, "repro")
-    return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
+    return _jsonable(write_repro(program.lowerer, target, os.path.abspath(output_dir)))
 
 
 def _verify(job: VerifyJob) -> dict[str, Any]:
