@@ -20,9 +20,9 @@ import pytest
 import torch
 
 from torch_mlir_lens.protocol.results import LowerResult
+from torch_mlir_lens.worker.culprit_precision import culprits_lowering_alone
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
-from torch_mlir_lens.worker.op_isolation import culprits_lowering_alone
 
 from .line_isolation import failing_lines
 

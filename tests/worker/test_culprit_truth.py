@@ -21,6 +21,7 @@ from torch_mlir import ir
 from torch_mlir_lens.protocol.results import LensDiagnostic, LowerResult
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.worker import op_isolation
+from torch_mlir_lens.worker.culprit_precision import culprit_precision, culprits_lowering_alone
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "culprit_cases.py")
@@ -173,7 +174,7 @@ def test_no_reported_culprit_lowers_alone(cases: dict[str, Case]) -> None:
         if torch_module is None:  # torch-mlir's own pipeline failed: no backend ran
             continue
         for target in BACKENDS:
-            checks = op_isolation.culprits_lowering_alone(torch_module, target,
+            checks = culprits_lowering_alone(torch_module, target,
                                                            case.errors(target), {CASES})
             assert not [c for c in checks if c.lowers_alone], checks
             checked += len(checks)
@@ -181,7 +182,7 @@ def test_no_reported_culprit_lowers_alone(cases: dict[str, Case]) -> None:
     cat_line = line_of("emb = torch.cat(")
     fake = LensDiagnostic(severity="error", message="", kind="unsupported-op", file=CASES,
                           line=cat_line, op="torch.aten.cat", ops=["torch.aten.cat"])
-    [check] = op_isolation.culprits_lowering_alone(
+    [check] = culprits_lowering_alone(
         cases["TimestepAndUpsample"].lowerer.torch_module(), "tosa", [fake.to_json()], {CASES})
     assert check.lowers_alone and check.instances == 1 and check.line == cat_line
 
@@ -189,7 +190,7 @@ def test_no_reported_culprit_lowers_alone(cases: dict[str, Case]) -> None:
 def test_culprit_precision_lowers_a_module_and_checks_its_culprits() -> None:
     """The one call a benchmark makes: export, lower to each backend, check each culprit."""
     ns = runpy.run_path(CASES)
-    checks = op_isolation.culprit_precision(ns["AliasedCall"](), ns["INPUTS"]["AliasedCall"](),
+    checks = culprit_precision(ns["AliasedCall"](), ns["INPUTS"]["AliasedCall"](),
                                             module_name="AliasedCall", user_files=[CASES])
     line = line_of("torch.special.erfinv(")
     assert {t: [(c.op, c.line, c.lowers_alone) for c in found] for t, found in checks.items()} \

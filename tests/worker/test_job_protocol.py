@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from torch_mlir_lens.engine import Engine, ModuleJob
+from torch_mlir_lens.engine import ModuleJob
+from torch_mlir_lens.engine.job_keys import filled
+from torch_mlir_lens.engine.scheduler import program_needed
 from torch_mlir_lens.protocol.jobs import LowerJob, Reply, StatsJob, VerifyJob, parse_job
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.jobs import run_job
@@ -62,13 +64,19 @@ def test_jobs_round_trip_through_their_json(tmp_path: Path) -> None:
     assert parse_job(StatsJob().to_json()) == StatsJob()
 
 
+def engine_key(job: LowerJob) -> str:
+    """The exported program the engine's queue says a lowering needs."""
+    key = program_needed(job)
+    assert key is not None
+    return key
+
+
 def test_replies_name_the_programs_the_worker_holds(tmp_path: Path) -> None:
     path = tmp_path / "small_model.py"
     path.write_text(USER_FILE)
-    request = Engine._filled(ModuleJob(path=str(path), module="Small")).as_job(
-        LowerJob, targets=["linalg"]).to_json()
-    expected = Engine._program_key(request)
-    assert expected is not None
+    job = filled(ModuleJob(path=str(path), module="Small")).as_job(LowerJob, targets=["linalg"])
+    request = job.to_json()
+    expected = engine_key(job)
 
     first = Reply.from_json(run_job({"id": 1, **request}))
     assert first.ok and first.result is not None
@@ -77,15 +85,16 @@ def test_replies_name_the_programs_the_worker_holds(tmp_path: Path) -> None:
 
     # An edit to another module of the file keeps the program; the key is the same.
     edited = {**request, "text": USER_FILE.replace("x * 2", "x * 3")}
-    edited_key = Engine._program_key(Engine._filled(
+    edited_key = engine_key(filled(
         ModuleJob(path=str(path), module="Small", text=edited["text"])).as_job(
-            LowerJob, targets=["tosa"]).to_json())
+            LowerJob, targets=["tosa"]))
     assert edited_key == expected
     # A different module definition is another program, reported once it is exported.
     changed_text = USER_FILE.replace("nn.Linear(4, 3)", "nn.Linear(4, 5)")
-    changed = Engine._filled(ModuleJob(path=str(path), module="Small", text=changed_text)).as_job(
-        LowerJob, targets=["linalg"]).to_json()
-    changed_key = Engine._program_key(changed)
+    changed_job = filled(ModuleJob(path=str(path), module="Small", text=changed_text)).as_job(
+        LowerJob, targets=["linalg"])
+    changed = changed_job.to_json()
+    changed_key = engine_key(changed_job)
     assert changed_key != expected and changed_key not in first.programs
     second = Reply.from_json(run_job({"id": 2, **changed}))
     assert second.ok and changed_key in second.programs and expected in second.programs

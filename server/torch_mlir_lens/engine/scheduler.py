@@ -48,8 +48,7 @@ class QueuedJob:
         self.module_id = (job.path, job.module) if isinstance(job, ModuleJob) and module else None
         text = job.text if isinstance(job, ModuleJob) else None
         self.text_sha = text_hash(text) if text is not None else None
-        self.program = (program_key(job.to_json(), text)
-                        if isinstance(job, LowerJob) and text is not None else None)
+        self.program = program_needed(job)
 
     def same_module_older_text(self, newer: QueuedJob) -> bool:
         """Whether `newer` is a job for a newer text of this job's module."""
@@ -65,6 +64,14 @@ class QueuedJob:
         if job.pipeline or not job.targets or not set(job.targets) <= set(mine.targets):
             return False
         return dataclasses.replace(mine, targets=[]) == dataclasses.replace(job, targets=[])
+
+
+def program_needed(job: AnyJob) -> str | None:
+    """The exported program a lowering job needs (`protocol.programs.program_key`, as the
+    worker computes it for the programs it reports holding); None for other jobs."""
+    if isinstance(job, LowerJob) and job.text is not None:
+        return program_key(job.to_json(), job.text)
+    return None
 
 
 class Scheduler:

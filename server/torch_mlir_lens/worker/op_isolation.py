@@ -15,14 +15,11 @@ depend on operand types and on scalar constants, which print in full.
     isolation_key(op)                  → the text that identifies an op for its verdict
     isolate(op)                        → a new module whose one function holds a copy of `op`
     verdicts(ops, target, budget_s)    → ([Verdict], complete): `LOWERS`, a message, `UNKNOWN`
-    culprits_lowering_alone(...)       → which reported culprits lower alone (precision checks)
-    culprit_precision(fn, args, ...)   → the same, from a module and its inputs
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 from collections import OrderedDict
@@ -327,107 +324,6 @@ def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
     return [cache.peek(key, target) for key in keys], complete
 
 
-@dataclass
-class AloneCheck:
-    """One op a diagnostic names, at its line: does it lower alone?"""
-
-    op: str  # "torch.aten.cat"
-    file: str | None
-    line: int | None
-    instances: int  # ops of that name at that line in the module
-    lowers_alone: bool  # every instance lowers alone: a false culprit
-    message: str  # the backend's reason when one instance fails alone ("" otherwise)
-
-
-def _path(file: str | None) -> str | None:
-    """A diagnostic's file (a path or a `file://` URI) as a normalized path."""
-    if not file:
-        return None
-    if file.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
-        file = unquote(urlparse(file).path)
-    return os.path.normpath(file)
-
-
-def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterable[Any],
-                            user_files: Iterable[str]) -> list[AloneCheck]:
-    """For each op each unsupported-op diagnostic names, whether it lowers alone.
-
-    `torch_module` is the program at the Torch backend contract as the lens builds it
-    (`ProgramLowerer.torch_module()`, or `culprit_precision` below does it all), `diagnostics`
-    LensDiagnostics or their JSON (`kind`, `op`, `ops`, `file` (path or URI), `line`), from
-    any command or view. An op is matched by name and user line (innermost user frame; an op
-    with no user frame by the line of its nearest neighbour that has one, as the lens reports
-    it); with several instances there, it is a true culprit when one of them fails alone.
-    Ops not found in the module (a `torch.operator` torch-mlir rejects before any backend, a
-    scalar `func.return`) are left out.
-    """
-    from torch_mlir_lens.worker.illegal_ops import nearest_located
-    from torch_mlir_lens.worker.locations import LocationResolver
-
-    resolver = LocationResolver(set(user_files))
-    wanted: dict[tuple[str, str | None, int | None], None] = {}
-    for d in diagnostics:
-        fields = d if isinstance(d, dict) else vars(d)
-        if fields.get("kind") != "unsupported-op" or fields.get("severity") not in (None,
-                                                                                   "error"):
-            continue
-        for name in fields.get("ops") or [fields.get("op")]:
-            if name:
-                wanted[(name, _path(fields.get("file")), fields.get("line"))] = None
-    at: dict[tuple[str, str | None, int | None], list[Any]] = {}
-
-    def visit(op: Any) -> Any:
-        name = op_name(op)
-        if name.startswith("torch.") and not is_constant(op) and any(
-                w[0] == name for w in wanted):
-            location = str(op.location)
-            frames = resolver.user_frames(location)
-            if not frames:
-                near = nearest_located(op, resolver, hops=8)
-                frames = resolver.user_frames(near) if near else []
-            file, line = frames[0] if frames else (None, None)
-            key = (name, _path(file), line)
-            if key in wanted:
-                at.setdefault(key, []).append(op)
-        return ir.WalkResult.ADVANCE
-
-    torch_module.operation.walk(visit)
-    found = list(at.items())
-    all_verdicts, _complete = verdicts([op for _k, ops in found for op in ops], target)
-    out: list[AloneCheck] = []
-    i = 0
-    for (name, file, line), ops in found:
-        mine = all_verdicts[i:i + len(ops)]
-        i += len(ops)
-        failing = [v for v in mine if v]
-        out.append(AloneCheck(name, file, line, len(ops), not failing,
-                              failing[0] if failing else ""))
-    return out
-
-
-def culprit_precision(fn: Any, args: tuple[Any, ...], *, module_name: str,
-                      user_files: Iterable[str], targets: Sequence[str] = ("linalg", "tosa",
-                                                                           "stablehlo"),
-                      kwargs: dict[str, Any] | None = None) -> dict[str, list[AloneCheck]]:
-    """Lower `fn(*args)` with the lens (one export) and check every culprit op of each target
-    alone: {target: [AloneCheck]} (empty for a target that lowers). A false culprit is a check
-    with `lowers_alone` True. Export failures raise the lens' LensError."""
-    from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
-
-    files = list(user_files)
-    program = export_program(fn, args, kwargs or {}, user_files=files)
-    lowerer = ProgramLowerer(program, module_name=module_name, user_files=files)
-    out: dict[str, list[AloneCheck]] = {}
-    for target in targets:
-        result = lowerer.lower(target)
-        torch_module = lowerer.torch_module()
-        out[target] = [] if result.ok or torch_module is None else culprits_lowering_alone(
-            torch_module, target, result.diagnostics, files)
-    return out
-
-
-__all__ = ["CACHE", "LOWERS", "UNKNOWN", "AloneCheck", "Verdict", "VerdictCache",
-           "culprit_precision", "culprits_lowering_alone", "first_line", "is_constant",
+__all__ = ["CACHE", "LOWERS", "UNKNOWN", "Verdict", "VerdictCache",
+           "first_line", "is_constant",
            "isolate", "isolation_key", "run_alone", "verdicts"]
