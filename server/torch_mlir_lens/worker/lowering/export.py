@@ -22,11 +22,13 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
 from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.worker.custom_ops import run_decompositions
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.literals import LiteralHooks
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
 
 # One frame of a Python traceback, as torch also writes it into node stack traces.
 FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -137,8 +139,8 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             program = torch.export.export(module, tuple(args), dict(kwargs or {}),
                                           dynamic_shapes=dynamic_shapes, strict=strict)
-            if decompose:
-                program = program.run_decompositions(get_decomposition_table())
+            if decompose:  # + a library's opaque ops (transformers' grouped matmul)
+                program = run_decompositions(program, get_decomposition_table())
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
         raise LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file,
@@ -167,7 +169,9 @@ def import_program(program: Any, users: UserFiles) -> Any:
                         f"torch-mlir cannot import the program: {type(exc).__name__}: "
                         f"{text.splitlines()[0] if text else ''}",
                         file=file, line=line) from exc
-    return importer.module.operation
+    module_op = importer.module.operation
+    positive_scatter_dims(module_op)  # torch-mlir's scatter conversions crash on dim < 0
+    return module_op
 
 
 def _node_line_named_in(program: Any, users: UserFiles,
