@@ -23,6 +23,11 @@ The backend's final "contract" verification rejects any `func.call`; it is left 
 the pipeline cannot be split, its failure on our calls alone is accepted), and the result is
 checked instead for what verification is about here: no Torch op, no Torch type cast and no
 unrealized cast left behind.
+
+Each round's pipeline runs in a forked child (crash_guard.py): IR with calls in it is IR
+torch-mlir's tests never saw. An op that crashes a pass alone (crash_locate.py) is outlined
+like a rejected op, its culprit message saying so, and the rounds go on; a crash no op explains
+raises StepCrash.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens import targets
-from torch_mlir_lens.worker import illegal_ops, line_context
+from torch_mlir_lens.worker import crash_guard, crash_locate, illegal_ops, line_context
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
-from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
 # Listings per partial lowering (a round lists what is still rejected and outlines it).
 MAX_ROUNDS = 4
@@ -61,6 +66,17 @@ class Culprit:
     feeders: list[int] = field(default_factory=list)  # ids of culprits whose results it uses
     folded: bool = False  # a scalar knock-on folded into its feeder's call (erased)
     symbol: str = ""  # the declared function it calls ("" when folded)
+
+
+class StepCrash(Exception):
+    """A pass crashed torch-mlir on the outlined module and no single op explains it."""
+
+    def __init__(self, diag: Diag) -> None:
+        super().__init__(diag.message)
+        self.diag = diag
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StepCrash, (self.diag,)
 
 
 @dataclass
@@ -282,24 +298,50 @@ def _only_contract_errors(messages: list[str]) -> bool:
         for m in messages)
 
 
-def _try_lower(work: Any, pipeline: str) -> Any | None:
+def _try_lower(work: Any, pipeline: str, step: str) -> Any | None:
     """A lowered clone of `work`, or None if the pipeline fails or leaves Torch ops.
 
     When the pipeline still ends in the contract verification (StableHLO: its expanded form
     names passes that cannot be parsed alone), a failure of that check alone is accepted: the
-    verification changes nothing, so the module is the converted one.
+    verification changes nothing, so the module is the converted one. A crash raises
+    crash_guard.Crash's located form: StepCrash, or `_Crashed` naming the op.
     """
     lowered = work.clone()
-    ctx = lowered.context
-    with ctx, captured(ctx) as diags:
-        try:
-            PassManager.parse(pipeline, context=ctx).run(lowered.operation)
-        except ir.MLIRError as exc:
-            messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
-            messages = messages or [d.message for d in diags if d.severity == "error"]
-            if not _only_contract_errors(messages):
-                return None
+    messages = _run_guarded(lowered, pipeline, step)
+    if messages and not _only_contract_errors(messages):
+        return None
     return None if _leftovers(lowered) else lowered
+
+
+class _Crashed(Exception):
+    """A pass crashed on one op (`found`), to be outlined."""
+
+    def __init__(self, found: FoundOp) -> None:
+        super().__init__(found.message)
+        self.found = found
+
+
+def _run_guarded(module_op: Any, pipeline: str, step: str) -> list[str]:
+    """Run `pipeline` on `module_op` in place, in a forked child: its error messages ([] when
+    it passes). A crash raises _Crashed (an op crashes alone) or StepCrash."""
+    def run() -> list[str]:
+        ctx = module_op.context
+        with ctx, captured(ctx) as diags:
+            try:
+                PassManager.parse(pipeline, context=ctx).run(module_op.operation)
+            except ir.MLIRError as exc:
+                messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
+                return messages or [d.message for d in diags if d.severity == "error"]
+        return []
+
+    try:
+        return crash_guard.run_in_place(module_op, run, step=step, pipeline=pipeline)
+    except crash_guard.Crash as crash:
+        diag = crash_locate.crash_diag(module_op, pipeline, crash)
+        found = crash_locate.crashed_op(diag)
+        if found is None:
+            raise StepCrash(diag) from crash
+        raise _Crashed(found) from crash
 
 
 def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, set[str]] | None:
@@ -312,22 +354,24 @@ def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, 
     outliner = _Outliner(work)
     if not found or not _outline_round(work, found, [], outliner):
         return None
-    ctx = work.context
-    with ctx, captured(ctx):
-        try:
-            PassManager.parse(torch_pipeline, context=ctx).run(work.operation)
-        except ir.MLIRError:
+    try:
+        if _run_guarded(work, torch_pipeline, "the Torch pipeline (ops outlined)"):
             return None
+    except _Crashed as crashed:
+        raise StepCrash(Diag("error", crashed.found.message, crashed.found.location)) from None
     return work, set(outliner.callee_ids)
 
 
 def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
-                    outlined_already: bool = False) -> Partial | None:
+                    outlined_already: bool = False,
+                    crashing: list[FoundOp] | None = None) -> Partial | None:
     """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
 
     None when there is nothing to outline, an op cannot be outlined, or the pipeline still
     fails after the last round or `budget_s` seconds: the caller then shows the Torch IR and
-    lists the rejected ops as before.
+    lists the rejected ops as before. `crashing`: ops known to crash the backend (outlined
+    before any listing, which would crash on them too). Raises StepCrash on a crash no op
+    explains.
     """
     if target not in targets.BACKEND_PIPELINES:
         return None
@@ -338,11 +382,19 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     complete = True
     doubted: set[tuple[str, str]] = set()
     rounds = MAX_ROUNDS if target in targets.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    step = f"the {targets.target_title(target)} pipeline on the outlined module"
     start = time.perf_counter()
-    if outlined_already:  # calls made earlier (torch level): perhaps nothing else is rejected
-        lowered = _try_lower(work, pipeline)
+    if crashing and not _outline_round(work, crashing, culprits, outliner):
+        return None
+    if outlined_already or crashing:  # calls made already: perhaps nothing else is rejected
+        try:
+            lowered = _try_lower(work, pipeline, step)
+        except _Crashed as crashed:
+            lowered = None
+            if not _outline_round(work, [crashed.found], culprits, outliner):
+                return None
         if lowered is not None:
-            return Partial(lowered, [], True, work, pipeline)
+            return Partial(lowered, culprits, True, work, pipeline)
     for _round in range(rounds):
         if time.perf_counter() - start > budget_s:
             return None  # a big module with long chains of rejected ops: list them only
@@ -352,7 +404,12 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
             found = _settle_dependents(work, found, target, doubted)
         if not found or not _outline_round(work, found, culprits, outliner):
             return None
-        lowered = _try_lower(work, pipeline)
+        try:
+            lowered = _try_lower(work, pipeline, step)
+        except _Crashed as crashed:  # outlined too; the next round lists what is left
+            if not _outline_round(work, [crashed.found], culprits, outliner):
+                return None
+            continue
         if lowered is not None:
             return Partial(lowered, culprits, complete, work, pipeline)
     return None
@@ -395,5 +452,5 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
     return rendered
 
 
-__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "decorate", "header", "lower_partially",
-           "outline_torch_operators"]
+__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "StepCrash", "decorate", "header",
+           "lower_partially", "outline_torch_operators"]

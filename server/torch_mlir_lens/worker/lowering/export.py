@@ -22,6 +22,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
 from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.worker.crash_guard import note_weights
 from torch_mlir_lens.worker.custom_ops import run_decompositions
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.literals import LiteralHooks
@@ -156,7 +157,8 @@ def import_program(program: Any, users: UserFiles) -> Any:
     placed at the line of the graph node whose op the message names.
     """
     ctx = new_context()
-    importer = FxImporter(context=ctx, hooks=LiteralHooks())
+    hooks = LiteralHooks()
+    importer = FxImporter(context=ctx, hooks=hooks)
     try:
         with captured(ctx):
             import_frozen(importer, program, users=users, func_name="main")
@@ -171,6 +173,7 @@ def import_program(program: Any, users: UserFiles) -> Any:
                         file=file, line=line) from exc
     module_op = importer.module.operation
     positive_scatter_dims(module_op)  # torch-mlir's scatter conversions crash on dim < 0
+    note_weights(ctx, hooks.stats["bytes"])  # decides whether passes run in a fork
     return module_op
 
 

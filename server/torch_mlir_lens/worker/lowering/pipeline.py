@@ -3,6 +3,11 @@
 Never torch-mlir's run_pipeline_with_repro_report: it prints to fd 2 and writes a repro file
 with every weight into $TMPDIR. A failing pass raises PassFailure with the error diagnostics
 (and the passes dumped so far); a pipeline that does not parse raises LensError("bad-pipeline").
+
+A pass that crashes the process (an assertion, a segfault in a conversion) must not take the
+worker down: pipelines run in a forked child (crash_guard.py) and come back as bytecode; a
+crash is a PassFailure whose one error names the pass and an op that sets it off, at that op's
+location (crash_locate.py), and whose `crash` says so.
 """
 
 from __future__ import annotations
@@ -18,19 +23,25 @@ from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.results import ErrorKind, LensError, PassIr
 from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
-from torch_mlir_lens.worker import ir_text
+from torch_mlir_lens.worker import crash_guard, crash_locate, ir_text
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 from torch_mlir_lens.worker.partial import Partial
 
 
 class PassFailure(Exception):
-    """A pass failed: its error diagnostics, and the IR after each pass when it was dumped."""
+    """A pass failed: its error diagnostics, and the IR after each pass when it was dumped.
+    `crash` when the pass crashed torch-mlir (the errors then hold one diagnostic saying so)."""
 
-    def __init__(self, errors: list[Diag], passes: list[PassIr] | None) -> None:
+    def __init__(self, errors: list[Diag], passes: list[PassIr] | None,
+                 crash: crash_guard.Crash | None = None) -> None:
         super().__init__(errors[0].message if errors else "pass pipeline failed")
         self.errors = errors
         self.passes = passes
+        self.crash = crash
+
+    def __reduce__(self) -> tuple[Any, ...]:  # comes back from a forked child whole
+        return PassFailure, (self.errors, self.passes, self.crash)
 
 
 def new_context() -> ir.Context:
@@ -93,7 +104,8 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
     """Run `pipeline` on `module_op` in place, diagnostics captured.
 
     Returns the IR after each pass when asked. A syntax error / unknown pass raises
-    LensError("bad-pipeline"); a failing pass raises PassFailure with the error diagnostics.
+    LensError("bad-pipeline"); a failing pass raises PassFailure with the error diagnostics,
+    a crashing one PassFailure with `crash` set (the worker survives it).
     """
     ctx = module_op.context
     with ctx, captured(ctx) as diags:
@@ -103,6 +115,20 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
             detail = "; ".join(d.message for d in diags) or str(exc)
             raise LensError(ErrorKind.BAD_PIPELINE,
                             f"bad pass pipeline {pipeline!r}: {detail}") from exc
+    try:  # in a forked child (crash_guard.py): a crash must not end the worker
+        return crash_guard.run_in_place(
+            module_op, lambda: _run_parsed(module_op, pm, print_after_all, keep_weights),
+            step=crash_locate.pipeline_title(pipeline), pipeline=pipeline)
+    except crash_guard.Crash as crash:
+        diag = crash_locate.crash_diag(module_op, pipeline, crash)
+        raise PassFailure([diag], None, crash) from crash
+
+
+def _run_parsed(module_op: Any, pm: Any, print_after_all: bool,
+                keep_weights: bool) -> list[PassIr] | None:
+    """Run the parsed pipeline `pm` on `module_op` in place (see run_pipeline)."""
+    ctx = module_op.context
+    with ctx, captured(ctx) as diags:
         if not print_after_all:
             try:
                 pm.run(module_op.operation)
