@@ -1,6 +1,6 @@
-"""Shims that let real library code through: negative scatter dims, custom ops with a Python
-implementation (worker/scatter_dims.py, worker/custom_ops.py). Each is checked against eager
-PyTorch by running the compiled Linalg (Verify), not only for lowering."""
+"""Shims that let real library code through: negative scatter dims, unsorted top-k, custom ops
+with a Python implementation (worker/scatter_dims.py, topk_sorted.py, custom_ops.py). Each is
+checked against eager PyTorch by running the compiled Linalg (Verify), not only for lowering."""
 
 from __future__ import annotations
 
@@ -17,15 +17,17 @@ from torch_mlir_lens.worker.verify.job import verify_callable
 HERE = str(Path(__file__).resolve())
 
 
-class Scatters(torch.nn.Module):
-    """The three scatters whose Linalg conversion misread a negative dim."""
+class RouterOps(torch.nn.Module):
+    """What mixture-of-experts routers do that torch-mlir misread: the three scatters whose
+    Linalg conversion crashed on a negative dim, and an unsorted top-k."""
 
     def forward(self, x: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         _, idx = x.max(dim=-1, keepdim=True)
         a = torch.scatter(x, -1, idx, float("-inf"))  # a MoE router's mask
         b = torch.scatter(x, -1, idx, src)
         c = torch.zeros_like(x).scatter_add(-1, idx, src)
-        return a.amax(-1) + b.sum(-1) + c.sum(-1)
+        chosen = torch.topk(x, k=2, dim=-1, sorted=False)[1]
+        return a.amax(-1) + b.sum(-1) + c.sum(-1) + x.gather(1, chosen).sum(-1)
 
 
 class GroupedExperts(torch.nn.Module):
@@ -67,17 +69,17 @@ def test_a_custom_op_with_a_python_implementation_is_decomposed_before_import() 
     assert result.ok, result.message
 
 
-def test_negative_scatter_dims_lower_everywhere_and_match_eager() -> None:
+def test_router_ops_lower_everywhere_and_match_eager() -> None:
     torch.manual_seed(0)
     args = (torch.randn(4, 6), torch.randn(4, 1))
-    program = export_program(Scatters(), args, user_files=[HERE])
-    lowerer = ProgramLowerer(program, module_name="Scatters", user_files=[HERE])
+    program = export_program(RouterOps(), args, user_files=[HERE])
+    lowerer = ProgramLowerer(program, module_name="RouterOps", user_files=[HERE])
     raw = lowerer.lower("raw").ir
-    assert "torch.aten.scatter.value %" in raw
+    assert "torch.aten.scatter.value %" in raw and "torch.aten.topk" in raw
     for target in ("linalg", "stablehlo"):
         res = lowerer.lower(target)
         assert res.ok, (target, [d.message for d in res.diagnostics])
     tosa = lowerer.lower("tosa")  # TOSA has no scatter-add: that one op, and no crash
     assert [d.op for d in tosa.diagnostics] == ["torch.aten.scatter_add"], tosa.diagnostics
-    result = verify_callable(Scatters(), args, module_name="Scatters", user_files=[HERE])
+    result = verify_callable(RouterOps(), args, module_name="RouterOps", user_files=[HERE])
     assert result.ok, result.message
