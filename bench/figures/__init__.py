@@ -15,6 +15,7 @@ from bench.figures import (
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
+    fig11_broad_zoo,
 )
 
 FIGURES: list[ModuleType] = [
@@ -28,4 +29,5 @@ FIGURES: list[ModuleType] = [
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
+    fig11_broad_zoo,
 ]
