@@ -68,7 +68,7 @@ _CAPS: dict[str, int] = {
     **dict.fromkeys((
         "num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
         "decoder_layers", "num_decoder_layers", "num_encoder_layers", "depth",
-        "decoder_num_hidden_layers", "num_feat_extract_layers", "num_adapter_layers",
+        "decoder_num_hidden_layers", "num_adapter_layers",
         "memory_attention_num_layers", "memory_fuser_num_layers", "lqe_layers",
         "speech_decoder_postnet_layers", "max_window_layers", "num_encoder_blocks",
     ), 2),
@@ -91,9 +91,10 @@ _CAPS: dict[str, int] = {
     # mixture of experts
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"),
                     4),
-    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "num_experts_per_token"), 2),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "num_experts_per_token", "moe_k"), 2),
     **dict.fromkeys(("n_shared_experts", "moe_num_shared_experts", "n_group", "topk_group"), 1),
-    "index_topk": 4,
+    **dict.fromkeys(("index_topk", "index_kpool"), 4),
+    "rotary_dim": 8,  # within a head of 8 (GPT-J, CodeGen)
     # positions, windows, state spaces
     **dict.fromkeys(("max_position_embeddings", "n_positions", "max_seq_len",
                      "max_2d_position_embeddings", "context_length", "model_max_length"), 64),
@@ -218,6 +219,8 @@ def tiny_overrides(defaults: dict[str, Any]) -> dict[str, Any]:
         changes["vocab_size"] = VOCAB
         _move_token_ids(defaults, changes)
     _fit_windows(defaults, changes)
+    _fit_state_space_heads(defaults, changes)
+    _fit_mrope(defaults, changes)
     heads, kv = defaults.get("num_attention_heads"), defaults.get("num_key_value_heads")
     if isinstance(heads, int) and heads == kv and "num_attention_heads" in changes:
         changes["num_key_value_heads"] = changes["num_attention_heads"]  # plain multi-head
@@ -232,6 +235,37 @@ def _fit_windows(defaults: dict[str, Any], changes: dict[str, Any]) -> None:
             and "image_size" in defaults:
         changes["window_size"] = min(window, 2)
         changes["image_size"] = patch * changes["window_size"] * 2 ** (len(depths) - 1)
+
+
+def _fit_state_space_heads(defaults: dict[str, Any], changes: dict[str, Any]) -> None:
+    """Mamba-2 layers need heads × head width = expand × hidden (Mamba2, Bamba, Granite)."""
+    for prefix in ("mamba_", ""):
+        heads, width, expand = (f"{prefix}n_heads" if prefix else "num_heads",
+                                f"{prefix}d_head" if prefix else "head_dim", f"{prefix}expand")
+        if not all(isinstance(defaults.get(k), int) for k in (heads, width, expand, "hidden_size")):
+            continue
+        hidden = changes.get("hidden_size", defaults["hidden_size"])
+        head_width = changes.get(width, defaults[width])
+        if hidden * defaults[expand] % head_width == 0:
+            changes[heads] = hidden * defaults[expand] // head_width
+
+
+def _fit_mrope(defaults: dict[str, Any], changes: dict[str, Any]) -> None:
+    """Multimodal RoPE splits half a head into three sections (Qwen2-VL, GLM-4V): scaled to
+    the shrunk head, each at least 1."""
+    rope = defaults.get("rope_parameters")
+    sections = rope.get("mrope_section") if isinstance(rope, dict) else None
+    if not (isinstance(sections, list) and sections and "hidden_size" in changes):
+        return
+    heads = changes.get("num_attention_heads", defaults.get("num_attention_heads") or 1)
+    head = changes.get("head_dim") or changes["hidden_size"] // max(1, int(heads))
+    half, total = head // 2, sum(sections)
+    if half < len(sections) or total <= 0:
+        return
+    scaled = [max(1, s * half // total) for s in sections]
+    scaled[-1] += half - sum(scaled)
+    if scaled[-1] >= 1:
+        changes["rope_parameters"] = {**rope, "mrope_section": scaled}
 
 
 def _move_token_ids(defaults: dict[str, Any], changes: dict[str, Any]) -> None:
@@ -250,12 +284,30 @@ def _move_token_ids(defaults: dict[str, Any], changes: dict[str, Any]) -> None:
             changes[key] = [v if v < VOCAB else VOCAB - 1 for v in value]
 
 
+# The sections Qwen2-VL-style models use when their config names none (modeling_qwen2_vl.py).
+_DEFAULT_MROPE = [16, 24, 24]
+
+
+def _implicit_mrope(defaults: dict[str, Any], cls: Any) -> dict[str, Any]:
+    """`defaults` with the multimodal RoPE sections the model would assume spelled out (so
+    that `_fit_mrope` shrinks them with the head), through sub-configs."""
+    out = dict(defaults)
+    rope = out.get("rope_parameters")
+    if "mrope_section" in getattr(cls, "ignore_keys_at_rope_validation", ()) and \
+            isinstance(rope, dict) and "mrope_section" not in rope:
+        out["rope_parameters"] = {**rope, "mrope_section": list(_DEFAULT_MROPE)}
+    for key, sub_cls in (getattr(cls, "sub_configs", None) or {}).items():
+        if isinstance(out.get(key), dict) and isinstance(sub_cls, type):
+            out[key] = _implicit_mrope(out[key], sub_cls)
+    return out
+
+
 def tiny_config(model_type: str) -> Any:
     """The default config of `model_type`, made tiny; eval-friendly (no cache, no dropout)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
-    defaults = cls().to_dict()
+    defaults = _implicit_mrope(cls().to_dict(), cls)
     changes = tiny_overrides(defaults)
     config = cls(**changes)
     for flag, value in (("use_cache", False), ("return_dict", True)):
