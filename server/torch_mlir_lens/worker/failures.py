@@ -18,9 +18,8 @@ culprit), is one more diagnostic; the worker and the other targets carry on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from torch_mlir import ir
 
@@ -31,8 +30,6 @@ from torch_mlir_lens.worker import crash_guard, crash_locate, culprit_diags, ill
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
-
-T = TypeVar("T")
 
 Shown = tuple[Any, set[str]]  # a module with outlined ops, and the symbols of its calls
 
@@ -61,11 +58,6 @@ class _SentPartial:
             module = ir.Module.parse(self.module, context=ctx).operation
             outlined = ir.Module.parse(self.outlined, context=ctx).operation
         return partial.Partial(module, self.culprits, self.complete, outlined, self.pipeline)
-
-
-def _forked(ctx: ir.Context, fn: Callable[[], T], step: str) -> T:
-    """`fn()` in a forked child when worth it (crash_guard.worth_forking), else here."""
-    return crash_guard.run_forked(fn, step=step) if crash_guard.worth_forking(ctx) else fn()
 
 
 def _crash_diagnostics(errors: list[Diag], target: str,
@@ -128,8 +120,12 @@ class Failures:
     def _list_forked(self, target: str, torch_module: Any, errors: list[Diag],
                      resolver: LocationResolver, crashing: list[illegal_ops.FoundOp],
                      ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
-        """`_list` in a forked child; a crash there (or one partial lowering cannot pin on an
-        op) is added to the pipeline's own errors."""
+        """`_list` in a forked child (here when crash_guard says it is not worth it); a crash
+        there (or one partial lowering cannot pin on an op) is added to the pipeline's own
+        errors."""
+        if not crash_guard.worth_forking(torch_module.context):
+            return self._list(target, torch_module, errors, resolver, crashing)
+
         def listing() -> tuple[_SentPartial | None, list[LensDiagnostic]]:
             try:
                 part, diags = self._list(target, torch_module, errors, resolver, crashing)
@@ -139,7 +135,7 @@ class Failures:
 
         step = f"the listing of what {target_title(target)} rejects"
         try:
-            sent, diags = _forked(torch_module.context, listing, step)
+            sent, diags = crash_guard.run_forked(listing, step=step)
         except crash_guard.Crash as crash:
             return None, _crash_diagnostics([*errors, Diag("error", crash.message(),
                                                             "loc(unknown)")], target, resolver)
@@ -172,7 +168,18 @@ class Failures:
         if target in self._torch:
             return self._torch[target]
         resolver = LocationResolver(self.users)
+        if crash_guard.worth_forking(raw_module.context):
+            self._torch[target] = self._torch_listing_forked(target, raw_module, errors,
+                                                             resolver, listed)
+        else:
+            self._torch[target] = self._torch_listing(target, raw_module, errors, resolver,
+                                                      listed)
+        return self._torch[target]
 
+    def _torch_listing_forked(self, target: str, raw_module: Any, errors: list[Diag],
+                              resolver: LocationResolver, listed: bool,
+                              ) -> tuple[Shown | None, list[LensDiagnostic]]:
+        """`_torch_listing` in a forked child; a crash there is one more diagnostic."""
         def listing() -> tuple[tuple[bytes, set[str]] | None, str, list[LensDiagnostic]]:
             shown, diags = self._torch_listing(target, raw_module, errors, resolver, listed)
             if shown is None:
@@ -182,7 +189,8 @@ class Failures:
 
         ctx = raw_module.context
         try:
-            sent, pipeline, diags = _forked(ctx, listing, "the listing of what torch-mlir rejects")
+            sent, pipeline, diags = crash_guard.run_forked(
+                listing, step="the listing of what torch-mlir rejects")
         except crash_guard.Crash as crash:
             sent, pipeline = None, ""
             diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
@@ -194,7 +202,6 @@ class Failures:
             crash_guard.load_dialects(TORCH_BACKEND_PIPELINE, ctx)
             with ctx:
                 shown = ir.Module.parse(sent[0], context=ctx).operation, sent[1]
-        self._torch[target] = (shown, diags)
         return shown, diags
 
     def _torch_listing(self, target: str, raw_module: Any, errors: list[Diag],
