@@ -82,6 +82,7 @@ def crashing_scatter(monkeypatch: pytest.MonkeyPatch) -> ProgramLowerer:
     import torch_mlir_lens.worker.lowering.export as export_mod
 
     monkeypatch.setattr(export_mod, "positive_scatter_dims", lambda module_op: 0)
+    monkeypatch.setenv(crash_guard.GUARD_PASSES_ENV, "1")  # as in a worker after a crash
     program = export_program(ScatterLast(), (torch.randn(8, 4),), user_files=[str(HERE)])
     return ProgramLowerer(program, module_name="ScatterLast", user_files=[str(HERE)])
 

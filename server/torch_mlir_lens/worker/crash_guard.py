@@ -15,6 +15,15 @@ than `MAX_FORKED_WEIGHT_BYTES` of weight data run in the worker itself (`worth_f
 there, copying them would cost more than the protection is worth (exporting a large model
 with its weights), and they are the rare, explicit requests.
 
+Which steps fork: the listing of what a backend rejects and partial lowering (pipelines on IR
+with calls in place of ops, ops alone: IR torch-mlir's tests never saw) always. The ordinary
+pipelines (raw → Torch → backend) only in a worker started with `GUARD_PASSES_ENV` set: a fork
+costs ~25 ms a pipeline on an idle machine, as much as a small module's whole lowering, so the
+common path runs them in-process. When one of them does kill a worker, the worker client
+sees it in the crash dump (a frame of `_run_parsed`), starts the next worker with that
+variable and runs the job again there, where the crash becomes a diagnostic
+(engine/worker_client/client.py).
+
 `TORCH_MLIR_LENS_NO_FORK=1` runs every step in-process (debugging with a native debugger).
 """
 
@@ -37,6 +46,7 @@ from torch_mlir import ir
 T = TypeVar("T")
 
 NO_FORK_ENV = "TORCH_MLIR_LENS_NO_FORK"
+GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # the worker client sets it (same spelling)
 MAX_FORKED_WEIGHT_BYTES = 64 << 20
 _STDERR_TAIL = 4000  # bytes of the child's stderr kept for the message
 # What a dying MLIR/LLVM build prints: the most telling line of the child's stderr.
@@ -81,6 +91,11 @@ def is_crash_message(message: str) -> bool:
 def note_weights(ctx: ir.Context, nbytes: int) -> None:
     """Record that modules of `ctx` carry `nbytes` of weight data (the importer's count)."""
     _weights[ctx] = _weights.get(ctx, 0) + nbytes
+
+
+def guarding_passes() -> bool:
+    """Whether the ordinary pipelines run forked too (a worker started after a crash)."""
+    return bool(os.environ.get(GUARD_PASSES_ENV))
 
 
 def worth_forking(ctx: ir.Context) -> bool:
@@ -248,6 +263,7 @@ def load_dialects(pipeline: str, ctx: ir.Context) -> None:
         handler.detach()
 
 
-__all__ = ["MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "Crash", "is_crash_message",
+__all__ = ["GUARD_PASSES_ENV", "MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "Crash",
+           "guarding_passes", "is_crash_message",
            "load_dialects", "module_bytes", "note_weights", "reap_pending", "replace_body",
            "run_forked", "run_in_place", "worth_forking"]

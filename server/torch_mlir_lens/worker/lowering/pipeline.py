@@ -4,10 +4,12 @@ Never torch-mlir's run_pipeline_with_repro_report: it prints to fd 2 and writes 
 with every weight into $TMPDIR. A failing pass raises PassFailure with the error diagnostics
 (and the passes dumped so far); a pipeline that does not parse raises LensError("bad-pipeline").
 
-A pass that crashes the process (an assertion, a segfault in a conversion) must not take the
-worker down: pipelines run in a forked child (crash_guard.py) and come back as bytecode; a
-crash is a PassFailure whose one error names the pass and an op that sets it off, at that op's
-location (crash_locate.py), and whose `crash` says so.
+A pass that crashes the process (an assertion, a segfault in a conversion): in a worker that
+guards its passes (crash_guard.guarding_passes, after a crash), pipelines run in a forked child
+and come back as bytecode; a crash is then a PassFailure whose one error names the pass and an
+op that sets it off, at that op's location (crash_locate.py), and whose `crash` says so.
+Otherwise `_run_parsed` runs them in-process (the frame the worker client looks for in a crash
+dump).
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
             detail = "; ".join(d.message for d in diags) or str(exc)
             raise LensError(ErrorKind.BAD_PIPELINE,
                             f"bad pass pipeline {pipeline!r}: {detail}") from exc
+    if not crash_guard.guarding_passes():
+        return _run_parsed(module_op, pm, print_after_all, keep_weights)
     try:  # in a forked child (crash_guard.py): a crash must not end the worker
         return crash_guard.run_in_place(
             module_op, lambda: _run_parsed(module_op, pm, print_after_all, keep_weights),
