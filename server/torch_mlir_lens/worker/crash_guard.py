@@ -15,20 +15,24 @@ than `MAX_FORKED_WEIGHT_BYTES` of weight data run in the worker itself (`worth_f
 there, copying them would cost more than the protection is worth (exporting a large model
 with its weights), and they are the rare, explicit requests.
 
-Which steps fork: the listing of what a backend rejects and partial lowering (pipelines on IR
-with calls in place of ops, ops alone: IR torch-mlir's tests never saw) always. The ordinary
-pipelines (raw → Torch → backend) only in a worker started with `GUARD_PASSES_ENV` set: a fork
-costs ~25 ms a pipeline on an idle machine, as much as a small module's whole lowering, so the
-common path runs them in-process. When one of them does kill a worker, the worker client
-sees it in the crash dump (a frame of `_run_parsed`), starts the next worker with that
-variable and runs the job again there, where the crash becomes a diagnostic
-(engine/worker_client/client.py).
+Which steps fork. A fork costs ~25 ms on an idle machine (100 ms loaded), as much as a small
+module's whole lowering, so each path pays at most one until something crashes:
+
+- the listing of what a backend rejects and partial lowering (many pipelines on IR torch-mlir's
+  tests never saw: ops alone, calls in place of ops) run in one child (worker/failures.py); if
+  it dies, the listing runs again in a child that guards each of its passes (`guarded()`), so
+  the crash is pinned on its pass and op, and that op is outlined like a rejected one;
+- the ordinary pipelines (raw → Torch → backend) run in-process, except in a worker started
+  with `GUARD_PASSES_ENV` set: when one of them kills a worker, the worker client sees it in
+  the crash dump (a frame of `_run_parsed`), starts the next worker so and runs the job again
+  there, where the crash becomes a diagnostic (engine/worker_client/client.py).
 
 `TORCH_MLIR_LENS_NO_FORK=1` runs every step in-process (debugging with a native debugger).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import io
 import os
@@ -38,7 +42,7 @@ import signal
 import sys
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from torch_mlir import ir
@@ -93,9 +97,24 @@ def note_weights(ctx: ir.Context, nbytes: int) -> None:
     _weights[ctx] = _weights.get(ctx, 0) + nbytes
 
 
+_guarding = False  # inside `guarded()`
+
+
 def guarding_passes() -> bool:
-    """Whether the ordinary pipelines run forked too (a worker started after a crash)."""
-    return bool(os.environ.get(GUARD_PASSES_ENV))
+    """Whether each pass pipeline runs in a child of its own: in a worker started after a
+    crash, or inside `guarded()`."""
+    return _guarding or bool(os.environ.get(GUARD_PASSES_ENV))
+
+
+@contextlib.contextmanager
+def guarded() -> Iterator[None]:
+    """Each pass pipeline run inside this block (and in children forked from it) forks."""
+    global _guarding
+    before, _guarding = _guarding, True
+    try:
+        yield
+    finally:
+        _guarding = before
 
 
 def worth_forking(ctx: ir.Context) -> bool:
@@ -264,6 +283,6 @@ def load_dialects(pipeline: str, ctx: ir.Context) -> None:
 
 
 __all__ = ["GUARD_PASSES_ENV", "MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "Crash",
-           "guarding_passes", "is_crash_message",
+           "guarded", "guarding_passes", "is_crash_message",
            "load_dialects", "module_bytes", "note_weights", "reap_pending", "replace_body",
            "run_forked", "run_in_place", "worth_forking"]

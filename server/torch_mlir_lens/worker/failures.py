@@ -11,15 +11,17 @@ grouped by culprit_diags.py; when that cannot be built, the rejected ops are sti
 backend, those are outlined first and the backend's own rejects are added.
 
 Listing runs many pipelines on IR torch-mlir never saw (ops alone, calls in place of ops), so
-each listing runs in a forked child (crash_guard.py) and its modules come back as bytecode. A
-crash there, or in the pipeline that failed (an op that crashes a pass: outlined first, as a
-culprit), is one more diagnostic; the worker and the other targets carry on.
+each listing runs in a forked child (crash_guard.py) and its modules come back as bytecode; if
+the child dies, once more with each pass guarded, which pins the crash on an op (outlined as a
+culprit). A crash, there or in the pipeline that failed, is one more diagnostic; the worker and
+the other targets carry on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from torch_mlir import ir
 
@@ -31,6 +33,7 @@ from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
 
+T = TypeVar("T")
 Shown = tuple[Any, set[str]]  # a module with outlined ops, and the symbols of its calls
 
 
@@ -58,6 +61,16 @@ class _SentPartial:
             module = ir.Module.parse(self.module, context=ctx).operation
             outlined = ir.Module.parse(self.outlined, context=ctx).operation
         return partial.Partial(module, self.culprits, self.complete, outlined, self.pipeline)
+
+
+def _forked_twice(fn: Callable[[], T], step: str) -> T:
+    """`fn()` in a forked child; if that child dies, in another with each pass guarded
+    (crash_guard.guarded): slower, but a crash there is pinned on its op."""
+    try:
+        return crash_guard.run_forked(fn, step=step)
+    except crash_guard.Crash:
+        with crash_guard.guarded():
+            return crash_guard.run_forked(fn, step=step)
 
 
 def _crash_diagnostics(errors: list[Diag], target: str,
@@ -135,7 +148,7 @@ class Failures:
 
         step = f"the listing of what {target_title(target)} rejects"
         try:
-            sent, diags = crash_guard.run_forked(listing, step=step)
+            sent, diags = _forked_twice(listing, step)
         except crash_guard.Crash as crash:
             return None, _crash_diagnostics([*errors, Diag("error", crash.message(),
                                                             "loc(unknown)")], target, resolver)
@@ -189,8 +202,7 @@ class Failures:
 
         ctx = raw_module.context
         try:
-            sent, pipeline, diags = crash_guard.run_forked(
-                listing, step="the listing of what torch-mlir rejects")
+            sent, pipeline, diags = _forked_twice(listing, "the listing of what torch-mlir rejects")
         except crash_guard.Crash as crash:
             sent, pipeline = None, ""
             diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)

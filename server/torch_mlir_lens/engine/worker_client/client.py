@@ -249,7 +249,7 @@ class WorkerClient:
         await self._kill(worker)  # ends the group: the drains read its stderr to the end
         if guards.crashed_in_a_pass(worker.tail_text()):
             self._pass_crashed = self._guard_passes = True  # the next worker guards its passes
-            log.warning("a torch-mlir pass crashed the worker; its passes now run forked")
+            log.info("a torch-mlir pass crashed the worker; its passes now run forked")
         await self._replace(worker)  # the next worker, warming
         return guards.crash_error(worker, returncode, path)
 
