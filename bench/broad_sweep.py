@@ -53,7 +53,8 @@ class Row:
     export_error: str = ""
     plain: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, error
     product: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, culprits
-    worker_crashes: int = 0
+    worker_crashes: int = 0  # jobs answered "the worker crashed"
+    worker_restarts: int = 0  # workers lost (a torch-mlir pass crash answered on the next)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -122,6 +123,7 @@ async def _product(engine: Any, model_type: str, row: Row) -> None:
     from torch_mlir_lens.results import LensError
 
     start = time.perf_counter()
+    restarts = engine.restarts
     try:
         results = await engine.lower(module_job(model_type), targets=list(BACKENDS))
     except LensError as err:
@@ -133,7 +135,9 @@ async def _product(engine: Any, model_type: str, row: Row) -> None:
             row.product[backend] = {"ok": False, "error": _first_line(err.message),
                                     "kind": str(err.kind), "culprits": []}
         row.seconds["product"] = round(time.perf_counter() - start, 2)
+        row.worker_restarts = engine.restarts - restarts
         return
+    row.worker_restarts = engine.restarts - restarts
     for res in results:
         first = res.diagnostics[0].message if res.diagnostics else ""
         row.product[res.target] = {"ok": bool(res.ok), "partial": bool(res.partial),
@@ -209,7 +213,8 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
             print(f"[broad] {model_type}: built={row.built} exported={row.exported} "
                   f"plain={[b for b, r in row.plain.items() if r['ok']]} "
                   f"product={[b for b, r in row.product.items() if r['ok']]} "
-                  f"crashes={row.worker_crashes} {row.seconds['total']:.1f}s",
+                  f"crashes={row.worker_crashes} restarts={row.worker_restarts} "
+                  f"{row.seconds['total']:.1f}s",
                   file=sys.stderr, flush=True)
     finally:
         await plain.stop()

@@ -72,8 +72,13 @@ def summarize(result: FigureResult, rows: list[Row]) -> None:
         result.metrics.append(Metric(f"{backend}: lowered by the product", float(len(product)),
                                      "count", None))
     crashes = [r.type for r in rows if r.worker_crashes]
-    result.metrics.append(Metric("worker crashes", float(sum(r.worker_crashes for r in rows)),
-                                 "count", 0.0, "<=", note=", ".join(crashes)))
+    result.metrics.append(Metric("answered \"the worker crashed\"",
+                                 float(sum(r.worker_crashes for r in rows)), "count", 0.0, "<=",
+                                 note=", ".join(crashes)))
+    lost = [r.type for r in rows if r.worker_restarts]
+    result.metrics.append(Metric("workers lost (answered on the next)",
+                                 float(sum(r.worker_restarts for r in rows)), "count", None,
+                                 note=", ".join(lost)))
     result.metrics.append(Metric("architecture × backend lowered by torch-mlir, not by the "
                                  "product", float(len(behind)), "count", 0.0, "<=",
                                  note=", ".join(behind)))
@@ -129,8 +134,10 @@ def table(rows: list[Row]) -> str:
         verdicts = [lowers_alone(c, b) for b in BACKENDS
                     for c in (r.product.get(b) or {}).get("culprits", [])]
         alone = "—" if all(v is None for v in verdicts) else str(sum(bool(v) for v in verdicts))
-        note = _md(r.export_error) if not r.exported else (
-            f"{r.worker_crashes} worker crash(es)" if r.worker_crashes else "")
+        note = _md(r.export_error) if not r.exported else "; ".join(
+            n for n in (f"{r.worker_crashes} worker crash(es)" if r.worker_crashes else "",
+                        f"{r.worker_restarts} worker(s) lost" if r.worker_restarts else "")
+            if n)
         body.append(f"| {r.type} | ✓ | {'✓' if r.exported else '✗'} | {' | '.join(cells)} | "
                     f"{culprits} | {alone} | {note} |")
     return "\n".join([*head, *body]) + "\n"

@@ -1,6 +1,7 @@
-"""Shims that let real library code through: negative scatter dims, unsorted top-k, custom ops
-with a Python implementation (worker/scatter_dims.py, topk_sorted.py, custom_ops.py). Each is
-checked against eager PyTorch by running the compiled Linalg (Verify), not only for lowering."""
+"""Shims that let real library code through: negative scatter dims, unsorted top-k, slice
+writes "to the end", custom ops with a Python implementation (worker/scatter_dims.py,
+topk_sorted.py, slice_bounds.py, custom_ops.py). Each is checked against eager PyTorch by
+running the compiled Linalg (Verify), not only for lowering."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ HERE = str(Path(__file__).resolve())
 
 
 class RouterOps(torch.nn.Module):
-    """What mixture-of-experts routers do that torch-mlir misread: the three scatters whose
-    Linalg conversion crashed on a negative dim, and an unsorted top-k."""
+    """What library code does that torch-mlir misread: the three scatters whose Linalg
+    conversion crashed on a negative dim and an unsorted top-k (mixture-of-experts routers),
+    a slice written to the end (StableHLO allocated until `std::bad_alloc`)."""
 
     def forward(self, x: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         _, idx = x.max(dim=-1, keepdim=True)
@@ -27,7 +29,10 @@ class RouterOps(torch.nn.Module):
         b = torch.scatter(x, -1, idx, src)
         c = torch.zeros_like(x).scatter_add(-1, idx, src)
         chosen = torch.topk(x, k=2, dim=-1, sorted=False)[1]
-        return a.amax(-1) + b.sum(-1) + c.sum(-1) + x.gather(1, chosen).sum(-1)
+        shifted = torch.zeros_like(x)
+        shifted[:, 1:] = x[:, :-1]  # a slice write to the end (Funnel's relative shift)
+        return (a.amax(-1) + b.sum(-1) + c.sum(-1) + x.gather(1, chosen).sum(-1)
+                + shifted.sum(-1))
 
 
 class GroupedExperts(torch.nn.Module):
@@ -76,6 +81,8 @@ def test_router_ops_lower_everywhere_and_match_eager() -> None:
     lowerer = ProgramLowerer(program, module_name="RouterOps", user_files=[HERE])
     raw = lowerer.lower("raw").ir
     assert "torch.aten.scatter.value %" in raw and "torch.aten.topk" in raw
+    # Clamped to the dimension (unclamped, StableHLO's conversion allocates until it fails).
+    assert "torch.aten.slice_scatter" in raw and str(2**63 - 1) not in raw
     for target in ("linalg", "stablehlo"):
         res = lowerer.lower(target)
         assert res.ok, (target, [d.message for d in res.diagnostics])

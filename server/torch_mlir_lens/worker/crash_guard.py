@@ -57,8 +57,11 @@ _STDERR_TAIL = 4000  # bytes of the child's stderr kept for the message
 _TELLING = re.compile(r"^(LLVM ERROR:.*|.*Assertion .* failed.*|.*UNREACHABLE.*|"
                       r"terminate called.*|Fatal Python error:.*)$", re.MULTILINE)
 
-# How a crash reads once it is a diagnostic (pipeline.crash_diag words it).
-_CRASH_WORDS = re.compile(r"(crashed torch-mlir|torch-mlir crashed) \((SIG[A-Z]+|exit code \d+)\)")
+# How a crash reads once it is a diagnostic (crash_locate.crash_diag words it).
+_CRASH_WORDS = re.compile(r"(crashed torch-mlir|torch-mlir crashed) \([^)]+\)")
+# What a pass throws instead of reporting an error: C++ exceptions the bindings translate
+# (`std::bad_alloc` → MemoryError, others → RuntimeError). A crash by another name.
+THROWN = (MemoryError, RuntimeError)
 
 # Weight bytes imported into each context (literals' hooks report them; see `note_weights`).
 _weights: weakref.WeakKeyDictionary[ir.Context, int] = weakref.WeakKeyDictionary()
@@ -77,6 +80,11 @@ class Crash(Exception):
         self.signal_name = signal_name
         self.detail = detail
         super().__init__(self.message())
+
+    @staticmethod
+    def thrown(step: str, exc: BaseException) -> Crash:
+        """The crash a C++ exception thrown by a pass stands for."""
+        return Crash(step, str(exc).strip() or type(exc).__name__, "")
 
     def message(self) -> str:
         """One line: what crashed, how, and the child's last words."""
@@ -282,7 +290,7 @@ def load_dialects(pipeline: str, ctx: ir.Context) -> None:
         handler.detach()
 
 
-__all__ = ["GUARD_PASSES_ENV", "MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "Crash",
+__all__ = ["GUARD_PASSES_ENV", "MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "THROWN", "Crash",
            "guarded", "guarding_passes", "is_crash_message",
            "load_dialects", "module_bytes", "note_weights", "reap_pending", "replace_body",
            "run_forked", "run_in_place", "worth_forking"]

@@ -12,12 +12,14 @@ Only runs after a crash (crash_guard.Crash), each try in a forked child of its o
    named.
 
 About log2(passes) + log2(distinct ops) children: seconds, on a path that used to end the
-worker.
+worker. A crash that takes long to come (a pass allocating until `std::bad_alloc`) stops the
+search at `BUDGET_S`: what was found by then is named.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +28,11 @@ from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.targets import TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import illegal_ops
-from torch_mlir_lens.worker.crash_guard import Crash, run_forked
+from torch_mlir_lens.worker.crash_guard import THROWN, Crash, run_forked
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
 MAX_OPS = 2000  # distinct ops tried at most (beyond: the pass alone is named)
+BUDGET_S = 30.0  # no new try starts after this many seconds of searching
 _PASS_NAME = re.compile(r"([A-Za-z][\w.-]*)(?:\{[^}]*\})?\)+$")
 
 
@@ -86,34 +89,42 @@ def _run_prefix(module_op: Any, passes: list[str]) -> None:
                 return
 
 
-def _crashes(modules: list[Any], passes: list[str]) -> bool:
+class _OutOfTime(Exception):
+    """The search ran past BUDGET_S."""
+
+
+def _crashes(modules: list[Any], passes: list[str], deadline: float) -> bool:
     """Whether running `passes` on each of `modules` (clones, one after another, failures
     ignored) crashes."""
+    if time.monotonic() > deadline:
+        raise _OutOfTime
+
     def step() -> bool:
         for module_op in modules:
             _run_prefix(module_op.clone(), passes)
         return False
     try:
         return run_forked(step, step="a crash search")
-    except Crash:
+    except (Crash, *THROWN):
         return True
 
 
-def _crashing_prefix(module_op: Any, passes: list[str]) -> int | None:
+def _crashing_prefix(module_op: Any, passes: list[str], deadline: float) -> int | None:
     """The length of the shortest prefix of `passes` that crashes (None: none does)."""
-    if not _crashes([module_op], passes):
+    if not _crashes([module_op], passes, deadline):
         return None
     low, high = 0, len(passes)  # passes[:low] does not crash, passes[:high] does
     while high - low > 1:
         mid = (low + high) // 2
-        if _crashes([module_op], passes[:mid]):
+        if _crashes([module_op], passes[:mid], deadline):
             high = mid
         else:
             low = mid
     return high
 
 
-def _crashing_op(module_op: Any, passes: list[str]) -> tuple[str, str] | None:
+def _crashing_op(module_op: Any, passes: list[str],
+                 deadline: float) -> tuple[str, str] | None:
     """An op of `module_op` that crashes `passes` alone: (name, location), or None."""
     candidates: list[tuple[str, str, Any]] = []
     seen: set[str] = set()
@@ -135,27 +146,30 @@ def _crashing_op(module_op: Any, passes: list[str]) -> tuple[str, str] | None:
     if not candidates:
         return None
     group = candidates
-    if not _crashes([c[2].operation for c in group], passes):
+    if not _crashes([c[2].operation for c in group], passes, deadline):
         return None
     while len(group) > 1:  # each one alone: the half holding a crasher crashes
         half = group[: len(group) // 2]
-        group = half if _crashes([c[2].operation for c in half], passes) else group[len(half):]
+        crashed = _crashes([c[2].operation for c in half], passes, deadline)
+        group = half if crashed else group[len(half):]
     return group[0][0], group[0][1]
 
 
 def locate(module_op: Any, pipeline: str) -> CrashSite:
     """The pass of `pipeline` that crashes on `module_op` (left untouched), and an op of it
     that crashes alone. Never raises: what cannot be found is None."""
+    deadline = time.monotonic() + BUDGET_S
+    pass_name: str | None = None
     try:
         passes = flat_passes(pipeline, module_op.context)
-        length = _crashing_prefix(module_op, passes)
+        length = _crashing_prefix(module_op, passes, deadline)
         if length is None:
             return CrashSite(None, None, None)
         named = _PASS_NAME.search(passes[length - 1])
         pass_name = named.group(1) if named else passes[length - 1]
-        found = _crashing_op(module_op, passes[:length])
-    except Exception:  # best effort: the crash itself is reported either way
-        return CrashSite(None, None, None)
+        found = _crashing_op(module_op, passes[:length], deadline)
+    except Exception:  # best effort (or out of time): the crash is reported either way
+        return CrashSite(pass_name, None, None)
     if found is None:
         return CrashSite(pass_name, None, None)
     return CrashSite(pass_name, found[0], found[1])

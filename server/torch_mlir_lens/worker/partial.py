@@ -333,10 +333,12 @@ def _run_guarded(module_op: Any, pipeline: str, step: str) -> list[str]:
             except ir.MLIRError as exc:
                 messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
                 return messages or [d.message for d in diags if d.severity == "error"]
+            except crash_guard.THROWN as exc:  # a C++ exception from a pass: a crash
+                raise crash_guard.Crash.thrown(step, exc) from exc
         return []
 
     if not crash_guard.guarding_passes():
-        return run()
+        return run()  # a crash ends the listing's child, which runs again guarded
     try:
         return crash_guard.run_in_place(module_op, run, step=step, pipeline=pipeline)
     except crash_guard.Crash as crash:

@@ -18,11 +18,9 @@ misreads. Drop this module when a pinned torch-mlir normalizes the dim there (a 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from torch_mlir import ir
-from torch_mlir.dialects import torch as torch_d
+from torch_mlir_lens.worker.ir_constants import constant_int, ops_named, set_operand, static_shape
 
 # Every scatter whose operands start (self, dim, index, ...), before and after decomposition.
 SCATTER_OPS = frozenset({
@@ -30,45 +28,20 @@ SCATTER_OPS = frozenset({
     "torch.aten.scatter.value_reduce", "torch.aten.scatter_add",
     "torch.aten.scatter_reduce.two",
 })
-_SHAPE = re.compile(r"^!torch\.vtensor<\[([^\]]*)\]")
-
-
-def _rank(value: Any) -> int | None:
-    match = _SHAPE.match(str(value.type))
-    if match is None:
-        return None
-    dims = match.group(1).strip()
-    return len(dims.split(",")) if dims else 0
-
-
-def _constant_int(value: Any) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "torch.constant.int":
-        return None
-    return int(ir.IntegerAttr(owner.attributes["value"]).value)
 
 
 def positive_scatter_dims(module_op: Any) -> int:
     """Give every scatter op with a negative constant `dim` its non-negative equivalent, in
     place; the number of ops changed."""
-    found: list[tuple[Any, int]] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        op = op.operation
-        if op.name in SCATTER_OPS and len(op.operands) > 2:
-            dim, rank = _constant_int(op.operands[1]), _rank(op.operands[0])
-            if dim is not None and rank is not None and -rank <= dim < 0:
-                found.append((op, dim + rank))
-        return ir.WalkResult.ADVANCE
-
-    module_op.operation.walk(visit)
-    with module_op.context:
-        for op, dim in found:
-            with ir.InsertionPoint(op), op.location:
-                positive = torch_d.ConstantIntOp(
-                    ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim))
-            op.operands[1] = positive.result
-    return len(found)
+    changed = 0
+    for op in ops_named(module_op, SCATTER_OPS):
+        if len(op.operands) < 3:
+            continue
+        dim, shape = constant_int(op.operands[1]), static_shape(op.operands[0])
+        if dim is not None and shape is not None and -len(shape) <= dim < 0:
+            set_operand(op, 1, dim + len(shape))
+            changed += 1
+    return changed
 
 
 __all__ = ["SCATTER_OPS", "positive_scatter_dims"]

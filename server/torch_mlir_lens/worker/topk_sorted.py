@@ -18,38 +18,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch_mlir import ir
-from torch_mlir.dialects import torch as torch_d
+from torch_mlir_lens.worker.ir_constants import constant_bool, ops_named, set_operand
 
 TOPK = "torch.aten.topk"
 _SORTED = 4  # operands: self, k, dim, largest, sorted
 
 
-def _is_false(value: Any) -> bool:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "torch.constant.bool":
-        return False
-    return not ir.BoolAttr(owner.operation.attributes["value"]).value
-
-
 def sorted_topk(module_op: Any) -> int:
     """Make every `aten.topk` with a constant `sorted=False` ask for sorted results, in place;
     the number of ops changed."""
-    found: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        op = op.operation
-        if op.name == TOPK and len(op.operands) > _SORTED and _is_false(op.operands[_SORTED]):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.operation.walk(visit)
-    with module_op.context:
-        for op in found:
-            with ir.InsertionPoint(op), op.location:
-                true = torch_d.ConstantBoolOp(ir.BoolAttr.get(True))
-            op.operands[_SORTED] = true.result
-    return len(found)
+    changed = 0
+    for op in ops_named(module_op, frozenset({TOPK})):
+        if len(op.operands) > _SORTED and constant_bool(op.operands[_SORTED]) is False:
+            set_operand(op, _SORTED, True)
+            changed += 1
+    return changed
 
 
 __all__ = ["sorted_topk"]

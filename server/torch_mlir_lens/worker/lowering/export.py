@@ -30,6 +30,7 @@ from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
+from torch_mlir_lens.worker.slice_bounds import clamped_slice_scatters
 from torch_mlir_lens.worker.topk_sorted import sorted_topk
 
 # One frame of a Python traceback, as torch also writes it into node stack traces.
@@ -175,6 +176,7 @@ def import_program(program: Any, users: UserFiles) -> Any:
     module_op = importer.module.operation
     positive_scatter_dims(module_op)  # torch-mlir's scatter conversions crash on dim < 0
     sorted_topk(module_op)  # torch-mlir lowers topk only sorted; unsorted allows sorted
+    clamped_slice_scatters(module_op)  # StableHLO counts to an unclamped end (bad_alloc)
     note_weights(ctx, hooks.stats["bytes"])  # decides whether passes run in a fork
     return module_op
 

@@ -117,15 +117,21 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
             detail = "; ".join(d.message for d in diags) or str(exc)
             raise LensError(ErrorKind.BAD_PIPELINE,
                             f"bad pass pipeline {pipeline!r}: {detail}") from exc
-    if not crash_guard.guarding_passes():
-        return _run_parsed(module_op, pm, print_after_all, keep_weights)
-    try:  # in a forked child (crash_guard.py): a crash must not end the worker
+    step = crash_locate.pipeline_title(pipeline)
+    try:
+        if not crash_guard.guarding_passes():
+            try:
+                return _run_parsed(module_op, pm, print_after_all, keep_weights)
+            except crash_guard.THROWN as exc:  # a C++ exception: crashed, the worker lives
+                raise crash_guard.Crash.thrown(step, exc) from exc
+        # In a forked child (crash_guard.py): a crash must not end the worker.
         return crash_guard.run_in_place(
             module_op, lambda: _run_parsed(module_op, pm, print_after_all, keep_weights),
-            step=crash_locate.pipeline_title(pipeline), pipeline=pipeline)
-    except crash_guard.Crash as crash:
+            step=step, pipeline=pipeline)
+    except (crash_guard.Crash, *crash_guard.THROWN) as exc:
+        crash = exc if isinstance(exc, crash_guard.Crash) else crash_guard.Crash.thrown(step, exc)
         diag = crash_locate.crash_diag(module_op, pipeline, crash)
-        raise PassFailure([diag], None, crash) from crash
+        raise PassFailure([diag], None, crash) from exc
 
 
 def _run_parsed(module_op: Any, pm: Any, print_after_all: bool,
