@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 VSIX := torch-mlir-lens-$(VERSION).vsix
 
-.PHONY: run test deps venv client vsix e2e-deps lint test-python test-client bench clean
+.PHONY: run test deps venv client vsix e2e-deps nvim-deps lint test-python test-client bench clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -31,6 +31,9 @@ vsix: client
 e2e-deps:
 	bash tests/e2e/setup.sh
 
+nvim-deps:
+	bash tests/nvim/setup.sh
+
 # The main job on a bundled example: source-annotated Linalg IR of the MLP.
 run: venv vsix
 	$(VENV)/bin/torch-mlir-lens lower examples/mlp.py --module MLP --target linalg --annotate
@@ -48,9 +51,9 @@ test-python: venv
 test-client: client
 	npm run --silent test:unit
 
-# Set-up steps are independent (Python venv, extension build, headless VS Code): run them side
-# by side, then the checks one after another so their output stays readable.
-deps: venv vsix e2e-deps
+# Set-up steps are independent (Python venv, extension build, headless VS Code, Neovim): run
+# them side by side, then the checks one after another so their output stays readable.
+deps: venv vsix e2e-deps nvim-deps
 
 test:
 	$(MAKE) -j3 --output-sync=target deps

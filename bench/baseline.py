@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.lsp_session import child_env
+from tests.harness.lsp_session import child_env
+
 from bench.models import BenchModel
 
 WORKER = Path(__file__).resolve().parent / "baseline_worker.py"
@@ -81,6 +82,14 @@ class BaselineProcess:
         """Time `torch.export.export(module, inputs)` alone for `model`."""
         return await self.call({
             "op": "export", "path": str(model.path), "module": model.module,
+            "inputs": model.inputs, "init": model.init,
+        }, timeout, check)
+
+    async def precision(self, model: BenchModel, timeout: float = 600.0,
+                        check: bool = True) -> dict[str, Any]:
+        """The product's culprits of `model`, each checked alone (op_isolation)."""
+        return await self.call({
+            "op": "precision", "path": str(model.path), "module": model.module,
             "inputs": model.inputs, "init": model.init,
         }, timeout, check)
 

@@ -11,6 +11,10 @@ stdout (a failed request: `{"ok": false, "error", "traceback", "seconds", "peak_
     {"op": "export", "path", "module", "inputs", "init"}
         → {"ok": true, "seconds": s, "build_seconds": s}   (`torch.export.export` alone; the
           program is kept: a "lower" request with "exported": true lowers it, not a new export)
+    {"op": "precision", "path", "module", "inputs", "init"}
+        → {"ok": true, "checks": {target: [{"op", "file", "line", "instances", "lowers_alone",
+           "message"}]}}   (the product's culprits, each lowered alone: op_isolation's
+           `culprit_precision`; a measurement of the product, never part of the baseline)
     {"op": "quit"}
 
 Only the `export_and_import` call is inside `seconds`: the module and its inputs are built
@@ -90,6 +94,18 @@ def _request_key(req: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(req.get(k)) for k in ("path", "module", "inputs", "init"))
 
 
+def precision(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The product's culprits for each backend, each checked alone (does it lower alone?)."""
+    from dataclasses import asdict
+
+    from torch_mlir_lens.worker.op_isolation import culprit_precision
+
+    module, inputs, _build_s = build_module(req, cache)
+    checks = culprit_precision(module, tuple(inputs), module_name=req["module"],
+                               user_files=[req["path"]])
+    return {"ok": True, "checks": {t: [asdict(c) for c in cs] for t, cs in checks.items()}}
+
+
 def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Build the module and inputs, then time one `export_and_import` call."""
     from torch_mlir import fx
@@ -152,6 +168,8 @@ def main() -> int:
                 reply = lower(req, cache)
             elif op == "export":
                 reply = export(req, cache)
+            elif op == "precision":
+                reply = precision(req, cache)
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
         except Exception as exc:  # report, stay alive

@@ -13,10 +13,13 @@ For each architecture, one after another:
    started);
 3. the product: one `Engine.lower` of `ZooModel` with the three backends as targets, as the
    editor's check does (one export); a worker crash, time-out or memory-limit error is recorded
-   as such. It runs beside step 2 (separate processes).
+   as such. It runs beside step 2 (separate processes);
+4. precision, where the product named culprits: each culprit op lowered alone with its types
+   (`op_isolation.culprit_precision`, in a third process): a culprit that lowers alone is a
+   false one.
 
 Rows are appended to a JSON-lines file as they come (`--resume` skips the types already there),
-so an interrupted sweep loses nothing. Figure 11 summarizes them.
+so an interrupted sweep loses nothing. Figure 13 summarizes them.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class Row:
     export_error: str = ""
     plain: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, error
     product: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, culprits
+    # backend → [{op, file, line, lowers_alone, message}]: each culprit op checked alone
+    precision: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     worker_crashes: int = 0  # jobs answered "the worker crashed"
     worker_restarts: int = 0  # workers lost (a torch-mlir pass crash answered on the next)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -87,7 +92,8 @@ def module_job(model_type: str) -> Any:
 
 
 class Plain:
-    """The plain torch-mlir process, restarted when torch-mlir takes it down."""
+    """A warm `bench/baseline_worker.py` process, restarted when torch-mlir takes it down:
+    plain torch-mlir, or (a second one) the precision check."""
 
     def __init__(self, python: str, log: Path | None) -> None:
         self.python, self.log = python, log
@@ -101,6 +107,8 @@ class Plain:
         try:
             if op == "export":
                 return await self.proc.export(model, STEP_TIMEOUT_S, check=False)
+            if op == "precision":
+                return await self.proc.precision(model, 2 * STEP_TIMEOUT_S, check=False)
             return await self.proc.lower(model, output_type, timeout=STEP_TIMEOUT_S,
                                          check=False, exported=True)
         except (RuntimeError, TimeoutError, OSError, json.JSONDecodeError) as exc:
@@ -120,7 +128,7 @@ def _culprits(result: Any) -> list[dict[str, Any]]:
 
 
 async def _product(engine: Any, model_type: str, row: Row) -> None:
-    from torch_mlir_lens.results import LensError
+    from torch_mlir_lens.protocol.results import LensError
 
     start = time.perf_counter()
     restarts = engine.restarts
@@ -146,7 +154,20 @@ async def _product(engine: Any, model_type: str, row: Row) -> None:
     row.seconds["product"] = round(time.perf_counter() - start, 2)
 
 
-async def sweep_one(model_type: str, plain: Plain, engine: Any) -> Row:
+async def _precision(checker: Plain, model: BenchModel, row: Row) -> None:
+    if all(p.get("ok") or not p.get("culprits") for p in row.product.values()):
+        return  # no culprit to check
+    start = time.perf_counter()
+    reply = await checker.call("precision", model)
+    row.seconds["precision"] = round(time.perf_counter() - start, 2)
+    for backend, checks in (reply.get("checks") or {}).items():
+        row.precision[backend] = [
+            {k: c.get(k) for k in ("op", "file", "line", "lowers_alone", "message")}
+            for c in checks]
+
+
+async def sweep_one(model_type: str, plain: Plain, engine: Any,
+                    checker: Plain | None = None) -> Row:
     """One architecture through export, plain torch-mlir and the product."""
     row = Row(model_type)
     model = bench_model(model_type)
@@ -160,6 +181,8 @@ async def sweep_one(model_type: str, plain: Plain, engine: Any) -> Row:
     row.export_error = "" if row.exported else _first_line(error)
     row.seconds["export"] = round(float(reply.get("seconds") or 0.0), 2)
     await asyncio.gather(_plain(plain, model, row), _product(engine, model_type, row))
+    if checker is not None:
+        await _precision(checker, model, row)
     return row
 
 
@@ -197,6 +220,7 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
         rows_path.unlink()
     rows_path.parent.mkdir(parents=True, exist_ok=True)
     plain = Plain(python, log)
+    checker = Plain(python, log)
     engine: Any = None
     try:
         for k, model_type in enumerate(t for t in types if t not in done):
@@ -206,7 +230,7 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                 engine = Engine(EngineConfig(python=python, timeout_s=STEP_TIMEOUT_S))
                 await engine.start()
             started = time.perf_counter()
-            row = await sweep_one(model_type, plain, engine)
+            row = await sweep_one(model_type, plain, engine, checker)
             row.seconds["total"] = round(time.perf_counter() - started, 2)
             with rows_path.open("a") as f:
                 f.write(json.dumps(asdict(row)) + "\n")
@@ -218,13 +242,14 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                   file=sys.stderr, flush=True)
     finally:
         await plain.stop()
+        await checker.stop()
         if engine is not None:
             await engine.stop()
     return [r for r in read_rows(rows_path) if r.type in set(types)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the sweep from the command line (rows only; figure 11 makes the tables)."""
+    """Run the sweep from the command line (rows only; figure 13 makes the tables)."""
     ap = argparse.ArgumentParser(prog="python -m bench.broad_sweep", description=__doc__)
     ap.add_argument("--only", help="comma-separated architectures (default: all)")
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "broad_rows.jsonl")

@@ -73,10 +73,15 @@ class Context:
         return self.work / f"{name}.log"
 
     async def new_server(
-        self, name: str, settings: dict[str, Any] | None = None, trusted: bool = True
+        self, name: str, settings: dict[str, Any] | None = None, trusted: bool = True,
+        env: dict[str, str] | None = None, workspace: Path | None = None,
     ) -> LensClient:
-        """Start a fresh server (initialized); it is stopped at the end of the run."""
-        client = LensClient(self.work, settings, trusted, self.config.python, self.log_path(name))
+        """Start a fresh server (initialized); it is stopped at the end of the run.
+
+        `env`: on top of the harness's (e.g. a persistent cache folder); `workspace`: its
+        root (default: the run's work folder)."""
+        client = LensClient(workspace or self.work, settings, trusted, self.config.python,
+                            self.log_path(name), env)
         self._clients.append(client)
         await client.start()
         return client

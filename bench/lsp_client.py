@@ -1,4 +1,4 @@
-"""The benchmark's LSP client: the shared harness (bench/lsp_session.py), with every request
+"""The benchmark's LSP client: the shared harness (tests/harness/lsp_session.py), every request
 timed, driving `python -m torch_mlir_lens serve`.
 
 Two choices of the harness matter for timing, so that the client measures the server and not
@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-
-from bench.lsp_session import (
+from tests.harness.lsp_session import (
     SECTION,
     Event,
     HarnessClient,
@@ -46,8 +45,10 @@ class LensClient:
         trusted: bool = True,
         python: str = sys.executable,
         log_path: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.workspace = workspace
+        self.env = dict(env or {})  # on top of `child_env`'s
         self.settings = dict(settings or {})
         self.trusted = trusted
         self.python = python
@@ -59,6 +60,7 @@ class LensClient:
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
         self.t_spawn = 0.0
+        self.t_initialized = 0.0  # when the answer to `initialize` came: the server is up
         self.client.install_features(self._answers())
 
     # ---- process -------------------------------------------------------------------------
@@ -70,7 +72,7 @@ class LensClient:
 
     async def start(self, extra_args: tuple[str, ...] = ()) -> float:
         """Spawn the server, `initialize` + `initialized`; return seconds spawn → initialized."""
-        env = child_env()
+        env = child_env(self.env)
         cmd = server_command(*extra_args, python=self.python)
         self.t_spawn = time.perf_counter()
         await self.client.start_io(*cmd, env=env, cwd=str(self.workspace))
@@ -80,6 +82,7 @@ class LensClient:
                                    settings=self.settings, folder_name="bench",
                                    announced=benchmark_capabilities())
         await self.client.initialize_async(params)
+        self.t_initialized = time.perf_counter()
         self.client.initialized(types.InitializedParams())
         return time.perf_counter() - self.t_spawn
 

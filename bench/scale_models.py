@@ -6,7 +6,9 @@ parameters, written as real files in the bench work directory like the other mod
   head; ~124 M parameters), sequence 128;
 - "llama1b": a Llama-shaped model (d 2048, 22 layers, 32 heads, 4 KV heads, SwiGLU MLP 5632,
   vocab 32000, RMSNorm, rotary embeddings; ~1.1 B parameters), sequence 128. Its `Block` has
-  no inputs comment: lowering it alone derives its inputs from `LlamaLM`.
+  no inputs comment: lowering it alone derives its inputs from `LlamaLM`;
+- "llama7b", "llama70b": the same file at Llama-2-7B's and Llama-2-70B's shapes (d 4096 and
+  8192, 32 and 80 layers), for the product alone: their weights (25 GB, 269 GB) would not fit.
 
 `tiny=True` gives the same files at toy sizes (harness checks).
 """
@@ -142,6 +144,29 @@ def gpt2_source(vocab: int = 50257, d_model: int = 768, n_layers: int = 12, n_he
         .replace("max_len: int = 128", f"max_len: int = {positions}")
         .replace("torch.randint(0, 8000, (1, 64))", f"torch.randint(0, {vocab}, (1, {seq}))")
     )
+
+
+# (d_model, layers, heads, KV heads, MLP): Llama-2-7B's and Llama-2-70B's shapes.
+BIG_SHAPES = {"llama7b": (4096, 32, 32, 32, 11008), "llama70b": (8192, 80, 64, 8, 28672)}
+
+
+def llama_shape_source(d_model: int, n_layers: int, n_heads: int, n_kv_heads: int,
+                       d_ff: int) -> str:
+    """The Llama-shaped model's file at other sizes (vocab 32000, sequence 128)."""
+    return (
+        LLAMA_SOURCE.replace("D_MODEL = 2048", f"D_MODEL = {d_model}")
+        .replace("N_LAYERS = 22", f"N_LAYERS = {n_layers}")
+        .replace("N_HEADS = 32", f"N_HEADS = {n_heads}")
+        .replace("N_KV_HEADS = 4", f"N_KV_HEADS = {n_kv_heads}")
+        .replace("D_FF = 5632", f"D_FF = {d_ff}")
+        .replace("(~1.1 B parameters)", "(Llama-2 shape)")
+    )
+
+
+def big_models(work: Path = WORK) -> list[BenchModel]:
+    """The 6.7 B and 70 B Llama shapes: the product only (their weights would not fit)."""
+    return [_model(name, _write(work / f"{name}.py", llama_shape_source(*shape)), "LlamaLM")
+            for name, shape in BIG_SHAPES.items()]
 
 
 def llama_source(tiny: bool = False) -> str:

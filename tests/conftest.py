@@ -5,6 +5,7 @@ Keep this small and generic; suites in subfolders add their own conftest.py.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# `bench` is not installed: its harness (bench/lsp_session.py, which the LSP tests share) and
-# its report code are imported from the checkout, as `python -m bench.run` does.
+# No persistent result cache unless a test asks for one: a test checks lowering, not what an
+# earlier run (or the user's editor) left in the user's cache folder.
+os.environ["TORCH_MLIR_LENS_CACHE_DIR"] = ""
+# The shared harness (`tests.harness`) and the benchmark's report code (tested here) are
+# imported from the checkout, as `python -m bench.run` does: the repository root goes first.
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 

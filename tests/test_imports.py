@@ -1,4 +1,4 @@
-"""The import graph of torch_mlir_lens: no cycles, and the CLI stays torch-free.
+"""The import graph of torch_mlir_lens: layers, no cycles, and the CLI stays torch-free.
 
 The graph is read from the source (ast), so it sees imports inside functions too: a lazy import
 hides a cycle at import time but still ties two modules into one. Imports under
@@ -131,3 +131,68 @@ def test_each_cli_module_imports_alone_without_torch(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr or "imported torch"
+
+
+def test_serve_loads_nothing_of_the_other_commands() -> None:
+    """`serve` is what an editor starts and waits for: parsing its arguments loads neither the
+    other commands nor the repository check (the first lenses wait for every import)."""
+    code = ("import sys\n"
+            "from torch_mlir_lens import cli\n"
+            "from torch_mlir_lens.cli import serve\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('torch_mlir_lens.'))\n"
+            "print(' '.join(loaded))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["torch_mlir_lens.cli", "torch_mlir_lens.cli.serve"]
+
+
+# The layers of the package, bottom up (ARCHITECTURE.md explains each): a package imports only
+# from the layers below it, never from one beside it or above. A package missing here fails
+# `test_every_package_has_a_layer`: a new package must be placed on purpose.
+LAYERS: dict[str, int] = {
+    "torch_mlir_lens": 0,  # the package itself: its version, defaults.py
+    "system": 0,
+    "source": 1,
+    "discovery": 2,
+    "protocol": 3,
+    "rules": 4,
+    "project": 5,
+    "engine": 6,
+    "worker": 6,
+    "lsp": 7,
+    "repo_check": 7,
+    "cli": 8,
+}
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to for layering (a top-level subpackage, else the root;
+    `python -m torch_mlir_lens` is the command line)."""
+    if module == "torch_mlir_lens.__main__":
+        return "cli"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "torch_mlir_lens"
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE_DIR.iterdir()
+                if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages <= set(LAYERS), f"place in LAYERS: {sorted(packages - set(LAYERS))}"
+
+
+def test_each_package_imports_only_the_layers_below_it() -> None:
+    crossings = sorted(
+        f"{name} imports {dep}"
+        for name, deps in _graph(top_level_only=False).items() for dep in deps
+        if _unit(dep) != _unit(name) and LAYERS[_unit(dep)] >= LAYERS[_unit(name)]
+    )
+    assert crossings == [], "layer crossings:\n" + "\n".join(crossings)
+
+
+def test_the_layer_check_sees_a_crossing() -> None:
+    """The check above must fail on a real crossing: the worker importing the engine."""
+    graph = {"torch_mlir_lens.worker.x": {"torch_mlir_lens.engine.y"}}
+    crossings = [(n, d) for n, deps in graph.items() for d in deps
+                 if _unit(d) != _unit(n) and LAYERS[_unit(d)] >= LAYERS[_unit(n)]]
+    assert crossings == [("torch_mlir_lens.worker.x", "torch_mlir_lens.engine.y")]

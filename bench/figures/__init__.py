@@ -15,7 +15,9 @@ from bench.figures import (
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
-    fig11_broad_zoo,
+    fig11_dynamic,
+    fig12_reopen,
+    fig13_broad_zoo,
 )
 
 FIGURES: list[ModuleType] = [
@@ -29,5 +31,7 @@ FIGURES: list[ModuleType] = [
     fig8_zoo,
     fig9_scale,
     fig10_repo_check,
-    fig11_broad_zoo,
+    fig11_dynamic,
+    fig12_reopen,
+    fig13_broad_zoo,
 ]

@@ -20,9 +20,10 @@ import shutil
 import time
 from pathlib import Path
 
+from tests.harness.lsp_session import child_env
+
 from bench.baseline import BaselineProcess
 from bench.context import BenchError, Context
-from bench.lsp_session import child_env
 from bench.models import BenchModel
 from bench.report import FigureResult, Metric
 

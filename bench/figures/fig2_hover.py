@@ -12,8 +12,9 @@ import ast
 import random
 from pathlib import Path
 
+from tests.harness.lsp_session import hover_text
+
 from bench.context import Context, check_lower
-from bench.lsp_session import hover_text
 from bench.models import lm20
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import percentile, spread

@@ -14,8 +14,9 @@ import ast
 import asyncio
 import time
 
+from tests.harness.lsp_session import child_env, hover_text
+
 from bench.context import Context
-from bench.lsp_session import child_env, hover_text
 from bench.models import BenchModel, example
 from bench.report import FigureResult, Metric, metric_from_samples
 from bench.stats import median, ratio_samples, spread

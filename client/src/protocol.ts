@@ -183,6 +183,20 @@ export interface Divergence {
   message: string;
 }
 
+export interface DimSize {
+  name: string; // as the dynamic= comment names the dim
+  size: number;
+}
+
+export interface VerifyAtSize {
+  dims: DimSize[];
+  example: boolean; // the example inputs' own sizes
+  ok: boolean;
+  message: string;
+  maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
+  outputs: OutputComparison[];
+}
+
 export interface VerifyResponse {
   module: string;
   ok: boolean; // every output matched within its tolerances
@@ -195,6 +209,7 @@ export interface VerifyResponse {
   kind: string | null; // null when ok
   maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
   divergence: Divergence | null; // on a mismatch, when a diverging line was found
+  sizes: VerifyAtSize[]; // dynamic dims: one per size run, the example's first; else empty
 }
 
 export interface ServerInfoParams {
@@ -212,6 +227,7 @@ export interface ServerSettings {
   exampleInputs: Record<string, string>; // keys are the user's names, as given
   pipelines: Record<string, string>;
   strictExport: boolean;
+  cacheSizeMb?: number;
 }
 
 /** The engine's state and counters; the worker's are absent while it is busy. */
@@ -229,6 +245,11 @@ export interface EngineStats {
   cacheHits?: number | null;
   workerBusy?: boolean; // the worker did not answer in time: its counters are absent
   error?: string | null;
+  // The persistent result cache in this server's process (null: off).
+  persistentHits?: number | null;
+  persistentMisses?: number | null;
+  persistentStale?: number | null; // entries found whose files or libraries changed
+  persistentWrites?: number | null;
 }
 
 export interface ServerInfoResponse {
@@ -284,6 +305,10 @@ export interface ExportReproResponse {
   command: string;
 }
 
+export interface SetTrustedResponse {
+  trusted: boolean;
+}
+
 export interface ExplainInputsResponse {
   message: string;
   template: string;
@@ -308,6 +333,7 @@ export const SERVER_COMMANDS = {
   exportRepro: 'torchMlirLens.exportRepro', // ExportReproArgs → ExportReproResponse
   explainInputs: 'torchMlirLens.explainInputs', // ModuleArgs → ExplainInputsResponse
   verify: 'torchMlirLens.verify', // VerifyParams → VerifyResponse
+  setTrusted: 'torchMlirLens.setTrusted', // SetTrustedParams → SetTrustedResponse
 } as const;
 
 export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm'] as const;

@@ -15,6 +15,7 @@ const SERVER_KEYS = [
   'exampleInputs',
   'pipelines',
   'strictExport',
+  'cacheSizeMb',
 ] as const;
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {

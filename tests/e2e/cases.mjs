@@ -1,11 +1,16 @@
 // The UI cases, one function each: `async (w) => detail` on a window `w` = {page, tmp, ws, ...ui}.
-// They assert what the user sees: the DOM of lenses, tabs, hovers, notifications and status,
-// and the extension's own report of the decorations it drew and the hover it would show
-// (testHooks.ts) instead of VS Code's internal decoration classes. A failed wait fails the case.
+// They assert what the user sees: lenses, tabs, hovers, notifications and status, found by role
+// and accessible name (workbench.mjs, ui), and the extension's own report of the decorations it
+// drew and the hover it would show (testHooks.ts) instead of VS Code's internal decoration
+// classes. A failed wait fails the case.
+//
+// CSS classes remain where VS Code exposes no role or name: an editor's text is one text box,
+// its lines (`.view-line`) and their tokens (`span span`) are not in the accessibility tree,
+// nor are squiggles (`.squiggly-*`, decorations).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { until } from './workbench.mjs';
+import { lensTitlesIn, until } from './workbench.mjs';
 
 const FC1 = 'F.relu(self.fc1(x))';
 
@@ -19,13 +24,18 @@ const isPane = (uri) => uri.startsWith('torch-mlir-lens:');
 const lines = (spans = []) => spans.reduce((n, s) => n + s.end - s.start + 1, 0);
 const bandLines = (decorations) => Object.entries(decorations).filter(([k]) => k.startsWith('band')).reduce((n, [, v]) => n + lines(v), 0);
 
-/** The `relu` token of the fc1 line in the given editor group. */
-const fc1Token = (w, group = 0) =>
-  w.group(group).locator('.view-line', { hasText: FC1 }).first().locator('span span', { hasText: 'relu' }).first();
+/** A line of an editor (or cell) holding `text`: lines have no role (see the top). */
+const line = (scope, text) => scope.locator('.view-line', { hasText: text }).first();
+
+/** The token `word` on the line holding `text`: syntax highlighting makes each token a span. */
+const token = (scope, text, word) => line(scope, text).locator('span span', { hasText: word }).first();
+
+/** The `relu` token of the fc1 line in the editor of `file`. */
+const fc1Token = (w, file) => token(w.editor(file), FC1, 'relu');
 
 /** Hovers the token until VS Code's hover widget shows text matching `pattern`; returns the widget text. */
 async function hoverShows(w, token, pattern, what) {
-  const hover = w.page.locator('.monaco-hover:visible', { hasText: pattern }).first();
+  const hover = w.tooltip(pattern);
   await until(what, 150_000, async () => {
     await token.hover();
     return hover.waitFor({ timeout: 5_000 }).then(() => true, () => w.page.mouse.move(5, 5).then(() => false));
@@ -39,13 +49,13 @@ export async function lenses(w) {
   await w.openFromExplorer('mlp.py');
   await w.lens('Show Linalg IR').waitFor({ timeout: 150_000 });
   await w.shot('01-lenses.png');
-  return (await w.page.locator('.contentWidgets .codelens-decoration').first().innerText()).replace(/\s+/g, ' ');
+  return (await lensTitlesIn(w.editor('mlp.py'))).join(' | ');
 }
 
 export async function pane(w) {
   await w.lens('Show Linalg IR').click();
-  await w.page.locator('.tabs-container .tab', { hasText: 'MLP · linalg.mlir' }).first().waitFor({ timeout: 30_000 });
-  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+  await w.tab('MLP · linalg.mlir').waitFor({ timeout: 30_000 });
+  await line(w.editor('MLP · linalg.mlir'), 'linalg.').waitFor({ timeout: 150_000 });
   const r = await w.report('the pane with Linalg IR', 30_000, (rep) => rep.panes.find((p) => p.target === 'linalg' && !p.loading && p.text.includes('linalg.')));
   return `${r.text.split('\n').length} lines of Linalg IR in the pane`;
 }
@@ -53,7 +63,7 @@ export async function pane(w) {
 export async function highlight(w) {
   // The cursor on a line of forward lights up that line's IR in the pane.
   const want = lineIndex(path.join(w.ws, 'mlp.py'), FC1);
-  await fc1Token(w).click();
+  await fc1Token(w, 'mlp.py').click();
   const lit = await w.report('the IR lines of the fc1 line highlighted in the pane', 30_000, (rep) => {
     if (rep.active?.line !== want) return undefined;
     const paneEditor = rep.editors.find((e) => isPane(e.uri));
@@ -65,7 +75,7 @@ export async function highlight(w) {
 }
 
 export async function hover(w) {
-  const text = await hoverShows(w, fc1Token(w), /linalg\./, 'a hover with Linalg IR over the fc1 line');
+  const text = await hoverShows(w, fc1Token(w, 'mlp.py'), /linalg\./, 'a hover with Linalg IR over the fc1 line');
   await w.shot('03-hover.png');
   // The same hover as the extension computes it at the cursor (left on the fc1 line by the highlight case).
   const rep = await w.report('the hover at the cursor', 30_000, (r) => (r.hover.includes('```mlir') ? r : undefined));
@@ -89,10 +99,10 @@ export async function bands(w) {
 export async function squiggle(w) {
   await w.page.keyboard.press('Escape');
   await w.openFromExplorer('unsupported_ops.py');
-  const editor = w.page.locator('.editor-group-container', { has: w.page.locator('.tab.active', { hasText: 'unsupported_ops.py' }) }).first();
-  await editor.locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 180_000 });
+  const editor = w.editor('unsupported_ops.py');
+  await editor.locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 180_000 }); // decorations: no role
   // Its message on hover, over the erfinv call (the squiggle itself lies under the text layer).
-  const erfinv = editor.locator('.view-line', { hasText: 'torch.erfinv(' }).first().locator('span span', { hasText: 'erfinv' }).first();
+  const erfinv = token(editor, 'torch.erfinv(', 'erfinv');
   const text = await hoverShows(w, erfinv, /erfinv`? cannot be lowered/, "the diagnostic's message on hover");
   await w.shot('05-squiggle.png');
   return text.replace(/\s+/g, ' ').slice(0, 160);
@@ -103,21 +113,22 @@ export async function exportDialog(w) {
   await w.page.keyboard.press('Escape');
   await w.openFromExplorer('mlp.py');
   const dest = path.join(w.ws, 'MLP.linalg.mlir');
-  const dialog = w.page.locator('.quick-input-widget').first();
-  const button = (label) => dialog.locator('.monaco-button', { hasText: new RegExp(`^${label}$`) }).first();
-  // The dialog's question is its title (its message area may still hold an earlier one, hidden).
-  const asking = dialog.locator('.quick-input-title', { hasText: /already exists/ }).first();
+  // The save dialog (VS Code's own in code-server, a quick input) has no dialog role: its text
+  // box is named by its title, or by its question once it asks one.
+  const saveAs = w.page.getByRole('textbox', { name: /Export MLP as Linalg IR$/ });
+  const asking = w.page.getByRole('textbox', { name: /already exists/ });
+  const dialogOpen = async () => (await saveAs.isVisible()) || (await asking.isVisible());
+  const button = (label) => w.page.getByRole('button', { name: label, exact: true }).first();
   /**
-   * Export… → "MLIR text" → "OK" in the save dialog (VS Code's own in code-server) on its
-   * proposed name, until `taken()` (the dialog ignores a click while it still lists the folder).
+   * Export… → "MLIR text" → "OK" in the save dialog on its proposed name, until `taken()`
+   * (the dialog ignores a click while it still lists the folder).
    */
   const exportVia = async (taken) => {
     await w.lens('Export…').click();
-    const text = w.page.locator('.quick-input-list .monaco-list-row', { hasText: 'MLIR text' }).first();
+    const text = w.page.getByRole('option', { name: /^MLIR text/ }).first();
     await text.waitFor({ timeout: 15_000 });
     await text.click();
-    const input = dialog.locator('input').first();
-    await until('the save dialog with the proposed name', 15_000, async () => (await input.inputValue()).endsWith('MLP.linalg.mlir'));
+    await until('the save dialog with the proposed name', 15_000, async () => (await saveAs.inputValue()).endsWith('MLP.linalg.mlir'));
     for (let attempt = 0; attempt < 5; attempt++) {
       await button('OK').click({ timeout: 5_000 });
       if (await until('the save dialog to take the name', 3_000, taken).then(() => true, () => false)) return;
@@ -126,7 +137,7 @@ export async function exportDialog(w) {
   };
   const fileText = () => (fs.existsSync(dest) ? fs.readFileSync(dest, 'utf8') : '');
 
-  await exportVia(async () => !(await dialog.isVisible()));
+  await exportVia(async () => !(await dialogOpen()));
   const written = await until('the exported file', 60_000, async () => (fileText().includes('linalg.') ? fileText() : undefined));
   await w.notification('exported MLP');
   await w.shot('06a-export-dialog.png');
@@ -136,13 +147,13 @@ export async function exportDialog(w) {
   const mine = '// my own notes: never overwrite\n';
   fs.writeFileSync(dest, mine);
   await exportVia(() => asking.isVisible());
-  const question = (await asking.innerText()).trim();
+  const question = (await asking.getAttribute('aria-label'))?.trim();
   await w.shot('06b-export-overwrite-question.png');
   // "Cancel" goes back to the name; Escape then gives up the export.
   await button('Cancel').click();
   await asking.waitFor({ state: 'hidden', timeout: 15_000 });
   await w.page.keyboard.press('Escape');
-  await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
+  await until('the save dialog to close', 15_000, async () => !(await dialogOpen()));
   if (fileText() !== mine) throw new Error('the existing file changed after "Cancel"');
 
   // Asked again, "OK": now it is replaced by the IR.
@@ -182,13 +193,13 @@ export async function betaMissing(w) {
 }
 
 export async function alphaUnaffected(w) {
-  await w.page.locator('.tabs-container .tab', { hasText: 'alpha_model.py' }).first().click();
+  await w.tab('alpha_model.py').click();
   await w.activeTab('alpha_model.py').waitFor({ timeout: 15_000 });
   await until('the status of alpha again', 30_000, async () => {
     const t = await w.statusItem('Torch-MLIR:').innerText();
     return t.includes('(alpha)') && !t.includes('missing');
   });
-  const text = await hoverShows(w, fc1Token(w), /linalg\./, "a hover with Linalg IR in alpha's file");
+  const text = await hoverShows(w, fc1Token(w, 'alpha_model.py'), /linalg\./, "a hover with Linalg IR in alpha's file");
   await w.shot('10-multiroot-alpha-hover.png');
   const rep = await w.report('both folders in the report', 15_000, (r) => {
     const a = r.servers.find((s) => s.folder === 'alpha');
@@ -212,11 +223,11 @@ export async function gammaFolder(w) {
   for (const other of ['Show Linalg IR', 'Show StableHLO IR']) {
     if (await w.lens(other).count()) throw new Error(`gamma shows "${other}", its lensTargets are TOSA only`);
   }
-  const text = await hoverShows(w, fc1Token(w), /tosa\./, "a hover with TOSA IR (gamma's defaultTarget) in gamma's file");
+  const text = await hoverShows(w, fc1Token(w, 'gamma_model.py'), /tosa\./, "a hover with TOSA IR (gamma's defaultTarget) in gamma's file");
   if (/linalg\./.test(text)) throw new Error(`gamma's hover shows Linalg IR: ${text.slice(0, 200)}`);
   await w.page.keyboard.press('Escape');
   await w.lens('Show TOSA IR').click();
-  await w.page.locator('.tabs-container .tab', { hasText: 'MLP · tosa.mlir' }).first().waitFor({ timeout: 30_000 });
+  await w.tab('MLP · tosa.mlir').waitFor({ timeout: 30_000 });
   await w.report("gamma's TOSA pane", 150_000, (r) =>
     r.panes.find((p) => p.source.endsWith('/gamma_model.py') && p.target === 'tosa' && !p.loading && p.text.includes('tosa.')),
   );
@@ -235,22 +246,27 @@ export async function gammaFolder(w) {
 
 // ---- notebook window (tests/notebooks/spread_model.ipynb: a model spread over cells) ---------
 
-/** A code cell's editor, by the start of one of its lines (the notebook's JSON, if shown as text, has them inside quotes). */
+/** The code cells of the notebook: VS Code lists each as a list item "code cell". */
+const codeCells = (w) => w.page.getByRole('listitem', { name: 'code cell' });
+
+/**
+ * A code cell, by the start of one of its lines (the notebook's JSON, if shown as text, has
+ * them inside quotes). Cells are named "code cell" alike: their text tells them apart.
+ */
 function cell(w, text) {
   // Editors render spaces as no-break spaces, which Playwright normalises for strings but not in a RegExp.
   const startsWith = new RegExp(`^\\s*${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/ /g, '\\s+')}`);
-  return w.page.locator('.cell-editor-container:visible', { has: w.page.locator('.view-line', { hasText: startsWith }) }).first();
+  return codeCells(w).filter({ has: w.page.locator('.view-line', { hasText: startsWith }) }).first();
 }
 
-const cellToken = (w, cellText, lineText, word) =>
-  cell(w, cellText).locator('.view-line', { hasText: lineText }).first().locator('span span', { hasText: word }).first();
+const cellToken = (w, cellText, lineText, word) => token(cell(w, cellText), lineText, word);
 const RELU = 'torch.relu(self.fc(x))';
-const cellLens = (w, title) => cell(w, 'class Model').locator('.codelens-decoration a', { hasText: title }).first();
+const cellLens = (w, title) => w.lens(title, cell(w, 'class Model'));
 
 export async function nbOpen(w) {
   await w.openFromExplorer('spread_model.ipynb');
   // Opened as JSON text at times (the notebook serializer not ready yet): its own link.
-  const asText = w.page.locator('a, .monaco-link, span', { hasText: /^Open in Notebook Editor$/ }).first();
+  const asText = w.page.getByText(/^Open in Notebook Editor$/).first();
   await until('the notebook editor', 60_000, async () => {
     if (await cell(w, 'class Block').isVisible()) return true;
     if (await asText.isVisible()) await asText.click();
@@ -268,7 +284,7 @@ async function scrollTo(w, target, what) {
   await until(what, 60_000, async () => {
     const box = await target.boundingBox().catch(() => null);
     if (box && box.y > 0 && box.y + box.height < height - 40) return true;
-    await w.page.locator('.cell-editor-container:visible').first().hover();
+    await codeCells(w).first().hover();
     await w.page.mouse.wheel(0, box && box.y + box.height >= height - 40 ? 200 : 400);
     return false;
   });
@@ -276,18 +292,18 @@ async function scrollTo(w, target, what) {
 
 export async function nbLens(w) {
   const lens = cellLens(w, 'Show Linalg IR');
-  await scrollTo(w, cell(w, 'class Model').locator('.view-line', { hasText: /^\s*class\s+Model/ }).first(), 'the model class line in view');
+  await scrollTo(w, line(cell(w, 'class Model'), /^\s*class\s+Model/), 'the model class line in view');
   await lens.waitFor({ timeout: 150_000 });
   await w.shot('nb-01-lens.png');
-  return (await cell(w, 'class Model').locator('.codelens-decoration').first().innerText()).replace(/\s+/g, ' ');
+  return (await lensTitlesIn(cell(w, 'class Model').getByRole('code'))).join(' | ');
 }
 
 export async function nbPane(w) {
   await cellLens(w, 'Show Linalg IR').click();
-  await w.page.locator('.tabs-container .tab', { hasText: 'Model · linalg.mlir' }).first().waitFor({ timeout: 30_000 });
+  await w.tab('Model · linalg.mlir').waitFor({ timeout: 30_000 });
   const r = await w.report("the model's Linalg pane", 150_000, (rep) =>
     rep.panes.find((p) => p.module === 'Model' && p.target === 'linalg' && !p.loading && p.text.includes('linalg.matmul')));
-  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 30_000 });
+  await line(w.editor('Model · linalg.mlir'), 'linalg.').waitFor({ timeout: 30_000 });
   await w.shot('nb-02-pane.png');
   return `${r.text.split('\n').length} lines of Linalg IR for ${r.source.split('/').pop()}`;
 }
@@ -314,7 +330,7 @@ export async function nbHover(w) {
 export async function nbSquiggle(w) {
   await w.page.keyboard.press('Escape');
   await w.page.mouse.move(5, 5);
-  await cell(w, 'class Block').locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 60_000 });
+  await cell(w, 'class Block').locator('.squiggly-error, .squiggly-warning').first().waitFor({ timeout: 60_000 }); // no role
   const text = await hoverShows(w, cellToken(w, 'class Block', 'torch.atan2(', 'atan2'), /atan2`? cannot be lowered/,
     "the diagnostic's message on hover in the helper cell");
   await w.shot('nb-05-squiggle.png');
@@ -325,16 +341,17 @@ export async function nbReveal(w) {
   // Ctrl-click on an op of the pane: the helper cell (where the op comes from) takes the cursor.
   await w.page.keyboard.press('Escape');
   await w.page.mouse.move(5, 5);
-  const matmul = w.group(1).locator('.view-line', { hasText: 'linalg.matmul' }).first().locator('span', { hasText: 'linalg.matmul' }).last();
+  const matmul = line(w.editor('Model · linalg.mlir'), 'linalg.matmul').locator('span', { hasText: 'linalg.matmul' }).last();
   await matmul.click();
   await w.report('the cursor in the pane', 15_000, (rep) => (rep.active && isPane(rep.active.uri) ? true : undefined));
   await matmul.click({ modifiers: ['Control'] });
   const at = await w.report('the cursor in a cell', 30_000, (rep) =>
     rep.active?.uri.startsWith('vscode-notebook-cell:') ? rep.active : undefined);
-  // Any editor of the helper cell (it opens in the pane's group, as a file would) has the focus.
-  const focused = w.page.locator('.cell-editor-container:visible', { has: w.page.locator('.view-line', { hasText: /^\s*class\s+Block/ }) })
-    .locator('.monaco-editor.focused');
-  await until('the helper cell to have the focus', 30_000, async () => (await focused.count()) > 0);
+  // Any editor of the helper cell (it opens in the pane's group, as a file would) has the focus:
+  // the focused element is its text box.
+  const helperCells = codeCells(w).filter({ has: w.page.locator('.view-line', { hasText: /^\s*class\s+Block/ }) }).getByRole('textbox');
+  await until('the helper cell to have the focus', 30_000, async () =>
+    (await helperCells.evaluateAll((boxes) => boxes.some((b) => b === b.ownerDocument.activeElement))));
   await w.shot('nb-06-reveal.png');
   return `cursor at cell line ${at.line + 1} of the helper block's cell`;
 }
@@ -342,7 +359,7 @@ export async function nbReveal(w) {
 // ---- trust window ---------------------------------------------------------------------------
 
 export async function untrusted(w) {
-  const no = w.page.locator('.monaco-dialog-box .monaco-button', { hasText: /don.t trust/i }).first();
+  const no = w.page.getByRole('dialog', { name: /trust the authors/ }).getByRole('button', { name: /don.t trust/i }).first();
   await no.waitFor({ timeout: 30_000 });
   await no.click();
   await w.page.evaluate(() => (window.__tmlSameWindow = true)); // survives only without a reload
@@ -355,18 +372,19 @@ export async function untrusted(w) {
 
 export async function trusted(w) {
   await w.statusItem('Restricted Mode').click();
-  const trustButton = w.page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust( Folder)?$/ }).first();
+  const trustEditor = w.page.getByRole('dialog', { name: 'Workspace Trust' }); // VS Code 1.139: a modal editor
+  const trustButton = trustEditor.getByRole('button', { name: /^Trust( Folder)?$/ }).first();
   await trustButton.waitFor({ timeout: 30_000 });
   await trustButton.click();
   await until('the workspace to be trusted', 30_000, async () => (await w.statusItem('Restricted Mode').count()) === 0);
   // VS Code 1.139 opens the trust editor as a modal over the workbench: close it.
-  const closeModal = w.page.locator('.action-label[aria-label^="Close Modal Editor"]').first();
+  const closeModal = trustEditor.getByRole('button', { name: /^Close Modal Editor/ }).first();
   if (await closeModal.count()) await closeModal.click();
   else await w.page.keyboard.press('Escape');
-  await w.page.locator('.workspace-trust-editor').first().waitFor({ state: 'hidden', timeout: 15_000 });
+  await trustEditor.waitFor({ state: 'hidden', timeout: 15_000 });
   await w.openFromExplorer('mlp.py');
   await w.lens('Show Linalg IR').click();
-  await w.group(1).locator('.view-line', { hasText: 'linalg.' }).first().waitFor({ timeout: 150_000 });
+  await line(w.editor('MLP · linalg.mlir'), 'linalg.').waitFor({ timeout: 150_000 });
   if (!(await w.page.evaluate(() => window.__tmlSameWindow === true))) throw new Error('the window reloaded');
   await w.shot('07-trusted.png');
   return 'Linalg IR after granting trust, same window';

@@ -40,7 +40,7 @@ import { createRequire } from 'node:module';
 import * as cases from './cases.mjs';
 import {
   ARTIFACTS, CACHE, CHROMIUM, CODE_SERVER, N24, PYTHON, ROOT, SUITE, VSIX,
-  cleanups, elapsedSeconds, log, need, result, startCodeServer, ui, until,
+  cleanups, elapsedSeconds, explorerItem, log, need, result, startCodeServer, ui, until,
 } from './workbench.mjs';
 
 const TOTAL_BUDGET_MS = 600_000;
@@ -76,7 +76,7 @@ async function openWindow(server, name, ctx) {
   for (let attempt = 1; ; attempt++) {
     const win = await server.open({ window: name, ...spec.target(ctx.ws), suite: !!spec.suite, attempt });
     if (!spec.folders || attempt === WORKSPACE_ATTEMPTS) return win; // the last try goes on: its cases say what fails
-    const listed = (folder) => win.page.locator('.explorer-folders-view .monaco-list-row', { hasText: folder }).count();
+    const listed = (folder) => explorerItem(win.page, folder).count();
     const hasFolders = await until(`the explorer to list ${spec.folders.join(', ')}`, 30_000, async () =>
       (await Promise.all(spec.folders.map(listed))).every((n) => n > 0),
     ).then(() => true, () => false);

@@ -159,7 +159,7 @@ export async function startCodeServer({ name, tmp, exts, trust, python = PYTHON,
     const target = workspace ? `workspace=${encodeURIComponent(workspace)}` : `folder=${encodeURIComponent(folder)}`;
     const query = payload ? `&payload=${encodeURIComponent(JSON.stringify(payload))}` : '';
     await page.goto(`http://127.0.0.1:${port}/?${target}${query}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await page.getByRole('application').first().waitFor({ timeout: 60_000 }); // the workbench
     log(`[${name}/${windowName}] workbench loaded (code-server on port ${port})`);
     const closeWindow = () => ctx.close().catch(() => undefined);
     return { page, suiteDone, reportFile, closeWindow, userData: ud };
@@ -173,7 +173,29 @@ export function installedFolder(exts) {
   return found;
 }
 
-/** UI helpers on a workbench page; `name` prefixes step names in the result. */
+export function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * An accessible name that starts with `text`: VS Code appends details to names after a comma or
+ * a space ("mlp.py, preview", "MLP · linalg.mlir, Editor Group 2", "alpha_model.py alpha, file
+ * results").
+ */
+export function named(text) {
+  return new RegExp(`^${escapeRegExp(text)}(?=[,\\s]|$)`);
+}
+
+/** A file or folder in the Explorer (the tree "Files Explorer", one tree item per row). */
+export function explorerItem(page, file) {
+  return page.getByRole('tree', { name: 'Files Explorer' }).getByRole('treeitem', { name: named(file) }).first();
+}
+
+/**
+ * UI helpers on a workbench page; `name` prefixes step names in the result. Elements are found
+ * by role and accessible name as a screen reader meets them (tabs, tree items, buttons, options,
+ * tooltips, dialogs, the status bar); VS Code's CSS classes only where it exposes no role.
+ */
 export function ui(page, name, reportFile) {
   const shot = (file) => page.screenshot({ path: path.join(ARTIFACTS, file) });
   const step = async (stepName, fn) => {
@@ -195,7 +217,7 @@ export function ui(page, name, reportFile) {
   };
   /** On a failure: the lenses on the page and the extension's own account of its servers. */
   const whatTheExtensionSees = async () => {
-    const lensTitles = await page.locator('.contentWidgets .codelens-decoration').allInnerTexts().catch(() => []);
+    const lensTitles = await lensTitlesIn(page.getByRole('code')).catch(() => []);
     const rep = await report('a report for the failure', 10_000, (r) => r).catch(() => undefined);
     const servers = rep
       ? rep.servers.map((s) => `${s.folder ?? '(none)'}: ${s.state}${s.running ? ' running' : ''}, ${s.starts} start(s)${s.detail ? ` (${s.detail})` : ''}`).join('; ')
@@ -203,7 +225,7 @@ export function ui(page, name, reportFile) {
     return `lenses [${lensTitles.join(' | ').replace(/\s+/g, ' ')}]; active ${rep?.active?.uri ?? '?'}; servers ${servers}`;
   };
   const openFromExplorer = async (file) => {
-    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: file }).first();
+    const row = explorerItem(page, file);
     await row.waitFor({ timeout: 30_000 });
     await row.click();
     await activeTab(file).waitFor({ timeout: 30_000 });
@@ -211,9 +233,9 @@ export function ui(page, name, reportFile) {
   /** Quick Open (Ctrl+P): works for any file of any workspace folder. */
   const quickOpen = async (file) => {
     // A fresh (multi-root) window may still be indexing its files, or not yet take the key:
-    // open Quick Open again until it lists the file.
-    const input = page.locator('.quick-input-widget input').first();
-    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }).first();
+    // open Quick Open again until it lists the file. Its input and list are named by its prompt.
+    const input = page.getByRole('textbox', { name: /^Search files by name/ });
+    const row = page.getByRole('listbox', { name: /^Search files by name/ }).getByRole('option', { name: named(path.basename(file)) }).first();
     await until(`Quick Open to list ${file}`, 60_000, async () => {
       if (!(await input.isVisible())) await page.keyboard.press('Control+P');
       await input.waitFor({ timeout: 5_000 });
@@ -223,26 +245,35 @@ export function ui(page, name, reportFile) {
     await page.keyboard.press('Enter');
     await activeTab(path.basename(file)).waitFor({ timeout: 30_000 });
   };
-  const activeTab = (file) => page.locator('.tabs-container .tab.active', { hasText: file }).first();
-  const lens = (title) => page.locator('.contentWidgets .codelens-decoration a', { hasText: title }).first();
-  const group = (i) => page.locator('.editor-group-container').nth(i);
-  const statusItem = (text) => page.locator('.statusbar-item', { hasText: text }).first();
+  /** An editor tab (`selected`: the one its group shows). */
+  const tab = (file, selected) => page.getByRole('tab', { name: named(file), ...(selected ? { selected } : {}) }).first();
+  const activeTab = (file) => tab(file, true);
+  /** The editor (role "code") of a file or pane, by its title: its text box is named after it. */
+  const editor = (title) => page.getByRole('code').filter({ has: page.getByRole('textbox', { name: named(title) }) }).first();
+  /** A code lens: VS Code exposes each as a button in its editor. */
+  const lens = (title, scope = page) => scope.getByRole('code').getByRole('button', { name: title, exact: true }).first();
+  /** VS Code's hover widget (role "tooltip") showing text that matches `pattern`. */
+  const tooltip = (pattern) => page.getByRole('tooltip').filter({ hasText: pattern }).first();
+  /** A status bar item: a button in the status bar, named by its text and its tooltip. */
+  const statusItem = (text) => page.getByRole('status').getByRole('button', { name: new RegExp(escapeRegExp(text)) }).first();
   const palette = async (title) => {
     await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input').first();
+    const input = page.getByRole('textbox', { name: /^Type the name of a command/ });
     await input.waitFor({ timeout: 15_000 });
     await input.fill(`>${title}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: title.replace(/^.*: /, '') }).first().waitFor({ timeout: 15_000 });
+    await page.getByRole('option', { name: named(title) }).first().waitFor({ timeout: 15_000 });
     await page.keyboard.press('Enter');
   };
-  /** A notification with `text`, as a toast or (once it has gone there) in the notification centre. */
+  /**
+   * A notification with `text`, as a toast or (once it has gone there) in the notification
+   * centre: VS Code gives each the role "dialog", named by its message.
+   */
   const notification = async (text, timeoutMs = 15_000) => {
-    const item = page.locator('.notification-list-item', { hasText: text }).first();
+    const item = page.getByRole('dialog', { name: new RegExp(escapeRegExp(text)) }).first();
+    const centre = page.getByRole('list', { name: 'Notifications Center' });
     await until(`a notification "${text}"`, timeoutMs, async () => {
       if (await item.isVisible()) return true;
-      if (!(await page.locator('.notifications-center.visible').count())) {
-        await page.locator('.statusbar-item:has(.codicon-bell), .statusbar-item:has(.codicon-bell-dot)').first().click();
-      }
+      if (!(await centre.isVisible())) await page.getByRole('status').getByRole('button', { name: /Notifications/ }).first().click();
       return false;
     });
     return item;
@@ -261,7 +292,12 @@ export function ui(page, name, reportFile) {
       });
       return accept(r);
     });
-  return { shot, step, openFromExplorer, quickOpen, activeTab, lens, group, statusItem, palette, notification, report };
+  return { shot, step, openFromExplorer, quickOpen, tab, activeTab, editor, lens, tooltip, statusItem, palette, notification, report };
+}
+
+/** The titles of the code lenses shown in `editors` (role "code"), one per lens. */
+export function lensTitlesIn(editors) {
+  return editors.getByRole('button').allInnerTexts();
 }
 
 function readReport(file) {

@@ -1,5 +1,5 @@
-"""The language-server tests' side of the LSP harness (bench/lsp_session.py): its client as a
-pytest-lsp client, and async helpers over it.
+"""The language-server tests' side of the LSP harness (tests/harness/lsp_session.py): its
+client as a pytest-lsp client, and async helpers over it.
 
 Each test module starts one server (module scope: the worker's torch import is paid once per
 module) on its own copy of the examples and of `tests/lsp/workspace/`, so no test touches
@@ -16,7 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.lsp_session import (
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+from pytest_lsp import LanguageClient as PytestLspClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
+from tests.harness.lsp_session import (
     HarnessClient,
     Recorder,
     child_env,
@@ -24,10 +28,6 @@ from bench.lsp_session import (
     plain,
     server_command,
 )
-from lsprotocol import types
-from pytest_lsp import ClientServerConfig
-from pytest_lsp import LanguageClient as PytestLspClient
-from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.documents import DiagRecord, DocumentState, map_lines
+from torch_mlir_lens.lsp.document import DiagRecord, Document, map_lines
 
 TEXT = "a = 1\nb = 2\nc = 3\nd = 4\n"
 
@@ -30,13 +30,13 @@ def partial(
     )
 
 
-def lines_after(doc: DocumentState) -> list[int]:
-    return sorted(r.range.start.line for r in doc.all_diagnostics())
+def lines_after(doc: Document) -> list[int]:
+    return sorted(r.range.start.line for r in doc.diagnostic_records())
 
 
-def doc_with(lines: list[int]) -> DocumentState:
-    doc = DocumentState(uri="file:///t.py", text=TEXT, version=1)
-    doc.diagnostics["M"] = [record(n) for n in lines]
+def doc_with(lines: list[int]) -> Document:
+    doc = Document(uri="file:///t.py", text=TEXT, version=1)
+    assert doc.record_diagnostics(doc.stamp(), "M", [record(n) for n in lines])
     return doc
 
 
@@ -63,10 +63,13 @@ def test_newline_typed_at_end_of_line() -> None:
 
 
 def test_results_go_with_any_change() -> None:
-    doc = doc_with([])
-    doc.verdicts["M"] = {}
+    from torch_mlir_lens.protocol.results import LowerResult
+
+    doc = doc_with([])  # no module named M in the text: any change drops its results
+    doc.record_results(doc.stamp(), "M", [LowerResult(module="M", target="linalg", ok=True)])
     doc.update(TEXT + "e = 5\n", 2)
-    assert doc.verdicts == {} and doc.results == {} and doc.generation == 1
+    assert doc.verdicts("M") == {} and doc.result("M", "linalg") is None
+    assert doc.generation == 1
 
 
 def test_huge_repetitive_text_maps_every_line() -> None:
@@ -121,8 +124,8 @@ TWO_MODULES = (
 
 def test_a_burst_of_edits_keeps_the_untouched_modules_results_and_compares_once(
         monkeypatch) -> None:
-    from torch_mlir_lens import fingerprint
-    from torch_mlir_lens.results import LowerResult
+    from torch_mlir_lens.discovery import fingerprint
+    from torch_mlir_lens.protocol.results import LowerResult
 
     calls: list[str] = []
     real = fingerprint.fingerprint
@@ -132,24 +135,42 @@ def test_a_burst_of_edits_keeps_the_untouched_modules_results_and_compares_once(
         return real(text, module, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(fingerprint, "fingerprint", counting)
-    doc = DocumentState(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
+    doc = Document(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
     for name in ("A", "B"):
-        doc.results[(name, "linalg")] = LowerResult(module=name, target="linalg", ok=True)
-        doc.verdicts[name] = {}
+        doc.record_results(doc.stamp(), name,
+                           [LowerResult(module=name, target="linalg", ok=True)])
+    calls.clear()
     for k in range(20):  # typing in B: twenty keystrokes, no fingerprint computed yet
         doc.update(TWO_MODULES.replace("x * 2", f"x * {k + 3}"), 2 + k)
     assert calls == []
-    assert set(doc.results) == {("A", "linalg")}  # read: compared once, B's result dropped
-    assert set(doc.verdicts) == {"A"}
+    # Read: compared once, B's result (and verdict) dropped.
+    assert doc.result("B", "linalg") is None and doc.verdicts("B") == {}
+    assert doc.result("A", "linalg") is not None and "linalg" in doc.verdicts("A")
     assert sorted(calls) == ["A", "A", "B", "B"]
-    assert set(doc.results) == {("A", "linalg")} and len(calls) == 4  # settled: no more work
+    assert doc.result("A", "linalg") is not None and len(calls) == 4  # settled: no more work
 
 
 def test_a_module_that_had_an_error_loses_its_results_after_an_edit() -> None:
-    from torch_mlir_lens.results import LensError, LowerResult
+    from torch_mlir_lens.protocol.results import LensError, LowerResult
 
-    doc = DocumentState(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
-    doc.results[("A", "linalg")] = LowerResult(module="A", target="linalg", ok=True)
-    doc.errors["A"] = LensError("load-error", "boom")
+    doc = Document(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
+    stamp = doc.stamp()
+    doc.record_results(stamp, "A", [LowerResult(module="A", target="linalg", ok=True)])
+    doc.record_failure(stamp, "A", LensError("load-error", "boom"), ["linalg"])
     doc.update(TWO_MODULES + "# comment\n", 2)
-    assert doc.errors == {} and doc.results == {}
+    assert doc.error("A") is None and doc.result("A", "linalg") is None
+
+
+def test_findings_of_an_older_text_or_a_closed_document_are_not_recorded() -> None:
+    from torch_mlir_lens.protocol.results import LowerResult
+
+    doc = Document(uri="file:///m.py", text=TWO_MODULES, version=1, path="/m.py")
+    stamp = doc.stamp()
+    doc.update(TWO_MODULES + "# comment\n", 2)
+    result = LowerResult(module="A", target="linalg", ok=True)
+    assert not doc.record_results(stamp, "A", [result])
+    assert not doc.record_diagnostics(stamp, "A", [record(0)])
+    assert doc.result("A", "linalg") is None and doc.diagnostic_records() == []
+    fresh = doc.stamp()
+    doc.close()
+    assert not doc.record_results(fresh, "A", [result])

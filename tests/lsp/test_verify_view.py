@@ -8,11 +8,10 @@ from lsprotocol import types
 
 from torch_mlir_lens.lsp.verify_view import (
     LENS_TITLE,
-    diagnostics_key,
     lens_title,
     verify_records,
 )
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 
 def verdict(**fields: Any) -> VerifyResult:
@@ -63,7 +62,17 @@ def test_mismatch_on_the_class_and_at_the_diverging_line() -> None:
     assert "differs: output 0" in records[0].message
     assert all(r.severity == types.DiagnosticSeverity.Warning for r in records)
     assert records[1].range.start.character == 8  # the code of line 4, not its indent
-    assert diagnostics_key("Net") != "Net"  # never overwrites the module's lowering findings
+
+
+def test_verify_findings_sit_beside_the_module_lowering_findings() -> None:
+    from torch_mlir_lens.lsp.document import Document
+
+    doc = Document(uri="file:///m.py", text="\n".join(LINES), version=1, path=PATH)
+    records = verify_records(LINES, PATH, "Net", NAME, MISMATCH)
+    stamp = doc.stamp()
+    assert doc.record_diagnostics(stamp, "Net", records[:1])
+    assert doc.record_verify(stamp, "Net", VerifyResult.from_json(MISMATCH.to_json()), records)
+    assert len(doc.diagnostic_records()) == 3  # neither overwrote the other
 
 
 def test_lowering_failure_elsewhere_is_named_on_the_class() -> None:

@@ -21,7 +21,8 @@ Two `diffusers` models complete it (`DIFFUSERS`): a tiny `UNet2DConditionModel` 
 timestep and text embedding as inputs) and an `AutoencoderKL` (image in, image out through the
 encoder and the decoder).
 
-The tests run a handful of types (tests/test_broad_zoo.py); benchmark figure 11 runs them all.
+The tests run a handful of types (tests/worker/test_broad_zoo.py); benchmark figure 13 runs them
+all.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Real `transformers` architectures as a user writes them: a small nn.Module wrapping the
 library's model, built from a tiny config with random weights (nothing is downloaded).
 
-Used by the model-zoo tests and by benchmark figure 8. Each wrapper returns plain tensors (the
+Used by the model-zoo tests and by benchmark figure 8 (its fourteen architectures; Gemma, OPT,
+GPT-NeoX and ELECTRA, at the end, complete the text models that `hf_zoo_dynamic.py` and figure
+11 verify with dynamic batch and sequence). Each wrapper returns plain tensors (the
 library's output classes and caches are not what a compiler takes). Sizes are tiny on purpose:
 what is exercised is the library's code (attention, RoPE, norms, convolutions), not its scale.
 """
@@ -175,3 +177,50 @@ class TinyWav2Vec2(nn.Module):
 
     def forward(self, audio):
         return self.enc(input_values=audio).last_hidden_state
+
+
+# torch-mlir-lens: inputs=(torch.randint(0, 96, (1, 8)),)
+class TinyGemma(nn.Module):
+    def __init__(self):
+        super().__init__()
+        cfg = tf.GemmaConfig(**DECODER, head_dim=8)
+        self.lm = tf.GemmaModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.lm(input_ids=ids).last_hidden_state
+
+
+# torch-mlir-lens: inputs=(torch.randint(0, 96, (1, 8)),)
+class TinyOPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        cfg = tf.OPTConfig(vocab_size=VOCAB, hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+                           num_attention_heads=4, max_position_embeddings=64, use_cache=False)
+        self.lm = tf.OPTModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.lm(input_ids=ids).last_hidden_state
+
+
+# torch-mlir-lens: inputs=(torch.randint(0, 96, (1, 8)),)
+class TinyGPTNeoX(nn.Module):
+    def __init__(self):
+        super().__init__()
+        cfg = tf.GPTNeoXConfig(**TEXT, use_cache=False)
+        self.lm = tf.GPTNeoXModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.lm(input_ids=ids).last_hidden_state
+
+
+# torch-mlir-lens: inputs=(torch.randint(0, 96, (1, 8)),)
+class TinyElectra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        cfg = tf.ElectraConfig(vocab_size=VOCAB, embedding_size=32, hidden_size=32,
+                               intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                               max_position_embeddings=64)
+        self.enc = tf.ElectraModel(cfg).eval()
+
+    def forward(self, ids):
+        return self.enc(input_ids=ids).last_hidden_state

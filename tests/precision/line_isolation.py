@@ -15,7 +15,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.targets import TARGETS
+from torch_mlir_lens.rules.targets import TARGETS
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 

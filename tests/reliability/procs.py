@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterable
 
 import psutil
-from bench.waiting import WaitTimeout, async_wait_until, wait_or_false, wait_until
+from tests.harness.waiting import WaitTimeout, async_wait_until, wait_or_false, wait_until
 
 # Waiting is the LSP harness's: one definition for the tests and the bench.
 __all__ = ["WaitTimeout", "async_wait_until", "wait_or_false", "wait_until"]

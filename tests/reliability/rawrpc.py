@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.lsp_session import StderrLog, child_env, server_command
+from tests.harness.lsp_session import StderrLog, child_env, server_command
 
 from . import procs
 

@@ -1,5 +1,5 @@
 """A real Torch-MLIR Lens server over stdio, driven from plain sync code: the LSP harness's
-client (bench/lsp_session.py, as tests/lsp/helpers.py makes it) on a background event loop.
+client (tests/harness/lsp_session.py, as tests/lsp/helpers.py makes it) on a background event loop.
 
 The client lives on an event loop in a background thread, so that hypothesis state machines,
 module-scoped fixtures and ordinary tests can all call `session.hover(...)` synchronously, and
@@ -19,7 +19,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.lsp_session import (
+from lsprotocol import types
+from tests.harness.lsp_session import (
     SECTION,
     PublishedDiagnostics,
     child_env,
@@ -27,8 +28,7 @@ from bench.lsp_session import (
     plain,
     server_command,
 )
-from bench.waiting import WaitTimeout, wait_until
-from lsprotocol import types
+from tests.harness.waiting import WaitTimeout, wait_until
 
 from lsp.helpers import LensTestClient, make_client
 

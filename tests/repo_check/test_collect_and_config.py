@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from torch_mlir_lens.project.config import ConfigError, discover_config, load_config
 from torch_mlir_lens.repo_check.baseline import BaselineError, read_baseline, write_baseline
-from torch_mlir_lens.repo_check.config import ConfigError, discover_config, load_config
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.paths import PathError, collect
 from torch_mlir_lens.repo_check.plan import ModuleTask, parse_shard, plan_modules, shard
@@ -105,7 +105,7 @@ def test_config_search_stops_at_the_repository_root(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("body", "needle"), [
     ("targets = ['spirv']", "unknown target 'spirv'"),
-    ("timeoutSeconds = -1", "positive number"),
+    ("timeoutSeconds = -1", "timeoutSeconds: expected a number of seconds > 0, got -1"),
     ("colour = 1", "unknown key 'colour'"),
     ("defaultTarget = 'tosa'", "editor-only"),
     ("exampleInputs = ['x']", "exampleInputs"),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_mlir_lens.engine.procs import family_rss_bytes
+from torch_mlir_lens.system.procs import family_rss_bytes
 from torch_mlir_lens.worker import crash_guard
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 

@@ -12,8 +12,8 @@ from types import ModuleType
 import pytest
 import torch
 
-from torch_mlir_lens.results import ErrorKind
-from torch_mlir_lens.verify_results import Divergence
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.protocol.verify_results import Divergence
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.divergence import first_divergence
 from torch_mlir_lens.worker.verify.job import verify_lowerer

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.inputs import instantiate, resolve_inputs
 from torch_mlir_lens.worker.loader import load_definitions
 

@@ -11,7 +11,7 @@ import pytest
 
 from torch_mlir_lens.engine import Engine, ModuleJob
 from torch_mlir_lens.protocol.jobs import LowerJob, Reply, StatsJob, VerifyJob, parse_job
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.jobs import run_job
 
 USER_FILE = textwrap.dedent(

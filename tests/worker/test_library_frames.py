@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_mlir_lens.annotate import annotate
-from torch_mlir_lens.frames import library_breakdown
-from torch_mlir_lens.results import ErrorKind, LowerResult
+from torch_mlir_lens.cli.annotated_ir import annotate
+from torch_mlir_lens.protocol.frames import library_breakdown
+from torch_mlir_lens.protocol.results import ErrorKind, LowerResult
 from torch_mlir_lens.worker.lowering import lower_module
 
 WRAPPERS = str(Path(__file__).resolve().parents[1] / "models" / "library_wrappers.py")

@@ -15,9 +15,10 @@ import psutil
 import pytest
 import torch
 
-from torch_mlir_lens.results import ErrorKind
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.rules.targets import LLVM_PIPELINE
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.llvm import LLVM_PIPELINE, leftover_ops, lower_linalg_to_llvm
+from torch_mlir_lens.worker.llvm import leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (
     VerifyResult,
     compare_output,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker import loader
 from torch_mlir_lens.worker.loader import load_definitions
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch_mlir import ir
 
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.lowering import (
     LowerOptions,
     ProgramLowerer,
@@ -22,6 +22,7 @@ from torch_mlir_lens.worker.lowering import (
     lower_module,
     parsing_context,
 )
+from torch_mlir_lens.worker.lowering.writing import write_export, write_repro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "small_models.py")
@@ -103,7 +104,7 @@ def test_print_after_all_names_each_pass(mlp: ProgramLowerer) -> None:
 def test_export_writes_a_file_mlir_reparses(mlp: ProgramLowerer, tmp_path: Any,
                                             target: str, bytecode: bool) -> None:
     out = tmp_path / f"mlp.{target}.{'mlirbc' if bytecode else 'mlir'}"
-    size = mlp.write_export(target, str(out), bytecode=bytecode, options=LowerOptions())
+    size = write_export(mlp, target, str(out), bytecode=bytecode, options=LowerOptions())
     data = out.read_bytes()
     assert size == len(data) > 0
     module = _parse(data if bytecode else data.decode())
@@ -116,7 +117,7 @@ def test_export_writes_a_file_mlir_reparses(mlp: ProgramLowerer, tmp_path: Any,
 def test_export_of_the_custom_pipeline(mlp: ProgramLowerer, tmp_path: Any) -> None:
     assert mlp.lower(None, pipeline=CUSTOM).ok
     out = tmp_path / "custom.mlir"
-    mlp.write_export("custom", str(out), bytecode=False)
+    write_export(mlp, "custom", str(out), bytecode=False)
     assert "linalg.matmul" in out.read_text()
 
 
@@ -135,13 +136,13 @@ def test_export_of_a_failing_target_raises_and_writes_nothing(tmp_path: Any) -> 
     lowerer = ProgramLowerer(program, module_name="ShiftedFeatures", user_files={example})
     out = tmp_path / "x.mlir"
     with pytest.raises(LensError) as info:
-        lowerer.write_export("tosa", str(out), bytecode=False)
+        write_export(lowerer, "tosa", str(out), bytecode=False)
     assert info.value.kind == "lowering-error"
     assert not os.listdir(tmp_path)
 
 
 def test_repro_writes_torch_ir_and_the_command(mlp: ProgramLowerer, tmp_path: Any) -> None:
-    repro = mlp.write_repro("tosa", str(tmp_path))
+    repro = write_repro(mlp, "tosa", str(tmp_path))
     assert os.path.exists(repro["mlir_path"])
     assert "torch-backend-to-tosa-backend-pipeline" in repro["command"]
     assert repro["command"].startswith("torch-mlir-opt ")
@@ -161,7 +162,7 @@ def test_repro_command_reproduces_the_failure(tmp_path: Any) -> None:
     program = export_program(ns["ShiftedFeatures"](), (torch.randn(4, 16),), {},
                              user_files={example})
     lowerer = ProgramLowerer(program, module_name="ShiftedFeatures", user_files={example})
-    repro = lowerer.write_repro("tosa", str(tmp_path))
+    repro = write_repro(lowerer, "tosa", str(tmp_path))
     argv = shlex.split(repro["command"])
     assert argv[0] == "torch-mlir-opt"
     done = subprocess.run([opt, *argv[1:]], capture_output=True, text=True, timeout=60)

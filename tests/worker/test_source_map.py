@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.worker import ir_text
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.lowering import LowerOptions, lower_module

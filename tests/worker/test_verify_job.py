@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from torch_mlir_lens.protocol.jobs import VerifyJob
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.verify.job import run_verify_job
 
 USER_FILE = textwrap.dedent(

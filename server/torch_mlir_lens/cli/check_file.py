@@ -1,5 +1,5 @@
 """`check FILE` with explicit inputs (or one notebook): each module of one file at each target,
-as a verdict per target (verdict.py), printed as a listing or as JSON.
+as a verdict per target (rules/verdict.py), printed as a listing or as JSON.
 
 The listing is the repository check's per-file listing (repo_check/listing.py): the same
 wording everywhere.
@@ -11,11 +11,7 @@ import argparse
 import sys
 from typing import Any, cast
 
-from torch_mlir_lens import notebook
 from torch_mlir_lens.cli.common import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    EXIT_OK,
     CliError,
     EngineFactory,
     display,
@@ -27,10 +23,12 @@ from torch_mlir_lens.cli.common import (
     pick_module,
     running_engine,
 )
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.repo_check.listing import file_listing
-from torch_mlir_lens.results import LensError
-from torch_mlir_lens.targets import TARGETS
-from torch_mlir_lens.verdict import verdict_json
+from torch_mlir_lens.rules.targets import TARGETS
+from torch_mlir_lens.rules.verdict import verdict_json
+from torch_mlir_lens.source import notebook_program
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
@@ -89,5 +87,5 @@ def print_check(src: Any, report: list[dict[str, Any]]) -> None:
     """The listing of one file's check, worded as the repository check's (repo_check/listing.py).
     `src` has `path` and `notebook` (None: a .py file; else its lines become cell lines)."""
     entries = report if src.notebook is None else \
-        cast(list[dict[str, Any]], notebook.relocate_json(report, src.path, src.notebook))
+        cast(list[dict[str, Any]], notebook_program.relocate_json(report, src.path, src.notebook))
     sys.stdout.write(file_listing(display(src.path), entries))

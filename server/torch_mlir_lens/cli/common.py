@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
-from torch_mlir_lens import culprits, notebook, notebook_cli
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-
-PROG = "torch-mlir-lens"
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NO_RUN = 3
+from torch_mlir_lens import defaults
+from torch_mlir_lens.cli import notebook_locations
+from torch_mlir_lens.cli.parser import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NO_RUN,
+    PROG,
+)
+from torch_mlir_lens.project import limits
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.source import notebook_program
+from torch_mlir_lens.source.decoding import SourceError, read_source
 
 _BAD_INPUT_KINDS = {
     ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
@@ -69,9 +75,9 @@ def display(path: str | None) -> str:
 
 def where(file: str | None, line: int | None) -> str:
     """`FILE:LINE` (`NOTEBOOK.ipynb:CELL:LINE` in a notebook read in this run), or `FILE`."""
-    program = notebook_cli.program_of(file)  # a notebook's lines are CELL:LINE
+    program = notebook_locations.program_of(file)  # a notebook's lines are CELL:LINE
     if program is not None and file and line:
-        return notebook.location(display(file), program, line)
+        return notebook_program.location(display(file), program, line)
     return f"{display(file)}:{line}" if file and line else display(file)
 
 
@@ -83,7 +89,7 @@ def indented(message: str, prefix: str) -> str:
 
 def from_lens(err: LensError, default_file: str) -> CliError:
     """A worker's LensError as the CLI reports it (its file, else the file given)."""
-    return CliError(notebook_cli.relabel(err.message, default_file), exit_code_for(err.kind),
+    return CliError(notebook_locations.relabel(err.message, default_file), exit_code_for(err.kind),
                     file=err.file or default_file, line=err.line)
 
 
@@ -98,14 +104,6 @@ def report_error(err: CliError) -> int:
 # --- the argument parser ---------------------------------------------------------------------
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2), like every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{PROG}: error: {message}\n")
-        raise SystemExit(EXIT_BAD_INPUT)
-
-
 def add_inputs(parser: argparse.ArgumentParser) -> None:
     """The options of every command that runs a module: inputs, constructor, limits."""
     group = parser.add_mutually_exclusive_group()
@@ -115,10 +113,22 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
                        help="torch.save'd tuple of tensors or dict of keyword tensors")
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                        help="give up on a job after S seconds (default 60)")
-    parser.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
-                        help="stop a job using more than MB megabytes (default 8192)")
+    parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
+                        default=defaults.TIMEOUT_S, metavar="S",
+                        help=f"give up on a job after S seconds (default {defaults.TIMEOUT_S:g})")
+    parser.add_argument("--memory-limit", type=limits.argument(limits.memory_limit_mb),
+                        default=defaults.MEMORY_LIMIT_MB, metavar="MB",
+                        help="stop a job using more than MB megabytes "
+                             f"(default {defaults.MEMORY_LIMIT_MB})")
+
+
+def add_cache(parser: argparse.ArgumentParser) -> None:
+    """`--cache-dir`: keep lowering results in a folder across runs (a CI cache step can keep
+    it between jobs); default `$TORCH_MLIR_LENS_CACHE_DIR`, else no persistent cache."""
+    parser.add_argument(
+        "--cache-dir", metavar="DIR", default=os.environ.get(defaults.CACHE_DIR_ENV) or None,
+        help="keep results in DIR and answer unchanged modules from it, confirmed against "
+             f"their files and library versions (default ${defaults.CACHE_DIR_ENV}, else none)")
 
 
 def add_module_choice(parser: argparse.ArgumentParser) -> None:
@@ -138,15 +148,15 @@ class Source:
     path: str  # absolute
     text: str
     modules: list[Any]  # discovery.ModuleInfo
-    notebook: notebook.Program | None = None  # a .ipynb: `text` is its cells' program
+    notebook: notebook_program.Program | None = None  # a .ipynb: `text` is its cells' program
 
     def line_text(self, line: int | None) -> str:
         """`line N`; `cell C line L` in a notebook."""
-        return notebook_cli.line_text(self.notebook, line)
+        return notebook_locations.line_text(self.notebook, line)
 
     def to_json(self, value: Any) -> str:
         """A result as JSON (a notebook's lines as cell lines)."""
-        return notebook_cli.to_json(self.notebook, self.path, value)
+        return notebook_locations.to_json(self.notebook, self.path, value)
 
 
 def load_source(file: str) -> Source:
@@ -154,13 +164,15 @@ def load_source(file: str) -> Source:
     path = os.path.abspath(file)
     if not os.path.isfile(path):
         raise CliError("no such file", file=file)
-    if notebook.is_notebook(path):
+    if notebook_program.is_notebook(path):
         return _load_notebook(path, file)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_source(path)
+    except OSError as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
+    except SourceError as exc:
+        raise CliError(f"cannot read the file: {exc.message}", file=path,
+                       line=exc.line) from exc
     try:
         ast.parse(text, filename=path)
     except SyntaxError as exc:
@@ -173,10 +185,10 @@ def load_source(file: str) -> Source:
 def _load_notebook(path: str, file: str) -> Source:
     """A notebook's program; cells that do not parse are left out, with a warning each."""
     try:
-        program = notebook_cli.read(path)
+        program = notebook_locations.read(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
-    except notebook.NotebookError as exc:
+    except notebook_program.NotebookError as exc:
         raise CliError(exc.message, file=path, line=exc.line) from exc
     from torch_mlir_lens.discovery import find_modules
 
@@ -216,7 +228,7 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
     text = src.text
     if src.notebook is not None:  # the cells up to the module's: a later cell never runs
-        text = notebook.module_text(src.notebook, src.modules, module)
+        text = notebook_program.module_text(src.notebook, src.modules, module)
     return ModuleJob(
         path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
@@ -235,7 +247,8 @@ def make_engine(args: argparse.Namespace) -> Any:
     from torch_mlir_lens.engine import Engine, EngineConfig
 
     return Engine(EngineConfig(python=sys.executable, timeout_s=args.timeout,
-                               memory_limit_mb=args.memory_limit))
+                               memory_limit_mb=args.memory_limit,
+                               cache_dir=getattr(args, "cache_dir", None)))
 
 
 @contextlib.asynccontextmanager
@@ -256,6 +269,55 @@ async def running_engine(args: argparse.Namespace, make_engine: EngineFactory,
         await engine.stop()
 
 
+# --- ending on a signal -----------------------------------------------------------------------
+
+# Ctrl-C, `kill`/`timeout`/CI cancellation, a closed terminal: each ends the run the same way.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.asynccontextmanager
+async def ended_by_signals() -> AsyncIterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into a cancellation of the running task.
+
+    The task's `finally` blocks stop the engines (each worker with its process group and
+    descendants) before the command exits; nothing is written after it (report, baseline).
+    The command then fails with exit code 128 + the signal's number, as a shell reports a
+    process the signal ended (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not received and task is not None:  # a second signal: the clean-up is under way
+            received.append(sig)
+            task.cancel()
+
+    installed = []
+    for sig in STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            pass
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not received or task is None:
+            raise
+        task.uncancel()
+        raise CliError(f"stopped by {received[0].name}: its workers were ended, nothing was "
+                       "written", 128 + received[0].value) from None
+    else:
+        if received and task is not None:  # it came as the command finished: it stands
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0)  # take the pending cancellation here, not in asyncio.run
+            task.uncancel()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
 # --- printing results --------------------------------------------------------------------------
 
 
@@ -266,7 +328,7 @@ def print_diagnostics(results: Sequence[LowerResult]) -> None:
             op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
             target = f" ({d.target})" if d.target and not d.cause else ""
             at = where(d.file, d.line) or result.module
-            message = notebook_cli.relabel(d.message, d.file)
+            message = notebook_locations.relabel(d.message, d.file)
             sys.stderr.write(f"{at}: {d.severity}: {message}{op}{target}\n")
             if d.knock_on:
                 sys.stderr.write(f"{at}: note: {culprits.knock_on_text(d)}\n")

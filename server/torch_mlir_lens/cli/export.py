@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_OK,
     CliError,
     EngineFactory,
     add_inputs,
@@ -17,7 +16,8 @@ from torch_mlir_lens.cli.common import (
     module_job,
     running_engine,
 )
-from torch_mlir_lens.targets import TARGETS
+from torch_mlir_lens.cli.parser import EXIT_OK
+from torch_mlir_lens.rules.targets import TARGETS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -45,5 +45,6 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
                                       bytecode=args.bytecode)
-    print(f"wrote {display(written.get('path', args.output))} ({written.get('bytes', '?')} bytes)")
+    size = "?" if written.bytes is None else written.bytes
+    print(f"wrote {display(written.path)} ({size} bytes)")
     return EXIT_OK

@@ -7,10 +7,9 @@ import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
     CliError,
     EngineFactory,
+    add_cache,
     add_inputs,
     add_module_choice,
     bad_pipeline,
@@ -22,7 +21,8 @@ from torch_mlir_lens.cli.common import (
     print_diagnostics,
     running_engine,
 )
-from torch_mlir_lens.targets import TARGETS
+from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
+from torch_mlir_lens.rules.targets import TARGETS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -35,6 +35,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      help=f"one of {', '.join(TARGETS)} (default linalg)")
     how.add_argument("--pipeline", metavar="STR", help="a custom MLIR pass pipeline")
     add_inputs(lower)
+    add_cache(lower)
     lower.add_argument("--annotate", action="store_true",
                        help="interleave the IR with the source lines that produced it")
     lower.add_argument("--frames", choices=("user", "all"), default="user",
@@ -78,7 +79,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 print(p.ir.rstrip("\n"))
             print("// -----// Result //----- //")
         if args.annotate:
-            from torch_mlir_lens.annotate import annotate
+            from torch_mlir_lens.cli.annotated_ir import annotate
 
             program = src.notebook
             sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames,

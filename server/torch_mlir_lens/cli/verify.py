@@ -3,9 +3,11 @@
     torch-mlir-lens verify FILE [--module NAME | --line N] [--inputs EXPR | --inputs-file PATH]
                            [--init EXPR] [--rtol R] [--atol A] [--opt-level 0..3] [--json]
 
-Exit codes as the other commands: 0 matches; 1 differs, or the module does not export/lower/run;
-2 bad input; 3 the worker crashed, timed out or hit the memory limit (a JIT crash is a worker
-crash). Like every command, this never imports torch: the worker does the work.
+A module with dynamic dims (`# torch-mlir-lens: dynamic=...`) runs at several sizes of them,
+each reported on its own line. Exit codes as the other commands: 0 matches (at every size);
+1 differs, or the module does not export/lower/run; 2 bad input; 3 the worker crashed, timed
+out or hit the memory limit (a JIT crash is a worker crash). Like every command, this never
+imports torch: the worker does the work.
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
     EngineFactory,
     add_inputs,
     add_module_choice,
@@ -29,7 +29,8 @@ from torch_mlir_lens.cli.common import (
     running_engine,
     where,
 )
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
+from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult, dims_text
 
 EXIT_MISMATCH = EXIT_FAILED
 
@@ -67,17 +68,29 @@ def exit_code(result: VerifyResult) -> int:
     return EXIT_OK if result.ok else EXIT_MISMATCH
 
 
-def format_result(result: VerifyResult, path: str) -> str:
-    """People's text: the verdict, then one line per output (and per diagnostic)."""
-    lines = [f"{result.module}: {result.message}"]
-    for out in result.outputs:
+def _output_lines(outputs: list[VerifyOutput], indent: str) -> list[str]:
+    lines = []
+    for out in outputs:
         mark = "✓" if out.ok else "✗"
         shape = "x".join(str(d) for d in out.shape) or "scalar"
         lines.append(
-            f"  {mark} output {out.index}: {shape} {out.dtype}, "
+            f"{indent}{mark} output {out.index}: {shape} {out.dtype}, "
             f"max abs err {out.max_abs_err}, max rel err {out.max_rel_err}"
             + ("" if out.ok else f", worst at {out.worst_index}")
         )
+    return lines
+
+
+def format_result(result: VerifyResult, path: str) -> str:
+    """People's text: the verdict, then one line per output (per size of the dynamic dims,
+    when it has some), then one per diagnostic."""
+    lines = [f"{result.module}: {result.message}"]
+    if not result.sizes:
+        lines += _output_lines(result.outputs, "  ")
+    for check in result.sizes:
+        example = " (the example's)" if check.example else ""
+        lines.append(f"  at {dims_text(check.dims)}{example}: {check.message}")
+        lines += _output_lines(check.outputs, "    ")
     for d in result.diagnostics:
         at = where(d.file, d.line) or display(path)
         op = f" [{d.op}]" if d.op and not d.cause else ""

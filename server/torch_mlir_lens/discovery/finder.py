@@ -12,7 +12,6 @@ import ast
 import hashlib
 from typing import Any
 
-from torch_mlir_lens.annotations import parse_annotation_block
 from torch_mlir_lens.discovery import caches
 from torch_mlir_lens.discovery.analyzer import Analyzer
 from torch_mlir_lens.discovery.classes import FoundClass
@@ -28,6 +27,7 @@ from torch_mlir_lens.discovery.statuses import (
     settings_key_for,
 )
 from torch_mlir_lens.discovery.syntax import find_method, init_signature, name_columns, params_of
+from torch_mlir_lens.source.annotations import parse_annotation_block
 
 
 def find_modules(

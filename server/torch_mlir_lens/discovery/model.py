@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torch_mlir_lens.annotations import InputAnnotation
+from torch_mlir_lens.source.annotations import InputAnnotation
 
 
 @dataclass

@@ -37,12 +37,17 @@ Standard LSP
 Custom requests and notifications (`torchMlirLens/lower`, `/modules`, `/verify`,
 `/serverInfo`; `/status` server→client, `/setTrusted` client→server): their params and results
 are the typed classes of `torch_mlir_lens.protocol.lsp` (the client's twin is
-client/src/protocol.ts); the converter structures them (`lsp/protocol.py`).
+client/src/protocol.ts); the converter structures them (`lsp/json_rpc.py`).
+
+Trust: untrusted until the client says otherwise (`initializationOptions.trusted`, the
+`/setTrusted` notification or the `torchMlirLens.setTrusted` command); see `trust.py`.
 
 Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
 section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,
-which may also carry `{"trusted": bool}`); see `settings.py`. The workspace's pyproject.toml
-`[tool.torch-mlir-lens]` is a last layer over them (`settings.effective_settings`); the
-server registers `workspace/didChangeWatchedFiles` for `**/pyproject.toml` (dynamic
-registration, when the client supports it) and re-applies settings when one changes.
+which never changes trust); a client that cannot be asked gets the settings
+it pushed last in `workspace/didChangeConfiguration`; see `settings.py`. The workspace's
+pyproject.toml `[tool.torch-mlir-lens]` is a last layer over them
+(`settings.effective_settings`); the server registers `workspace/didChangeWatchedFiles`
+for `**/pyproject.toml` (dynamic registration, when the client supports it) and re-applies
+settings when one changes.
 """

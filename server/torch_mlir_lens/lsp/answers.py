@@ -14,8 +14,13 @@ from typing import Any
 from torch_mlir_lens.lsp.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.framing import json_number
-from torch_mlir_lens.results import LensDiagnostic, LensError, LowerResult
-from torch_mlir_lens.verify_results import Divergence, VerifyOutput, VerifyResult
+from torch_mlir_lens.protocol.results import LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.protocol.verify_results import (
+    Divergence,
+    SizeCheck,
+    VerifyOutput,
+    VerifyResult,
+)
 
 
 def camel(name: str) -> str:
@@ -141,6 +146,14 @@ def _divergence(div: Divergence | None) -> lens_types.Divergence | None:
     )
 
 
+def _at_size(check: SizeCheck) -> lens_types.VerifyAtSize:
+    return lens_types.VerifyAtSize(
+        dims=[lens_types.DimSize(name=d.name, size=d.size) for d in check.dims],
+        example=check.example, ok=check.ok, message=check.message,
+        max_abs_err=json_number(check.max_abs_err), outputs=[_output(o) for o in check.outputs],
+    )
+
+
 def verify_response(verdict: VerifyResult) -> lens_types.VerifyResponse:
     """`torchMlirLens/verify`'s answer: the verdict, camelCase on the wire."""
     return lens_types.VerifyResponse(
@@ -155,4 +168,5 @@ def verify_response(verdict: VerifyResult) -> lens_types.VerifyResponse:
         kind=verdict.kind,
         max_abs_err=json_number(verdict.max_abs_err),
         divergence=_divergence(verdict.divergence),
+        sizes=[_at_size(c) for c in verdict.sizes],
     )

@@ -2,7 +2,7 @@
 
 Thin on purpose: each LSP feature lives in its own module under `features/` and registers
 itself on the server (as esbonio's features do); everything that runs user code goes
-through `LoweringService`. This process never imports torch: the worker does.
+through `EngineHost` (`engine_host.py`). This process never imports torch: the worker does.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
-from torch_mlir_lens.lsp.documents import DocumentStore, PendingCheck
-from torch_mlir_lens.lsp.features.notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
-from torch_mlir_lens.lsp.lowering_service import LoweringService
-from torch_mlir_lens.lsp.protocol import LensProtocol, lens_converter
+from torch_mlir_lens.lsp.document import DocumentStore
+from torch_mlir_lens.lsp.engine_host import EngineHost
+from torch_mlir_lens.lsp.features.diagnostics.scheduler import CheckScheduler
+from torch_mlir_lens.lsp.features.notebook_sync import SYNC_OPTIONS as NOTEBOOK_SYNC
+from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
+from torch_mlir_lens.lsp.trust import Trust
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine
@@ -45,15 +47,23 @@ class LensServer(LanguageServer):
         )
         self.settings = Settings()
         self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
-        self.trusted = True  # the client says otherwise in initializationOptions
+        # The last settings pushed in workspace/didChangeConfiguration (clients that cannot
+        # answer workspace/configuration).
+        self.pushed_settings: dict[str, Any] | None = None
+        self.trust = Trust()  # untrusted until the client says otherwise
         self.workspace_root: str | None = None
         self.store = DocumentStore()
-        self.service = LoweringService(self)
+        self.host = EngineHost(self)
         self.initialized = False
         self.untrusted_announced = False
-        self.checks: dict[str, PendingCheck] = {}  # uri → its diagnostics check under way
+        self.checks = CheckScheduler()  # each document's diagnostics check under way
         self._background: set[asyncio.Task[Any]] = set()
         self._lens_refresh: asyncio.TimerHandle | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """May user code run (the client said the workspace is trusted)?"""
+        return self.trust.trusted
 
     def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine in the background, keeping a reference until it is done."""
@@ -143,7 +153,7 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
-    server.service.prespawned = prespawned
+    server.host.prespawned = prespawned
     try:
         if tcp:
             server.start_tcp(host, port)
@@ -151,8 +161,8 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
             server.start_io()
     finally:
         # The client vanished without shutdown/exit: take the worker (a process group) along.
-        server.service.discard_prespawned()  # never started (no `initialized`)
-        pid = server.service.engine.worker_pid if server.service.engine else None
+        server.host.discard_prespawned()  # never started (no `initialized`)
+        pid = server.host.engine.worker_pid if server.host.engine else None
         if pid:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)

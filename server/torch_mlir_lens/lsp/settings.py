@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from torch_mlir_lens.targets import BACKENDS, TARGETS
+from torch_mlir_lens import defaults
+from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 SECTION = "torchMlirLens"
 DIAGNOSTIC_MODES = ("onSave", "onType", "off")
@@ -28,6 +29,7 @@ _KEYS = {
     "exampleInputs": "example_inputs",
     "pipelines": "pipelines",
     "strictExport": "strict_export",
+    "cacheSizeMb": "cache_size_mb",
 }
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
@@ -42,11 +44,12 @@ class Settings:
     lens_targets: tuple[str, ...] = ("linalg", "tosa")
     diagnostics: str = "onSave"
     diagnostic_targets: tuple[str, ...] = BACKENDS
-    timeout_seconds: float = 60.0
-    memory_limit_mb: int = 8192
+    timeout_seconds: float = defaults.TIMEOUT_S
+    memory_limit_mb: int = defaults.MEMORY_LIMIT_MB
     example_inputs: Mapping[str, str] = field(default_factory=dict)
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
+    cache_size_mb: int = defaults.CACHE_SIZE_MB  # the persistent result cache; 0: off
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -101,6 +104,9 @@ def _coerce(name: str, value: Any) -> Any:
         return int(value) if ok else None
     if name in ("example_inputs", "pipelines"):
         return _str_map(value)
+    if name == "cache_size_mb":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        return int(value) if ok else None
     if name == "strict_export":
         return value if isinstance(value, bool) else None
     return None
@@ -159,7 +165,7 @@ def project_layer(workspace_root: str | None) -> tuple[dict[str, Any], str | Non
     """
     if not workspace_root:
         return {}, None, []
-    from torch_mlir_lens.repo_check.config import ConfigError, discover_config
+    from torch_mlir_lens.project.config import ConfigError, discover_config
 
     try:
         config = discover_config(workspace_root)

@@ -5,7 +5,7 @@ wire them in:
 
 - code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
   "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
-- commands.verify: `doc.diagnostics[diagnostics_key(module)] = verify_records(...)`, then
+- commands.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
   publish and refresh the lenses.
 """
 
@@ -17,18 +17,12 @@ from collections.abc import Sequence
 from lsprotocol import types
 
 from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.documents import DiagRecord
-from torch_mlir_lens.results import ErrorKind
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.lsp.document import DiagRecord
+from torch_mlir_lens.protocol.results import ErrorKind
+from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
 
 LENS_TITLE = "Verify"
 MAX_TITLE = 70
-_KEY_PREFIX = "verify:"
-
-
-def diagnostics_key(module: str) -> str:
-    """The DocumentState.diagnostics key of a module's Verify findings."""
-    return f"{_KEY_PREFIX}{module}"
 
 
 def lens_title(result: VerifyResult | None) -> str:
@@ -40,6 +34,14 @@ def lens_title(result: VerifyResult | None) -> str:
     if len(message) > MAX_TITLE:
         message = message[: MAX_TITLE - 1] + "…"
     return message
+
+
+def size_lines(result: VerifyResult) -> str:
+    """Each size of the dynamic dims that was run, one line each (empty without any)."""
+    return "".join(
+        f"\n{'✓' if c.ok else '✗'} {dims_text(c.dims)}"
+        f"{' (example)' if c.example else ''}: {c.message.lstrip('✓✗ ')}"
+        for c in result.sizes)
 
 
 def _same_file(a: str, b: str | None) -> bool:
@@ -60,9 +62,10 @@ def verify_records(
 ) -> list[DiagRecord]:
     """Diagnostics of one Verify result in the document at `path`.
 
-    Nothing when it matches. Otherwise the verdict on the class name (`name_range`), plus
-    each located finding of this file at its line (the first diverging line, lowering
-    errors). Findings in other files are named on the class.
+    Nothing when it matches. Otherwise the verdict on the class name (`name_range`, with a
+    line per size for a module with dynamic dims), plus each located finding of this file at
+    its line (the first diverging line, lowering errors). Findings in other files are named on
+    the class.
     """
     if result.ok:
         return []
@@ -70,10 +73,11 @@ def verify_records(
     mismatch = kind == ErrorKind.VERIFY_MISMATCH
     severity = types.DiagnosticSeverity.Warning if mismatch else types.DiagnosticSeverity.Error
     verdict = (result.message or "✗ verify failed").lstrip("✗ ").strip()
+    message = f"{module}: compiled module {verdict}" if mismatch else \
+        f"{module}: verify failed: {verdict}"
     records = [DiagRecord(
-        range=name_range, severity=severity, message=f"{module}: compiled module {verdict}"
-        if mismatch else f"{module}: verify failed: {verdict}", kind=kind, module=module,
-        targets=("llvm",),
+        range=name_range, severity=severity, message=message + size_lines(result),
+        kind=kind, module=module, targets=("llvm",),
     )]
     for diag in result.diagnostics:
         file, line = diag.file, diag.line

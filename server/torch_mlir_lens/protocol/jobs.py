@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 CONSTRUCT_POLICIES = ("auto", "meta", "real")
 _M = typing.TypeVar("_M", bound="ModuleJob")
@@ -49,7 +49,8 @@ class ModuleJob(Job):
     workspace: str | None = None  # root of relative paths in settings_inputs
     strict: bool = False  # torch.export strict mode
     construct: str = "auto"  # "auto" | "meta" | "real": how the module is built
-    fingerprint: str | None = None  # the module's fingerprint (fingerprint.py), when known
+    # The module's fingerprint (discovery/fingerprint.py), when known.
+    fingerprint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Absolute paths; `construct` and `fingerprint` only when set."""
@@ -136,6 +137,66 @@ class StatsJob(Job):
     """→ `{"jobs_run", "exports_run", "cached_programs", "pid"}`."""
 
     op: ClassVar[str] = "stats"
+
+
+# --- replies of the jobs whose answer is not a result type of its own ---------------------------
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass
+class ExportReply:
+    """An `export` job's answer: where the IR was written and its size."""
+
+    path: str
+    bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], default_path: str = "") -> ExportReply:
+        path = data.get("path")
+        return cls(path=path if isinstance(path, str) else default_path,
+                   bytes=_int_or_none(data.get("bytes")))
+
+
+@dataclass
+class ReproReply:
+    """A `repro` job's answer: the reproducer's .mlir file and the command that replays it."""
+
+    mlir_path: str
+    command: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReproReply:
+        return cls(mlir_path=str(data.get("mlir_path") or ""),
+                   command=str(data.get("command") or ""))
+
+
+@dataclass
+class WorkerStats:
+    """A `stats` job's answer: the worker's own counters."""
+
+    jobs_run: int
+    exports_run: int
+    cached_programs: int
+    pid: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerStats:
+        return cls(jobs_run=_int_or_none(data.get("jobs_run")) or 0,
+                   exports_run=_int_or_none(data.get("exports_run")) or 0,
+                   cached_programs=_int_or_none(data.get("cached_programs")) or 0,
+                   pid=_int_or_none(data.get("pid")))
 
 
 JOB_TYPES: dict[str, type[Job]] = {cls.op: cls for cls in (

@@ -1,6 +1,6 @@
 """The custom LSP requests and notifications of Torch-MLIR Lens, typed.
 
-attrs classes with snake_case fields; lsprotocol's converter (`lsp/protocol.py` registers
+attrs classes with snake_case fields; lsprotocol's converter (`lsp/json_rpc.py` registers
 `REQUESTS` and `NOTIFICATIONS` with it) writes and reads them camelCase on the wire, as it does
 for the standard LSP types. `client/src/protocol.ts` declares the same shapes for the client;
 `tests/test_protocol_agreement.py` fails when the two drift apart. Lines in results are 1-based,
@@ -15,6 +15,8 @@ from typing import Any, Literal
 import attrs
 from lsprotocol.types import Position, Range
 
+from torch_mlir_lens import defaults
+
 LOWER = "torchMlirLens/lower"
 MODULES = "torchMlirLens/modules"
 VERIFY = "torchMlirLens/verify"
@@ -27,6 +29,7 @@ EXPORT_MODULE = "torchMlirLens.exportModule"
 EXPORT_REPRO = "torchMlirLens.exportRepro"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY_COMMAND = "torchMlirLens.verify"
+SET_TRUSTED_COMMAND = "torchMlirLens.setTrusted"  # as the notification, for any client
 
 ServerState = Literal["starting", "ready", "lowering", "error", "untrusted"]
 InputsStatus = Literal["comment", "convention", "settings", "derived", "inferred", "missing"]
@@ -261,12 +264,34 @@ class Divergence:
 
 
 @attrs.define
+class DimSize:
+    """The size one dynamic dim had in a run, by the name the `dynamic=` comment gives it."""
+
+    name: str
+    size: int
+
+
+@attrs.define
+class VerifyAtSize:
+    """One run of the compiled module at one size of its dynamic dims, against eager."""
+
+    dims: list[DimSize]
+    example: bool  # the example inputs' own sizes
+    ok: bool
+    message: str
+    max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
+    outputs: list[OutputComparison]
+
+
+@attrs.define
 class VerifyResponse:
     """The verdict: `ok` when every output matched within its tolerances.
 
     The worker's `VerifyResult.to_json()`, every field always sent. `kind` is null when ok;
     `rtol`/`atol` null: per-dtype defaults (each output says what it used); `timings` keys
     in seconds, camelCase (`lowerLlvm`, `jit`, `run`, `eager`, `compare`, `total`, ...).
+    A module with dynamic dims runs at several sizes: `sizes` has one entry each, the
+    example's first (`outputs` are its comparisons); empty for a module without any.
     """
 
     module: str
@@ -280,6 +305,7 @@ class VerifyResponse:
     kind: str | None
     max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
     divergence: Divergence | None  # on a mismatch, when a diverging line was found
+    sizes: list[VerifyAtSize]
 
 
 @attrs.define
@@ -313,6 +339,7 @@ class ServerSettings:
     example_inputs: dict[str, str]  # keys are the user's names, sent as they are
     pipelines: dict[str, str]
     strict_export: bool
+    cache_size_mb: int = defaults.CACHE_SIZE_MB
 
 
 @attrs.define
@@ -332,6 +359,11 @@ class EngineStats:
     cache_hits: int | None = None
     worker_busy: bool = False  # the worker did not answer in time: its counters are absent
     error: str | None = None  # why the worker could not answer
+    # The persistent result cache in this server's process (None: off).
+    persistent_hits: int | None = None
+    persistent_misses: int | None = None
+    persistent_stale: int | None = None  # entries found whose files or libraries changed
+    persistent_writes: int | None = None
 
 
 @attrs.define
@@ -410,6 +442,13 @@ class ExportReproResponse:
 
 
 @attrs.define
+class SetTrustedResponse:
+    """`torchMlirLens.setTrusted` (argument: `SetTrustedParams`): the trust now in effect."""
+
+    trusted: bool
+
+
+@attrs.define
 class ExplainInputsResponse:
     """How to give the module example inputs, and the comment to paste."""
 
@@ -433,4 +472,5 @@ COMMANDS: dict[str, tuple[type, type]] = {
     EXPORT_REPRO: (ExportReproArgs, ExportReproResponse),
     EXPLAIN_INPUTS: (ModuleArgs, ExplainInputsResponse),
     VERIFY_COMMAND: (VerifyParams, VerifyResponse),
+    SET_TRUSTED_COMMAND: (SetTrustedParams, SetTrustedResponse),
 }

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torch_mlir_lens.fingerprint import job_fingerprint
+from torch_mlir_lens.discovery.fingerprint import job_fingerprint
 
 
 def file_digest(path: str | None) -> str | None:

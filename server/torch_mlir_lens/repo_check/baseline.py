@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.repo_check.outputs import write_atomically
 
 VERSION = 1
 DEFAULT_NAME = "torch-mlir-lens-baseline.json"
@@ -68,14 +70,53 @@ def read_baseline(path: str) -> Baseline:
     return Baseline(os.path.abspath(path), keys)
 
 
-def write_baseline(path: str, findings: list[Finding]) -> int:
-    """Write every finding's key to `path` (atomically); return the number of entries."""
-    keys = sorted({f.baseline_key for f in findings})
+def write_baseline(path: str, findings: list[Finding], keep: set[Key] | None = None) -> int:
+    """Write every finding's key, and the entries of `keep`, to `path` (atomically); return
+    the number of entries."""
+    keys = sorted({f.baseline_key for f in findings} | (keep or set()))
     entries = [{"file": k[0], "module": k[1], "rule": k[2]} for k in keys]
     body = {"version": VERSION, "tool": "torch-mlir-lens", "entries": entries}
-    text = json.dumps(body, indent=1) + "\n"
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(body, indent=1) + "\n")
     return len(entries)
+
+
+@dataclass
+class Update:
+    """What `update_baseline` did, for the line that says so."""
+
+    written: int  # entries of the modules this run checked
+    kept: set[Key]  # entries of files the run did not check, left as they were
+    dropped: set[Key]  # entries of files that no longer exist
+
+    def describe(self, path: str) -> str:
+        """`wrote FILE (N entries)`, and which entries outside the run were kept or dropped."""
+        text = f"wrote {path} ({_count(self.written, 'entry')} of the modules checked"
+        if self.kept:
+            files = _count(len({k[0] for k in self.kept}), "file")
+            text += f"; kept {_count(len(self.kept), 'entry')} of {files} this run did not check"
+        if self.dropped:
+            files = _count(len({k[0] for k in self.dropped}), "file")
+            text += (f"; dropped {_count(len(self.dropped), 'entry')} of {files} gone from "
+                     "the repository")
+        return text + ")"
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n} {noun if n == 1 else plural}"
+
+
+def update_baseline(path: str, findings: list[Finding], checked: Callable[[Key], bool],
+                    root: str) -> Update:
+    """Write the findings of a run to the baseline at `path`, replacing the entries the run
+    checked (`checked(key)`) and keeping the others, so a run over part of the repository
+    loses nothing; entries of files gone from `root` are dropped. BaselineError when the
+    existing file is not a baseline; OSError when it cannot be written."""
+    old: set[Key] = set()
+    if os.path.exists(path):
+        old = read_baseline(path).keys
+    outside = {k for k in old if not checked(k)}
+    dropped = {k for k in outside if not os.path.exists(os.path.join(root, k[0]))}
+    kept = outside - dropped
+    written = write_baseline(path, findings, kept) - len(kept)
+    return Update(written, kept, dropped)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from torch_mlir_lens.protocol.results import ErrorKind, LowerResult
 from torch_mlir_lens.repo_check.paths import rel_path
-from torch_mlir_lens.results import ErrorKind, LowerResult
 
 # Failures that happen before a backend is involved: reported once per module, not per target.
 MODULE_KINDS = {

@@ -24,7 +24,8 @@ class Pattern:
     source: str
 
 
-def _glob_to_regex(glob: str) -> str:
+def glob_regex(glob: str) -> str:
+    """A glob (`*`, `?`, `[...]`, `**`) as a regular expression over '/'-separated paths."""
     out: list[str] = []
     i = 0
     while i < len(glob):
@@ -81,7 +82,7 @@ def compile_pattern(line: str, base: str) -> Pattern | None:
     text = text.lstrip("/")
     if text.startswith("./"):
         text = text[2:]
-    body = _glob_to_regex(text)
+    body = glob_regex(text)
     regex = f"^{body}$" if anchored else f"^(?:.*/)?{body}$"
     return Pattern(os.path.abspath(base), re.compile(regex), negated, dir_only, line.strip())
 

@@ -2,7 +2,7 @@
 
 Static only (the AST, no user code), so every shard of a CI matrix computes the same list
 from the same checkout and takes a disjoint, contiguous slice of it. A notebook is planned as
-the program of its code cells (`repo_check.notebooks`); its modules' lines are program lines
+the program of its code cells (`repo_check.notebook_modules`); its modules' lines are program lines
 here (the order and the jobs), cell lines in the report.
 """
 
@@ -89,25 +89,29 @@ def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
 def _read(path: str, rel: str, plan: Plan) -> str | None:
     """The Python text of a file (a notebook: its cells' program), or None after recording
     why it cannot be checked."""
-    from torch_mlir_lens import notebook
-    from torch_mlir_lens.repo_check.notebooks import NotebookSource
+    from torch_mlir_lens.repo_check.notebook_modules import NotebookSource
+    from torch_mlir_lens.source import notebook_program
+    from torch_mlir_lens.source.decoding import SourceError, read_source
 
     try:
-        if notebook.is_notebook(path):
-            program = notebook.read_program(path)
+        if notebook_program.is_notebook(path):
+            program = notebook_program.read_program(path)
             plan.notebooks[path] = NotebookSource(program, [])
             plan.cell_warnings += [
                 FileProblem(path, rel, p.line, "syntax-error",
                             f"{p.message}: this cell does not parse and is left out",
                             p.index + 1) for p in program.problems]
             return program.text
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_source(path)
     except (OSError, UnicodeDecodeError) as exc:
         plan.problems.append(FileProblem(path, rel, None, "load-error",
                                          f"cannot read the file: {exc}"))
         return None
-    except notebook.NotebookError as exc:  # a file line of the .ipynb (its JSON)
+    except SourceError as exc:
+        plan.problems.append(FileProblem(path, rel, exc.line, "load-error",
+                                         f"cannot read the file: {exc.message}"))
+        return None
+    except notebook_program.NotebookError as exc:  # a file line of the .ipynb (its JSON)
         plan.problems.append(FileProblem(path, rel, exc.line, "load-error", exc.message))
         return None
     try:

@@ -30,6 +30,9 @@ class Report:
     baseline: str | None = None  # the baseline file used
     fixed: list[list[str]] = field(default_factory=list)  # baseline entries not seen any more
     version: str = __version__
+    # What `merge` compares (run_identity): the settings and the whole run's module list.
+    config: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
 
     def findings(self) -> list[Finding]:
         """Every finding, file problems first, then modules in order."""
@@ -68,6 +71,8 @@ class Report:
             "tool": {"name": "torch-mlir-lens", "version": self.version},
             "targets": self.targets,
             "shards": [{"index": i, "count": n} for i, n in self.shards],
+            "config": self.config,
+            "plan": self.plan,
         }
         files = sorted({e["file"] for e in self.modules})
         if len(files) == 1 and not self.problems:
@@ -97,6 +102,7 @@ class Report:
             shards=[(int(s["index"]), int(s["count"])) for s in data.get("shards", [])],
             baseline=baseline.get("path"), fixed=list(baseline.get("fixed", [])),
             version=str((data.get("tool") or {}).get("version", __version__)),
+            config=data.get("config"), plan=data.get("plan"),
         )
 
 

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.project.limits import usable_cpus
+from torch_mlir_lens.protocol.results import LensError, LowerResult
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
-from torch_mlir_lens.results import LensError, LowerResult
 
 MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
                        "above the class)")
@@ -37,6 +38,10 @@ class RunOptions:
     example_inputs: dict[str, str] = field(default_factory=dict)
     strict_export: bool = False
     require_inputs: bool = False
+    cache_dir: str | None = None  # the persistent result cache (None: none)
+    # What the persistent cache did, summed over the lanes' engines once they stop.
+    cache_hits: int = 0
+    cache_lookups: int = 0
 
 
 @dataclass
@@ -62,8 +67,7 @@ def memory_available_mb() -> int | None:
 
 def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
     """CPU count, bounded so N workers at their memory limit fit in available memory."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    cpus = usable_cpus()
     available = memory_available_mb()
     if available is None:
         return max(1, cpus), f"{cpus} CPUs"
@@ -76,7 +80,7 @@ def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
 
 def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str, Any]:
     # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
-    from torch_mlir_lens.verdict import verdict_json
+    from torch_mlir_lens.rules.verdict import verdict_json
 
     return {t.target: verdict_json(t) for t in results}
 
@@ -134,7 +138,7 @@ def _in_cells(outcome: ModuleOutcome, plan: Plan) -> ModuleOutcome:
     source = plan.notebooks.get(outcome.task.path)
     if source is None:
         return outcome
-    from torch_mlir_lens.repo_check.notebooks import relocate_entry, relocate_finding
+    from torch_mlir_lens.repo_check.notebook_modules import relocate_entry, relocate_finding
 
     rel = outcome.task.rel
     for f in outcome.findings:
@@ -165,8 +169,10 @@ async def run_modules(
                 last = task.path
                 if engine is None and task.inputs != "missing":
                     engine = Engine(EngineConfig(python=sys.executable, timeout_s=opts.timeout_s,
-                                                 memory_limit_mb=opts.memory_limit_mb))
-                    await engine.start()
+                                                 memory_limit_mb=opts.memory_limit_mb,
+                                                 cache_dir=opts.cache_dir))
+                    # Not started: its worker spawns at the first job the persistent cache
+                    # cannot answer (a fully cached run starts none).
                 try:
                     outcome = await _check_one(engine, task, plan.text_of(task), opts)
                 except Exception as exc:  # a bug of ours: this module fails, the rest go on
@@ -184,6 +190,10 @@ async def run_modules(
         finally:
             if engine is not None:
                 await engine.stop()
+                stats = engine.persistent_stats
+                if stats is not None:
+                    opts.cache_hits += stats.hits
+                    opts.cache_lookups += stats.hits + stats.misses
 
     await asyncio.gather(*(lane() for _ in range(lanes)))
     return [o for o in outcomes if o is not None]

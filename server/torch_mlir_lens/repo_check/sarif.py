@@ -1,13 +1,15 @@
 """`--format sarif`: SARIF 2.1.0, as GitHub code scanning and other review tools read it.
 
-One run. Rules are backend × op (`tosa/aten.roll`) plus the failures before any backend
-(`export-error`, `timeout`, ...). A result sits at the op's file and line, names its module as
-a logical location, and points at the module's definition as a related location (and, when
-the op comes from another file, e.g. a layer library, at that file's line as the primary one).
-Baselined findings stay in, with `baselineState: unchanged` and an external suppression, so a
-viewer can still show them; new ones are `baselineState: new`. Skipped modules are tool
-notifications. `runs[0].properties.torchMlirLens` records the modules checked and the shard,
-for `merge`.
+One run. Paths are URIs relative to %SRCROOT% (the project root), percent-encoded as RFC 3986
+asks (`%C3%BC/m%20v2.py`). Rules are backend × op (`tosa/aten.roll`) plus the failures before
+any backend (`export-error`, `timeout`, ...). A result sits at the op's file and line, names its
+module as a logical location, and points at the module's definition as a related location
+(and, when the op comes from another file, e.g. a layer library, at that file's line as the
+primary one). Baselined findings stay in, with `baselineState: unchanged` and an external
+suppression, so a viewer can still show them; new ones are `baselineState: new`. Skipped
+modules are tool notifications. `runs[0].properties.torchMlirLens` records the modules
+checked, the shard, the settings and the whole run's module list, for `merge`
+(`run_identity`).
 
 A notebook's result: SARIF locations are lines of an artifact as stored, and review tools
 show them there, so the physical location is the .ipynb file with the region on the line of
@@ -19,13 +21,16 @@ location's properties (`notebookCell`, `notebookCellLine`) and in the message
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.repo_check.findings import Finding
-from torch_mlir_lens.repo_check.notebooks import FileLines, where
+from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
+from torch_mlir_lens.repo_check.run_identity import RunIdentity
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/llvm/torch-mlir"
@@ -64,9 +69,17 @@ def _rule(rule: str) -> dict[str, Any]:
     }
 
 
+def artifact_location(file: str) -> dict[str, Any]:
+    """A report path as SARIF wants it: a URI (RFC 3986: spaces and non-ASCII characters
+    percent-encoded as UTF-8), relative to %SRCROOT%, or a file URI outside the root."""
+    if os.path.isabs(file):
+        return {"uri": Path(file).as_uri()}
+    return {"uri": quote(file, safe="/"), "uriBaseId": SRCROOT}
+
+
 def _location(file: str, line: int | None, cell: int | None,
               lines: FileLines) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": file, "uriBaseId": SRCROOT}}
+    physical: dict[str, Any] = {"artifactLocation": artifact_location(file)}
     file_line = lines.line(file, cell, line)
     if file_line:
         physical["region"] = {"startLine": file_line}
@@ -137,6 +150,8 @@ def to_sarif(report: Report, root: str) -> dict[str, Any]:
             "targets": report.targets,
             "modules": [f"{e['file']}::{e['name']}" for e in report.modules],
             "shards": [{"index": i, "count": n} for i, n in report.shards],
+            "config": report.config,
+            "plan": report.plan,
             "summary": report.summary(),
         }},
     }
@@ -176,6 +191,7 @@ def merge_sarif(logs: list[dict[str, Any]]) -> dict[str, Any]:
                 phys.get("region", {}).get("startLine", 0), r["ruleId"])
 
     first = runs[0]
+    first_props = first.get("properties", {}).get("torchMlirLens", {})
     merged = {
         "tool": {"driver": {**first["tool"]["driver"], "rules": [rules[r] for r in rule_ids]}},
         "originalUriBaseIds": first.get("originalUriBaseIds", {}),
@@ -183,10 +199,23 @@ def merge_sarif(logs: list[dict[str, Any]]) -> dict[str, Any]:
             notes, key=lambda n: n["message"]["text"])}],
         "results": sorted(results, key=where),
         "columnKind": "unicodeCodePoints",
-        "properties": {"torchMlirLens": {"targets": targets, "modules": sorted(modules),
-                                         "shards": shards}},
+        "properties": {"torchMlirLens": {
+            "targets": targets, "modules": sorted(modules), "shards": shards,
+            "config": first_props.get("config"), "plan": first_props.get("plan")}},
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [merged]}
+
+
+def run_identity(log: dict[str, Any], source: str) -> RunIdentity:
+    """What `merge` compares of a SARIF log (its first run, as `to_sarif` writes one)."""
+    runs = log.get("runs") or [{}]
+    run = runs[0] if isinstance(runs[0], dict) else {}
+    props = run.get("properties", {}).get("torchMlirLens", {})
+    return RunIdentity(
+        source=source, version=str(run.get("tool", {}).get("driver", {}).get("version")),
+        targets=tuple(props.get("targets", [])), config=props.get("config"),
+        plan=props.get("plan"),
+        shards=tuple((int(s["index"]), int(s["count"])) for s in props.get("shards", [])))
 
 
 def sarif_failed(log: dict[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 
 A notebook's lines read `NOTEBOOK.ipynb:CELL:LINE` in both. A workflow annotation also needs
 a line of the file as stored, where GitHub shows it on the diff: for a notebook, the line of
-its JSON text that holds the cell's line (`notebooks.FileLines`).
+its JSON text that holds the cell's line (`notebook_modules.FileLines`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from itertools import groupby
 from typing import Any
 
-from torch_mlir_lens.repo_check import notebooks
+from torch_mlir_lens.repo_check import notebook_modules
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.repo_check.report import Report
@@ -28,7 +28,7 @@ def _shown(root: str, file: str) -> str:
 def _where(root: str, file: str, line: int | None, cell: int | None = None) -> str:
     path = os.path.relpath(os.path.join(root, file))
     path = file if path.startswith("..") else path
-    return notebooks.where(path, line, cell)
+    return notebook_modules.where(path, line, cell)
 
 
 def summary_line(report: Report) -> str:
@@ -90,14 +90,14 @@ def render_github(report: Report, root: str) -> str:
 
     A notebook's annotation sits at the file line holding the cell's line, its message
     starting with `NOTEBOOK.ipynb:CELL:LINE`."""
-    file_lines = notebooks.FileLines(root)
+    file_lines = notebook_modules.FileLines(root)
     lines: list[str] = []
     for f in report.findings():
         if f.baselined:
             continue
         message = f.message
         if f.cell:
-            message = f"{notebooks.where(f.file, f.line, f.cell)}: {message}"
+            message = f"{notebook_modules.where(f.file, f.line, f.cell)}: {message}"
         lines.append(_annotation("error", {
             "file": f.file, "line": file_lines.line(f.file, f.cell, f.line),
             "title": _title(f)}, message))
@@ -105,12 +105,12 @@ def render_github(report: Report, root: str) -> str:
         lines.append(_annotation("warning", {
             "file": w.file, "line": file_lines.line(w.file, w.cell, w.line),
             "title": "torch-mlir-lens left a cell out"},
-            f"{notebooks.where(w.file, w.line, w.cell)}: {w.message}"))
+            f"{notebook_modules.where(w.file, w.line, w.cell)}: {w.message}"))
     for e in report.modules:
         if "skipped" in e:
             message = e["skipped"]
             if e.get("cell"):
-                message = f"{notebooks.where(e['file'], e['line'], e['cell'])}: {message}"
+                message = f"{notebook_modules.where(e['file'], e['line'], e['cell'])}: {message}"
             lines.append(_annotation("notice", {
                 "file": e["file"], "line": file_lines.line(e["file"], e.get("cell"), e["line"]),
                 "title": f"torch-mlir-lens skipped {e['name']}"}, message))

@@ -29,7 +29,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._pytree import tree_map
 
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 
 # Parameters + buffers at or above this many bytes: build without them (policy "auto").
 META_OVER_BYTES = 8 * 2**20

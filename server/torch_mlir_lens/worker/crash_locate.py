@@ -6,7 +6,7 @@ Only runs after a crash (crash_guard.Crash), each try in a forked child of its o
    `func.func(b)`), and the shortest prefix that still crashes is found by bisection; its last
    pass is the one;
 2. the op: each distinct op of the input module (same name, types, attributes, constant
-   operands) is copied into a module of its own (illegal_ops.isolate); the prefix runs on each
+   operands) is copied into a module of its own (op_isolation.isolate); the prefix runs on each
    in turn, and bisection over them finds one that crashes. An op that crashes alone is named
    with its location; when none does (the crash needs the ops around it), the pass alone is
    named.
@@ -26,8 +26,8 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.targets import TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import illegal_ops
+from torch_mlir_lens.rules.targets import TARGETS, TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.worker import illegal_ops, op_isolation
 from torch_mlir_lens.worker.crash_guard import THROWN, Crash, run_forked
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
@@ -132,12 +132,12 @@ def _crashing_op(module_op: Any, passes: list[str],
         name = illegal_ops.op_name(op)
         if not illegal_ops.is_candidate(name):
             continue
-        key = illegal_ops._isolation_key(op)
+        key = op_isolation.isolation_key(op)
         if key in seen:
             continue
         seen.add(key)
         try:
-            small = illegal_ops.isolate(op)
+            small = op_isolation.isolate(op)
         except (RuntimeError, ValueError, KeyError):
             continue
         candidates.append((illegal_ops._display_name(op), str(op.location), small))

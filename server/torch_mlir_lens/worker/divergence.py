@@ -4,7 +4,10 @@ Eager side: the exported program's graph, run node by node (torch.fx.Interpreter
 `stack_trace` names the user's line. Compiled side: the linalg function is rewritten to also
 return, for every user line, the last value computed there (one per shape/dtype), then lowered,
 JIT-compiled and run once. Values are paired per (line, shape, dtype) and compared with the
-usual tolerances; the diverging pair earliest in the graph names the line.
+usual tolerances; the diverging pair earliest in the graph names the line. With dynamic dims
+a compiled type has `?` sizes: it pairs with the line's last eager value of that dtype whose
+shape fits it (sizes equal where the type's are static), and a value whose run-time shape
+differs from eager's diverges there.
 
 A heuristic: a line's last value of a given shape is usually the same tensor on both sides
 (each aten op lowers to linalg ops whose last one produces its result), but decompositions can
@@ -13,6 +16,7 @@ differ; unpaired values are ignored.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -22,7 +26,7 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
-from torch_mlir_lens.verify_results import Divergence
+from torch_mlir_lens.protocol.verify_results import Divergence
 from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm, public_func_ops
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.verify.compare import compare_output
@@ -36,6 +40,8 @@ from torch_mlir_lens.worker.verify.jit import (
 from torch_mlir_lens.worker.verify.linalg import private_copy
 
 Key = tuple[str, int, tuple[int, ...], torch.dtype]  # file, line, shape, dtype
+# The compiled side's: a `?` size is None.
+TypeKey = tuple[str, int, tuple[int | None, ...], torch.dtype]
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SKIP_OPS = {"arith.constant", "tensor.empty", "ml_program.global_load_const"}
@@ -89,9 +95,9 @@ def _runnable_graph(program: Any, n_inputs: int) -> torch.fx.GraphModule:
 # --- compiled values per line ----------------------------------------------------------------
 
 
-def _value_key(value: ir.Value, op: ir.Operation, users: UserFiles) -> Key | None:
+def _value_key(value: ir.Value, op: ir.Operation, users: UserFiles) -> TypeKey | None:
     ty = value.type
-    if not isinstance(ty, ir.RankedTensorType) or not ty.has_static_shape:
+    if not isinstance(ty, ir.RankedTensorType):
         return None
     element = str(ty.element_type)
     if element not in ELEMENT_TYPES:
@@ -100,12 +106,13 @@ def _value_key(value: ir.Value, op: ir.Operation, users: UserFiles) -> Key | Non
     if not frames:
         return None
     file, line = frames[0]
-    return (file, line, tuple(ty.shape), ELEMENT_TYPES[element][1])
+    shape = tuple(None if ty.is_dynamic_dim(i) else ty.get_dim_size(i) for i in range(ty.rank))
+    return (file, line, shape, ELEMENT_TYPES[element][1])
 
 
-def _compiled_values(func: ir.Operation, users: UserFiles) -> dict[Key, ir.Value]:
+def _compiled_values(func: ir.Operation, users: UserFiles) -> dict[TypeKey, ir.Value]:
     """The last value of each (line, shape, dtype) among the function's top-level ops."""
-    found: dict[Key, ir.Value] = {}
+    found: dict[TypeKey, ir.Value] = {}
     for op in func.regions[0].blocks[0].operations:
         operation = op.operation
         if operation.name in _SKIP_OPS:
@@ -129,6 +136,20 @@ def _return_also(func: ir.Operation, extra: list[ir.Value]) -> None:
     ctx = func.context
     new_type = ir.FunctionType.get(list(fty.inputs), [v.type for v in operands], context=ctx)
     func.attributes["function_type"] = ir.TypeAttr.get(new_type, context=ctx)
+
+
+def _eager_match(key: TypeKey, eager: dict[Key, tuple[int, torch.Tensor]]) -> Key | None:
+    """The eager value a compiled one stands for: the same shape when it is static; with `?`
+    sizes, the line's last value of that dtype whose shape fits."""
+    file, line, shape, dtype = key
+    static = tuple(s for s in shape if s is not None)
+    if len(static) == len(shape):
+        exact = (file, line, static, dtype)
+        return exact if exact in eager else None
+    fitting = [k for k in eager if k[0] == file and k[1] == line and k[3] == dtype
+               and len(k[2]) == len(shape)
+               and all(s is None or s == e for s, e in zip(shape, k[2], strict=True))]
+    return max(fitting, key=lambda k: eager[k][0], default=None)
 
 
 # --- the search ------------------------------------------------------------------------------
@@ -159,10 +180,12 @@ def first_divergence(
     func = next(f for f in public_func_ops(module)
                 if ir.StringAttr(f.attributes["sym_name"]).value == sig.name)
     compiled = _compiled_values(func, users)
-    keys = sorted((k for k in compiled if k in eager), key=lambda k: eager[k][0])
-    if not keys:
+    pairs = sorted(((k, e) for k in compiled if (e := _eager_match(k, eager)) is not None),
+                   key=lambda pair: eager[pair[1]][0])
+    if not pairs:
         return None
-    _return_also(func, [compiled[k] for k in keys])
+    keys = [e for _, e in pairs]
+    _return_also(func, [compiled[k] for k, _ in pairs])
     sig = function_signature(module, sig.name)
     lower_linalg_to_llvm(module, user_files=users)
     engine = jit(module, opt_level)
@@ -175,12 +198,15 @@ def first_divergence(
         out = compare_output(0, actual, expected, rtol, atol)
         if not out.ok:
             file, line = key[0], key[1]
+            if out.worst_index or math.isfinite(out.max_abs_err):
+                detail = (f"{out.dtype} {out.shape}, max err {out.max_abs_err:.2g} at "
+                          f"{out.worst_index}")
+            else:  # not even the shape (or dtype) agrees
+                detail = out.message.removeprefix("output 0: ").replace(
+                    "shape", f"{out.dtype} shape", 1)
             return Divergence(
                 file=file, line=line, shape=out.shape, dtype=out.dtype,
                 max_abs_err=out.max_abs_err, worst_index=out.worst_index,
-                message=(
-                    f"compiled values first differ from eager here: {out.dtype} "
-                    f"{out.shape}, max err {out.max_abs_err:.2g} at {out.worst_index}"
-                ),
+                message=f"compiled values first differ from eager here: {detail}",
             )
     return None

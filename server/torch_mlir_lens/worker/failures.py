@@ -1,6 +1,6 @@
 """What a failed lowering shows: the partial IR and one diagnostic per cause, once per target.
 
-    Failures(program, users)
+    Failures(program, users, module_name, raw_module=...)
         .backend(target, torch_module, errors)     → (Partial | None, diagnostics)
         .torch_level(target, raw_module, errors)   → ((module, call symbols) | None, diagnostics)
         .cached(target)                            → the diagnostics already computed
@@ -8,7 +8,9 @@
 A backend that rejects some ops gets the partial lowering of partial.py and its culprits
 grouped by culprit_diags.py; when that cannot be built, the rejected ops are still listed
 (illegal_ops.py) and grouped the same way. When torch-mlir itself rejects ops before any
-backend, those are outlined first and the backend's own rejects are added.
+backend, those are outlined first and the backend's own rejects are added. A scalar result a
+backend cannot return is a culprit of its own (scalar_boundary.py), and an error no op puts
+on a line goes to the `def forward` line (forward_site.py).
 
 Listing runs many pipelines on IR torch-mlir never saw (ops alone, calls in place of ops), so
 each listing runs in a forked child (crash_guard.py) and its modules come back as bytecode; if
@@ -25,10 +27,19 @@ from typing import Any, TypeVar
 
 from torch_mlir import ir
 
-from torch_mlir_lens import targets
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic
-from torch_mlir_lens.targets import TORCH_BACKEND_PIPELINE, target_title
-from torch_mlir_lens.worker import crash_guard, crash_locate, culprit_diags, illegal_ops, partial
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic
+from torch_mlir_lens.rules import targets
+from torch_mlir_lens.rules.targets import TORCH_BACKEND_PIPELINE, target_title
+from torch_mlir_lens.worker import (
+    crash_guard,
+    crash_locate,
+    culprit_diags,
+    fx_origins,
+    illegal_ops,
+    partial,
+    scalar_boundary,
+)
+from torch_mlir_lens.worker.forward_site import ForwardSite, forward_site
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
@@ -73,24 +84,27 @@ def _forked_twice(fn: Callable[[], T], step: str) -> T:
             return crash_guard.run_forked(fn, step=step)
 
 
-def _crash_diagnostics(errors: list[Diag], target: str,
-                       resolver: LocationResolver) -> list[LensDiagnostic]:
-    return illegal_ops.error_diagnostics(errors, target, resolver)
-
-
 def _rejected(part: partial.Partial) -> list[culprit_diags.Rejected]:
-    return [culprit_diags.Rejected(c.id, c.name, c.location, c.message, c.tensor, c.feeders)
+    return [culprit_diags.Rejected(c.id, c.name, c.location, c.message, c.tensor, c.feeders,
+                                   c.lowers_alone)
             for c in part.culprits]
 
 
 class Failures:
     """The failures of one exported program, listed once per target."""
 
-    def __init__(self, program: Any, users: UserFiles) -> None:
+    def __init__(self, program: Any, users: UserFiles, module_name: str = "",
+                 raw_module: Callable[[], Any] | None = None) -> None:
+        """`module_name`: the class lowered, whose `forward` holds the failures no op of the
+        IR carries a line for; `raw_module`: the imported IR, to check which call an op
+        comes from."""
         self.program = program
+        self.raw_module = raw_module
         self.users = users
+        self.module_name = module_name
         self._backend: dict[str, tuple[partial.Partial | None, list[LensDiagnostic]]] = {}
         self._torch: dict[str, tuple[Shown | None, list[LensDiagnostic]]] = {}
+        self._calls: fx_origins.FxCalls | None = None  # built on the first failure
 
     def cached(self, target: str) -> list[LensDiagnostic]:
         """The diagnostics of `target`'s failure, if it was met already ([] otherwise)."""
@@ -101,9 +115,13 @@ class Failures:
 
     def _group(self, rejected: list[culprit_diags.Rejected], target: str,
                resolver: LocationResolver, module: Any) -> list[LensDiagnostic]:
-        calls = culprit_diags.fx_calls(self.program, self.users)
-        ir_ops = culprit_diags.ir_ops_by_line(module, resolver)
-        diags = culprit_diags.diagnostics(rejected, target, resolver, calls, ir_ops)
+        if self._calls is None:
+            self._calls = fx_origins.FxCalls(self.program)
+        ir_ops = fx_origins.ir_ops_by_chain(module, resolver)
+        rewrites = fx_origins.TorchRewrites(self.raw_module(), resolver) \
+            if self.raw_module is not None else None
+        diags = culprit_diags.diagnostics(rejected, target, resolver, self._calls, ir_ops,
+                                          rewrites)
         add_library_frames(diags, [(r.name, r.location) for r in rejected], resolver)
         return diags
 
@@ -128,7 +146,19 @@ class Failures:
         for d in diags:
             if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
                 d.kind = ErrorKind.UNSUPPORTED_OP
-        return None, diags
+        return None, self._located(diags) if crashes else diags
+
+    def _forward(self) -> ForwardSite | None:
+        return forward_site(self.users.given, self.module_name) if self.module_name else None
+
+    def _located(self, diags: list[LensDiagnostic]) -> list[LensDiagnostic]:
+        """Every error with a line: one that has none goes to `forward`'s `def` line."""
+        site = self._forward() if any(d.line is None for d in diags) else None
+        if site is not None:
+            for d in diags:
+                if d.line is None:
+                    d.file, d.line = site.file, site.def_line
+        return diags
 
     def _list_forked(self, target: str, torch_module: Any, errors: list[Diag],
                      resolver: LocationResolver, crashing: list[illegal_ops.FoundOp],
@@ -143,26 +173,38 @@ class Failures:
             try:
                 part, diags = self._list(target, torch_module, errors, resolver, crashing)
             except partial.StepCrash as crash:
-                return None, _crash_diagnostics([*errors, crash.diag], target, resolver)
+                return None, self._crash_diagnostics([*errors, crash.diag], target, resolver)
             return _SentPartial.of(part), diags
 
         step = f"the listing of what {target_title(target)} rejects"
         try:
             sent, diags = _forked_twice(listing, step)
         except crash_guard.Crash as crash:
-            return None, _crash_diagnostics([*errors, Diag("error", crash.message(),
-                                                            "loc(unknown)")], target, resolver)
+            died = Diag("error", crash.message(), "loc(unknown)")
+            return None, self._crash_diagnostics([*errors, died], target, resolver)
         return (sent.restore(torch_module.context) if sent else None), diags
+
+    def _crash_diagnostics(self, errors: list[Diag], target: str,
+                           resolver: LocationResolver) -> list[LensDiagnostic]:
+        return self._located(illegal_ops.error_diagnostics(errors, target, resolver))
 
     def _list(self, target: str, torch_module: Any, errors: list[Diag],
               resolver: LocationResolver, crashing: list[illegal_ops.FoundOp] | None = None,
               ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
-        part = partial.lower_partially(torch_module, target, crashing=crashing)
+        # Scalars at the function's boundary: a culprit of their own, and no partial IR (the
+        # function itself cannot be converted).
+        boundary = scalar_boundary.boundary_diagnostics(torch_module, target, errors, resolver,
+                                                        self._forward())
+        if boundary:
+            errors = [d for d in errors if not scalar_boundary.is_boundary_error(d)]
+        part = None if boundary else partial.lower_partially(torch_module, target,
+                                                             resolver=resolver,
+                                                             crashing=crashing)
         if part is not None:
             diags = self._group(_rejected(part), target, resolver, torch_module)
             if not part.complete:
                 diags.append(illegal_ops.incomplete_warning(target))
-            return part, diags
+            return part, self._located(diags)
 
         def grouped(found: list[illegal_ops.FoundOp]) -> list[LensDiagnostic]:
             rejected = [culprit_diags.Rejected(i, f.name, f.location, f.message,
@@ -170,8 +212,9 @@ class Failures:
                         for i, f in enumerate(found)]
             return self._group(rejected, target, resolver, torch_module)
 
-        return None, illegal_ops.list_unsupported(torch_module, target, errors, resolver,
-                                                  to_diagnostics=grouped)
+        listed = illegal_ops.list_unsupported(torch_module, target, errors, resolver,
+                                              to_diagnostics=grouped)
+        return None, self._located(illegal_ops.drop_contract_errors(listed + boundary))
 
     def torch_level(self, target: str, raw_module: Any, errors: list[Diag], *,
                     listed: bool = True) -> tuple[Shown | None, list[LensDiagnostic]]:
@@ -182,11 +225,11 @@ class Failures:
             return self._torch[target]
         resolver = LocationResolver(self.users)
         if crash_guard.worth_forking(raw_module.context):
-            self._torch[target] = self._torch_listing_forked(target, raw_module, errors,
-                                                             resolver, listed)
-        else:
-            self._torch[target] = self._torch_listing(target, raw_module, errors, resolver,
+            shown, diags = self._torch_listing_forked(target, raw_module, errors, resolver,
                                                       listed)
+        else:
+            shown, diags = self._torch_listing(target, raw_module, errors, resolver, listed)
+        self._torch[target] = (shown, self._located(diags))
         return self._torch[target]
 
     def _torch_listing_forked(self, target: str, raw_module: Any, errors: list[Diag],
@@ -206,8 +249,8 @@ class Failures:
         except crash_guard.Crash as crash:
             sent, pipeline = None, ""
             diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
-            diags += _crash_diagnostics([Diag("error", crash.message(), "loc(unknown)")],
-                                        target, resolver)
+            diags += illegal_ops.error_diagnostics(
+                [Diag("error", crash.message(), "loc(unknown)")], target, resolver)
         shown: Shown | None = None
         if sent is not None:
             crash_guard.load_dialects(pipeline, ctx)
@@ -228,14 +271,15 @@ class Failures:
                 if target == "torch":
                     shown = module, symbols
                 elif target in targets.BACKEND_PIPELINES:
-                    part = partial.lower_partially(module, target, outlined_already=True)
+                    part = partial.lower_partially(module, target, outlined_already=True,
+                                                   resolver=resolver)
                     if part is not None:
                         more = self._group(_rejected(part), target, resolver, module)
                         diags = sorted(diags + more, key=lambda d: (d.line is None, d.line or 0))
                         shown = part.module, symbols | {c.symbol for c in part.culprits
                                                         if c.symbol}
         except partial.StepCrash as crash:
-            diags += _crash_diagnostics([crash.diag], target, resolver)
+            diags += illegal_ops.error_diagnostics([crash.diag], target, resolver)
         except Exception:  # best effort: the torch-level listing stands without it
             shown = None
         return shown, diags

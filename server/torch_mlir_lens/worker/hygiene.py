@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from torch_mlir_lens.frames import in_installed_package
+from torch_mlir_lens.protocol.frames import in_installed_package
 
 # Namespaces whose attributes user code is likely to patch, by import name.
 _NAMESPACES = (
@@ -184,7 +184,7 @@ def _may_have_descendants() -> bool:
 
 def kill_descendants() -> int:
     """SIGKILL every process the worker started (directly or not); return how many."""
-    from torch_mlir_lens.engine.procs import family_pids
+    from torch_mlir_lens.system.procs import family_pids
 
     if not _may_have_descendants():
         return 0  # the usual case, without reading /proc for every process on the machine

@@ -18,17 +18,16 @@ diagnostics at their location's user line, or on the module when there is none.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir import ir
-from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
+from torch_mlir_lens.worker import op_isolation
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
@@ -40,6 +39,7 @@ _CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
 _ASSERT = "torch.runtime.assert"
 _LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
 _OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
+_IN_FUNCTION = re.compile(r" in function @[\w.$-]+")  # the module's @main or a copy's name
 
 ISOLATION_BUDGET_S = 30.0
 
@@ -52,6 +52,7 @@ class FoundOp:
     location: str  # location text
     message: str
     index: int = -1  # the op's position in a walk of the module it was found in (-1: unknown)
+    lowers_alone: bool = False  # left over, yet it lowers alone: not a culprit by itself
 
 
 def op_name(op: Any) -> str:
@@ -130,7 +131,8 @@ def _run(module_op: Any, pipeline: str) -> list[Diag] | None:
 
 
 def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
-    """Leftover recipe; None when it does not apply or its own run fails."""
+    """Leftover recipe; None when it does not apply or its own run fails. Each leftover is
+    tried alone too: one that lowers so has `lowers_alone` set (its context left it over)."""
     pipeline = LEFTOVER_PIPELINES.get(target)
     if pipeline is None:
         return None
@@ -144,14 +146,55 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     if _run(clone, pipeline) is not None:
         return None
     found = leftover_ops(clone)
+    originals = _walk(torch_module)
     if asserts:
-        originals = [(i, op) for i, op in enumerate(_walk(torch_module))
-                     if op_name(op) == _ASSERT]
-        smalls = [(i, str(op.location), isolate(op)) for i, op in originals]
-        found.extend(FoundOp(_ASSERT, loc, "", i) for i, loc, small in smalls
-                     if _run(small.operation, BACKEND_PIPELINES[target]) is not None)
+        found.extend(FoundOp(_ASSERT, str(op.location), "", i)
+                     for i, op in enumerate(originals) if op_name(op) == _ASSERT)
         found.sort(key=lambda f: f.index)
+    tried = [f for f in found if 0 <= f.index < len(originals)]
+    verdicts, _complete = op_isolation.verdicts([originals[f.index] for f in tried], target)
+    for f, verdict in zip(tried, verdicts, strict=True):
+        if verdict == op_isolation.LOWERS:
+            f.lowers_alone = True
+        elif verdict:
+            f.message = f.message or verdict
+    # An assert is a leftover only when it fails alone: it was taken out of the leftover run
+    # only because the conversion fails as a whole on the first one.
+    return [f for f in found if f.name != _ASSERT or f.message]
+
+
+def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
+                   *, in_context: bool = False) -> list[FoundOp]:
+    """The ops at the location of a pipeline error (a verifier's complaint about what an op
+    was converted to, an op a conversion rejected) that fail alone too; with `in_context`,
+    also those that lower alone, marked so (what failed is their context)."""
+    # location → the op an error names ("failed to legalize operation 'torch.aten.cat'"),
+    # or None when it names none of ours (a verifier's complaint about a converted op)
+    where: dict[str, set[str | None]] = {}
+    for d in errors:
+        if not _about_our_calls(d) and d.location != "loc(unknown)":
+            m = _LEGALIZE.search(d.message)
+            named = m.group(1) if m and m.group(1).startswith("torch.") else None
+            where.setdefault(d.location, set()).add(named)
+    ops = [(i, op) for i, op in enumerate(_walk(torch_module))
+           if is_candidate(op_name(op)) and str(op.location) in where and (
+               None in where[str(op.location)] or op_name(op) in where[str(op.location)])]
+    verdicts, _complete = op_isolation.verdicts([op for _i, op in ops], target)
+    messages = {d.location: _first_line(d.message) for d in errors}
+    found = []
+    for (i, op), verdict in zip(ops, verdicts, strict=True):
+        location = str(op.location)
+        if verdict:
+            found.append(FoundOp(_display_name(op), location, verdict, i))
+        elif in_context and verdict == op_isolation.LOWERS:
+            found.append(FoundOp(_display_name(op), location, messages.get(location, ""), i,
+                                 lowers_alone=True))
     return found
+
+
+def _about_our_calls(d: Diag) -> bool:
+    """An error only about outlined calls (the backend contract rejects any call)."""
+    return "backend contract" in d.message or "'func.call'" in d.message
 
 
 def _is_constant_op(owner: Any) -> bool:
@@ -165,123 +208,96 @@ def _is_constant_op(owner: Any) -> bool:
     return False
 
 
-def _strip_ssa(text: str) -> str:
-    return re.sub(r"%[\w.$#-]+", "%", text.split(" loc(")[0])
-
-
-def _isolation_key(op: Any) -> str:
-    """Ops with the same name, types, attributes and constant operands behave the same."""
-    parts = [op_name(op), str([str(r.type) for r in op.operation.results])]
-    attrs = op.operation.attributes
-    for i in range(len(attrs)):  # iterating yields names only in some binding versions
-        named = attrs[i]
-        parts.append(f"{named.name}={named.attr}")
-    for v in op.operation.operands:
-        owner = v.owner
-        parts.append(_strip_ssa(str(owner)) if _is_constant_op(owner) else str(v.type))
-    return "|".join(parts)
-
-
-def _clone_constant(value: Any, mapping: list[tuple[Any, Any]]) -> Any:
-    for old, new in mapping:
-        if old == value:
-            return new
-    owner = value.owner.operation
-    for v in owner.operands:
-        _clone_constant(v, mapping)
-    clone = owner.clone()
-    for i, v in enumerate(owner.operands):
-        clone.operands[i] = _lookup(v, mapping)
-    for old_r, new_r in zip(owner.results, clone.results, strict=True):
-        mapping.append((old_r, new_r))
-    return _lookup(value, mapping)
-
-
-def _lookup(value: Any, mapping: list[tuple[Any, Any]]) -> Any:
-    for old, new in mapping:
-        if old == value:
-            return new
-    raise KeyError("value not mapped")
-
-
-def isolate(op: Any) -> Any:
-    """A new module with one function that holds `op` and copies of its constant operands."""
-    ctx = op.context
-    operation = op.operation
-    args: list[Any] = []
-    for v in operation.operands:
-        if not _is_constant_op(v.owner) and not any(v == a for a in args):
-            args.append(v)
-    results = [r for r in operation.results if str(r.type).startswith("!torch.vtensor")]
-    with ctx, ir.Location.unknown(ctx):
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            ftype = ir.FunctionType.get([a.type for a in args], [r.type for r in results])
-            fn = func_d.FuncOp("isolated", ftype)
-            block = fn.add_entry_block()
-            with ir.InsertionPoint(block):
-                mapping: list[tuple[Any, Any]] = list(zip(args, block.arguments, strict=True))
-                for v in operation.operands:
-                    if _is_constant_op(v.owner):
-                        _clone_constant(v, mapping)
-                clone = operation.clone()
-                for i, v in enumerate(operation.operands):
-                    clone.operands[i] = _lookup(v, mapping)
-                by_result = dict(zip(range(len(operation.results)), clone.results, strict=True))
-                keep = [by_result[i] for i, r in enumerate(operation.results) if r in results]
-                func_d.ReturnOp(keep)
-    return module
-
-
 def find_by_isolation(torch_module: Any, target: str,
                       budget_s: float = ISOLATION_BUDGET_S) -> tuple[list[FoundOp], bool]:
-    """Isolation recipe: ([failing ops], complete). Stops after `budget_s` seconds."""
-    pipeline = BACKEND_PIPELINES[target]
-    start = time.perf_counter()
-    # Gather everything from the big module before running any pass (no stale handles).
-    todo: list[tuple[str, str, str, Any, int]] = []
-    for index, op in enumerate(_walk(torch_module)):
-        name = op_name(op)
-        if not is_candidate(name):
-            continue
-        todo.append((_display_name(op), str(op.location), _isolation_key(op), op, index))
-    # Build every one-op module first, then run passes: no big-module handle is used after a run.
-    smalls: dict[str, Any] = {}
-    for _display, _loc, key, op, _index in todo:
-        if key in smalls:
-            continue
-        try:
-            smalls[key] = isolate(op)
-        except (RuntimeError, ValueError, KeyError):
-            smalls[key] = None  # cannot isolate: say nothing rather than guess
-    todo_data = [(display, loc, key, index) for display, loc, key, _op, index in todo]
-    del todo
-    verdicts: dict[str, str | None] = {}
+    """Isolation recipe: ([failing ops], complete). Stops trying after `budget_s` seconds
+    (verdicts cached from earlier modules still count)."""
+    ops = [(index, op) for index, op in enumerate(_walk(torch_module))
+           if is_candidate(op_name(op))]
+    found_verdicts, complete = op_isolation.verdicts([op for _i, op in ops], target, budget_s)
     found: list[FoundOp] = []
-    complete = True
-    for display, loc, key, index in todo_data:
-        if key not in verdicts:
-            if time.perf_counter() - start > budget_s:
-                complete = False
-                break
-            small = smalls[key]
-            errors = None if small is None else _run(small.operation, pipeline)
-            verdicts[key] = None if errors is None else _first_line(errors[0].message)
-        message = verdicts[key]
-        if message is not None:
-            found.append(FoundOp(display, loc, message, index))
+    for (index, op), verdict in zip(ops, found_verdicts, strict=True):
+        if verdict:  # neither lowers alone nor unknown
+            found.append(FoundOp(_display_name(op), str(op.location), verdict, index))
     return found, complete
 
 
-def find_unsupported(torch_module: Any, target: str) -> tuple[list[FoundOp], bool]:
+def find_unsupported(torch_module: Any, target: str,
+                     resolver: LocationResolver | None = None) -> tuple[list[FoundOp], bool]:
     """Every op `target` rejects in `torch_module`: ([ops], complete). Leftovers first,
-    isolation when that recipe does not apply or fails."""
+    isolation when that recipe does not apply or fails; when the leftover run leaves nothing
+    but the pipeline still fails (a verifier error after conversion), the ops at the error's
+    location, then isolation; when nothing fails alone, the ops at the pipeline's errors,
+    marked `lowers_alone`. With a `resolver`, an op without a user line borrows the location
+    of its nearest neighbour that has one."""
     found = find_leftovers(torch_module, target)
-    if found is not None:
-        return found, True
-    if target in BACKEND_PIPELINES:
-        return find_by_isolation(torch_module, target)
-    return [], True
+    complete = True
+    if found == []:  # nothing left over, yet the pipeline fails: look where it fails
+        errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+        if errors:
+            found = find_at_errors(torch_module, target, errors) or None
+    if found is None:
+        if target not in BACKEND_PIPELINES:
+            return [], True
+        found, complete = find_by_isolation(torch_module, target)
+        if not found and complete:  # nothing fails alone: what fails is some op's context
+            errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+            found = find_at_errors(torch_module, target, errors or [], in_context=True)
+    if resolver is not None:
+        borrow_locations(torch_module, found, resolver)
+    return found, complete
+
+
+def borrow_locations(module_op: Any, found: list[FoundOp], resolver: LocationResolver,
+                     hops: int = 8) -> None:
+    """Give each op of `found` that has no user frame (a size check torch.export made in its
+    own code) the line of the nearest op that has one: its users first, then its operands'
+    makers, at most `hops` steps away. Its location becomes `fused[own, neighbour's]`: the
+    first call chain still names its own call, the first with a user frame is the line."""
+    lost = [f for f in found if not resolver.user_frames(f.location)]
+    if not lost:
+        return
+    ops = _walk(module_op)
+    for f in lost:
+        if not 0 <= f.index < len(ops):
+            continue
+        near = nearest_located(ops[f.index], resolver, hops)
+        if near is not None:  # its own call chain first (it names the call), then the line
+            f.location = f"loc(fused[{_inner(f.location)}, {_inner(near)}])"
+
+
+def _inner(location: str) -> str:
+    """`loc(X)` → `X`."""
+    return location[4:-1] if location.startswith("loc(") and location.endswith(")") else location
+
+
+def same_op_location(op_location: str, found_location: str) -> bool:
+    """Whether an op's location is a found op's (itself, or the own part of a borrowed one)."""
+    return found_location == op_location or found_location.startswith(
+        f"loc(fused[{_inner(op_location)}, ")
+
+
+def nearest_located(op: Any, resolver: LocationResolver, hops: int) -> str | None:
+    """The location text of the op nearest to `op` that has a user frame (its users first,
+    then its operands' makers, breadth first, at most `hops` steps away), or None."""
+    start = op.operation
+    todo: list[tuple[Any, int]] = [(start, 0)]
+    seen: list[Any] = []
+    while todo and len(seen) < 256:
+        current, depth = todo.pop(0)
+        if any(current == s for s in seen):
+            continue
+        seen.append(current)
+        location = str(current.location)
+        if current != start and resolver.user_frames(location):
+            return location
+        if depth >= hops:
+            continue
+        users = [use.owner for result in current.results for use in result.uses]
+        makers = [v.owner for v in current.operands]
+        todo.extend((o.operation, depth + 1) for o in users + makers
+                    if not isinstance(o, ir.Block) and op_name(o) != "func.func")
+    return None
 
 
 def _first_line(message: str) -> str:
@@ -357,11 +373,15 @@ def list_unsupported(torch_module: Any, target: str, errors: list[Diag],
     left untouched (the recipes work on clones). `to_diagnostics` words the found ops (one
     diagnostic per op and line when not given).
     """
-    found, complete = find_unsupported(torch_module, target)
-    if to_diagnostics is not None and found:
-        diags = to_diagnostics(found)
+    found, complete = find_unsupported(torch_module, target, resolver)
+    culprits = [f for f in found if not f.lowers_alone]
+    if to_diagnostics is not None and culprits:
+        diags = to_diagnostics(culprits)
     else:
-        diags = unsupported_diagnostics(found, target, resolver)
+        diags = unsupported_diagnostics(culprits, target, resolver)
+    if not culprits:  # nothing fails alone: what is left over failed in its context
+        diags.extend(context_diagnostics([f for f in found if f.lowers_alone], target,
+                                         resolver))
     # "failed to legalize" errors are symptoms of the ops listed above; keep the others.
     known = {f.message for f in found}
     others = [d for d in errors
@@ -369,19 +389,59 @@ def list_unsupported(torch_module: Any, target: str, errors: list[Diag],
     diags.extend(error_diagnostics(others, target, resolver))
     if not complete:
         diags.append(incomplete_warning(target))
+    return drop_contract_errors(diags)
+
+
+def context_diagnostics(found: list[FoundOp], target: str,
+                        resolver: LocationResolver) -> list[LensDiagnostic]:
+    """Ops a backend left unconverted in the module although each lowers alone: not
+    culprits (nothing to port), but the reason this module fails, at their lines."""
+    title = target_title(target)
+    out: list[LensDiagnostic] = []
+    for f in found:
+        file, line = _located(resolver, f.location)
+        short = f.name[len("torch."):] if f.name.startswith("torch.aten.") else f.name
+        out.append(LensDiagnostic(
+            severity=Severity.ERROR, kind=ErrorKind.LOWERING_ERROR, target=target,
+            file=file, line=line, op=f.name,
+            message=f"{title} left `{short}` unconverted in this module, although it lowers "
+                    "alone: it fails only with the ops around it"
+                    + (f" ({f.message})" if f.message and not _LEGALIZE.search(f.message)
+                       else ""),
+        ))
+    return out
+
+
+_CONTRACT = re.compile(r"backend contract")
+
+
+def drop_contract_errors(diags: list[LensDiagnostic]) -> list[LensDiagnostic]:
+    """Without the final "does not conform to the backend contract" check's error when
+    another diagnostic says what broke it (it only repeats that something did)."""
+    contract = [d for d in diags if d.kind == ErrorKind.LOWERING_ERROR
+                and _CONTRACT.search(d.message)]
+    if contract and len(contract) < len(diags):
+        return [d for d in diags if not any(d is c for c in contract)]
     return diags
 
 
 def list_torch_level(raw_module: Any, errors: list[Diag],
                      resolver: LocationResolver, target: str) -> list[LensDiagnostic]:
-    """Ops that fail before any backend: `torch.operator`s, plus errors that name no op."""
+    """Ops that fail before any backend: `torch.operator`s, else the ops at the error's
+    location that torch-mlir's own pipeline fails on alone (a decomposition that makes a
+    type the module contradicts), plus errors that name no op."""
     found = torch_operator_ops(raw_module)
-    diags = unsupported_diagnostics(found, target, resolver)
+    at_errors = [] if found else find_at_errors(raw_module, "torch", errors)
+    diags = unsupported_diagnostics(found + at_errors, target, resolver)
+    reasons = {f.name: f.message for f in at_errors}
     for d in diags:
         short = d.op[len("torch."):] if d.op and d.op.startswith("torch.aten.") else d.op
         d.cause, d.ops = f"`{short}`", [d.op or ""]
-        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir " \
-                    "does not support it"
-    others = [d for d in errors if not (found and _names_an_op(d))]
+        why = "does not support it" if d.op not in reasons else \
+            f"fails on it alone ({reasons[d.op or '']})"
+        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir {why}"
+    known = {_IN_FUNCTION.sub("", f.message) for f in at_errors}
+    others = [d for d in errors if not (found and _names_an_op(d))
+              and _IN_FUNCTION.sub("", _first_line(d.message)) not in known]
     diags.extend(error_diagnostics(others, target, resolver))
     return diags

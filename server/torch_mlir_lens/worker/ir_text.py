@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch_mlir_lens.frames import FrameTable, SourceFrame
-from torch_mlir_lens.results import IrLineMapping
+from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
+from torch_mlir_lens.protocol.results import IrLineMapping
 from torch_mlir_lens.worker.locations import Chain, LocationResolver, UserFiles, as_user_files
 
 # Weights (dense_resource blobs) larger than this many bytes are elided when printing for people.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 
 def read_text(path: str) -> str:

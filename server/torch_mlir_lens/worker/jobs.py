@@ -24,6 +24,7 @@ from typing import Any
 
 from torch_mlir_lens.protocol.jobs import (
     ExportJob,
+    ExportReply,
     Job,
     LowerJob,
     ModuleJob,
@@ -34,9 +35,10 @@ from torch_mlir_lens.protocol.jobs import (
     parse_job,
 )
 from torch_mlir_lens.protocol.programs import program_key
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import CUSTOM_TARGET, is_known_target
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.worker.job_fields import read_text
+from torch_mlir_lens.worker.provenance import provenance
 
 MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
 
@@ -55,6 +57,7 @@ class _Program:
     kwargs: dict[str, Any] = field(default_factory=dict)
     user_files: list[str] = field(default_factory=list)
     construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
+    dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
@@ -196,6 +199,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
         return lowering.export_program(
             fn, resolved.args, resolved.kwargs, user_files=user_files,
             strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+            dynamic_at=resolved.dynamic_at,
         )
 
     program, built = construct.construct_and_export(
@@ -207,7 +211,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
                      fn=built.fn, args=tuple(resolved.args),
                      kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction=built.stats())
+                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes)
     key = real_key if built.path == construct.REAL else any_key
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
@@ -252,7 +256,7 @@ def _failed_results(job: LowerJob, err: LensError) -> dict[str, Any]:
         res = LowerResult(module=job.module, target=target, ok=False,
                           diagnostics=[err.to_diagnostic(target)])
         results.append(res.to_json())
-    return {"results": results}
+    return {"results": results, "provenance": provenance(job.path)}
 
 
 def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str | None:
@@ -284,7 +288,8 @@ def _lower(job: LowerJob) -> dict[str, Any]:
             res.timings.setdefault(name, seconds)
         first_timings = {}  # only the first result carries the shared steps
         results.append(res.to_json(compact_map=True))
-    return {"results": results}
+    # What else the answer depends on, for the engine's persistent cache.
+    return {"results": results, "provenance": provenance(job.path)}
 
 
 def _export(job: ExportJob) -> dict[str, Any]:
@@ -293,23 +298,22 @@ def _export(job: ExportJob) -> dict[str, Any]:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    from torch_mlir_lens.worker.lowering.writing import write_export
+
     program = _program(job, "export")  # the file must hold the real weights
-    written = program.lowerer.write_export(
-        target, os.path.abspath(output), bytecode=job.bytecode,
-        options=_lower_options(None),
-    )
-    if isinstance(written, dict):
-        return _jsonable(written)
-    size = written if isinstance(written, int) else os.path.getsize(output)
-    return {"path": os.path.abspath(output), "bytes": size}
+    size = write_export(program.lowerer, target, os.path.abspath(output),
+                        bytecode=job.bytecode, options=_lower_options(None))
+    return ExportReply(path=os.path.abspath(output), bytes=size).to_json()
 
 
 def _repro(job: ReproJob) -> dict[str, Any]:
     target, output_dir = job.target, job.output_dir
     if not output_dir:
         raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
+    from torch_mlir_lens.worker.lowering.writing import write_repro
+
     program = _program(job, "repro")
-    return _jsonable(program.lowerer.write_repro(target, os.path.abspath(output_dir)))
+    return _jsonable(write_repro(program.lowerer, target, os.path.abspath(output_dir)))
 
 
 def _verify(job: VerifyJob) -> dict[str, Any]:
@@ -320,7 +324,8 @@ def _verify(job: VerifyJob) -> dict[str, Any]:
     check_options(job)
     program = _program(job, "verify")
     result = verify_lowerer(program.lowerer, program.fn, program.args, program.kwargs,
-                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level)
+                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level,
+                            dynamic_shapes=program.dynamic_shapes)
     result.inputs_source = program.inputs_source
     return result.to_json()
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torch_mlir_lens.culprits import short_op
-from torch_mlir_lens.frames import SourceFrame, short_path
-from torch_mlir_lens.results import LensDiagnostic, RelatedLocation
+from torch_mlir_lens.protocol.frames import SourceFrame, short_path
+from torch_mlir_lens.protocol.results import LensDiagnostic, RelatedLocation
+from torch_mlir_lens.rules.culprits import short_op
 from torch_mlir_lens.worker.locations import LocationResolver
 
 MAX_RELATED = 6  # library frames listed per chain

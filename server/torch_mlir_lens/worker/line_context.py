@@ -14,7 +14,7 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
-from torch_mlir_lens import targets
+from torch_mlir_lens.rules import targets
 from torch_mlir_lens.worker import illegal_ops
 from torch_mlir_lens.worker.illegal_ops import op_name
 

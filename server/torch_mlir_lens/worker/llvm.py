@@ -1,8 +1,9 @@
 """The `llvm` target: linalg-on-tensors → LLVM dialect, ready for the ExecutionEngine.
 
-The pipeline is made of upstream MLIR passes bundled in the torch-mlir wheel plus one
-torch-mlir pass (`refback-munge-memref-copy`). Public functions get the C interface
-(`llvm.emit_c_interface`) so that `ExecutionEngine.invoke` can call them.
+The pipeline (`rules/targets.py`, `LLVM_PIPELINE`, with why each pass is there) is made of
+upstream MLIR passes bundled in the torch-mlir wheel plus a few torch-mlir ones. Public
+functions get the C interface (`llvm.emit_c_interface`) so that `ExecutionEngine.invoke` can
+call them.
 """
 
 from __future__ import annotations
@@ -13,49 +14,10 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.rules.targets import LLVM_PIPELINE
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
-
-# Why each step:
-# - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
-#   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
-# - TMTensor ops (cumsum's tm_tensor.scan, scatter, sort: from convert-torch-to-tmtensor) bufferize
-#   with their own pass once one-shot-bufferize (allowed to pass over them) has bufferized the
-#   rest, and become loops with tm-tensor-to-loops;
-# - generalize named ops so that convert-linalg-to-loops sees plain linalg.generic;
-# - one-shot-bufferize over function boundaries with identity layouts: arguments and results
-#   are then plain contiguous memrefs, which is what the caller passes (C-contiguous arrays);
-# - buffer-deallocation-pipeline frees temporaries and makes returned buffers owned by the
-#   caller (so the caller may free them);
-# - refback-munge-memref-copy turns memref.copy (from tensor.pad and bufferization.clone) into
-#   a linalg copy: otherwise the JIT needs `memrefCopy` from a runtime library the wheel lacks;
-# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
-LLVM_PIPELINE = (
-    "builtin.module("
-    "func.func(refback-generalize-tensor-concat),"
-    "func.func(linalg-generalize-named-ops),"
-    "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "func.func(tm-tensor-bufferize),"
-    "func.func(buffer-deallocation-pipeline),"
-    "convert-bufferization-to-memref,"
-    "func.func(refback-munge-memref-copy),"
-    "func.func(tm-tensor-to-loops),"
-    "func.func(convert-linalg-to-loops),"
-    "lower-affine,"
-    "convert-scf-to-cf,"
-    "func.func(arith-expand),"
-    "func.func(convert-math-to-llvm),"
-    "convert-math-to-libm,"
-    "expand-strided-metadata,"
-    "finalize-memref-to-llvm,"
-    "convert-arith-to-llvm,"
-    "convert-func-to-llvm,"
-    "convert-cf-to-llvm,"
-    "convert-ub-to-llvm,"
-    "reconcile-unrealized-casts)"
-)
 
 
 def _register_torch_passes() -> None:
@@ -119,7 +81,7 @@ def _lens_diagnostic(
     )
 
 
-def run_pipeline(
+def run_located_pipeline(
     module: ModuleLike,
     pipeline: str,
     *,
@@ -161,7 +123,7 @@ def lower_linalg_to_llvm(
     """
     _register_torch_passes()
     mark_c_interface(module)
-    run_pipeline(module, LLVM_PIPELINE, user_files=user_files)
+    run_located_pipeline(module, LLVM_PIPELINE, user_files=user_files)
     _check_all_llvm(module, user_files)
 
 

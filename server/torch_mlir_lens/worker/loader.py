@@ -36,7 +36,7 @@ import types
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 USER_PACKAGE = "torch_mlir_lens_user"
 SKIPPED_ATTR = "__torch_mlir_lens_skipped__"  # [(line, message)] of assignments that failed

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torch_mlir_lens.frames import SourceFrame
+from torch_mlir_lens.protocol.frames import SourceFrame
 from torch_mlir_lens.worker.library_frames import LibraryFiles, library_files
 
 Frame = tuple[str, int]  # (file, 1-based line)
@@ -30,8 +30,9 @@ class UserFiles:
 
     def __init__(self, files: Iterable[str]) -> None:
         self._paths: set[str] = set()
-        for f in files:
-            self._paths.add(os.path.normpath(f))
+        self.given: tuple[str, ...] = tuple(os.path.normpath(f) for f in files)  # in order
+        for f in self.given:
+            self._paths.add(f)
             self._paths.add(os.path.realpath(f))
         self._cache: dict[str, bool] = {}
 
@@ -70,13 +71,23 @@ _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
 
 
 def _unescape(s: str) -> str:
-    def repl(m: re.Match[str]) -> str:
+    """A string as MLIR prints it, unescaped. `\\XX` escapes are bytes (MLIR escapes every
+    byte of a non-ASCII character): collected, then decoded together as UTF-8 (as file names
+    are: `ü/érf.py`, `模型.py`)."""
+    if "\\" not in s:
+        return s
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(s):
+        out += s[pos:m.start()].encode("utf-8", "surrogateescape")
         g = m.group(1)
         if len(g) == 2:
-            return chr(int(g, 16))
-        return {"n": "\n", "t": "\t"}.get(g, g)
-
-    return _ESCAPE.sub(repl, s) if "\\" in s else s
+            out.append(int(g, 16))
+        else:
+            out += {"n": "\n", "t": "\t"}.get(g, g).encode("utf-8", "surrogateescape")
+        pos = m.end()
+    out += s[pos:].encode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "surrogateescape")
 
 
 class _Parser:

@@ -22,7 +22,7 @@ import sys
 
 from torch_mlir_lens.protocol.framing import read_frame, write_frame
 from torch_mlir_lens.protocol.jobs import Reply
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 READY_GRACE_S = 0.05  # how long after "ready" a job counts as already waiting
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (Python's default: 700)
@@ -30,6 +30,8 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between young collections (Python's d
 IN_FD_ENV = "TORCH_MLIR_LENS_IN_FD"
 OUT_FD_ENV = "TORCH_MLIR_LENS_OUT_FD"
 OWN_GROUP_ENV = "TORCH_MLIR_LENS_OWN_GROUP"  # set by WorkerClient: the group is ours to end
+PARENT_ENV = "TORCH_MLIR_LENS_PARENT_PID"  # set by WorkerClient: the process we live for
+_PR_SET_PDEATHSIG = 1
 
 
 def _protect_channel(in_fd: int, out_fd: int) -> tuple[int, int]:
@@ -69,6 +71,34 @@ def _quiet_std_streams() -> None:
     with contextlib.suppress(Exception):
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+
+
+def _end_family(signum: int, _frame: object = None) -> None:
+    """SIGTERM: end whatever the user's code spawned, then this worker (and its group)."""
+    from torch_mlir_lens.worker.hygiene import kill_descendants
+
+    kill_descendants()
+    if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(128 + signum)
+
+
+def _end_with_parent() -> None:
+    """Die with the parent even when it could not stop us (SIGKILL, a hard crash).
+
+    The parent normally ends the worker's family itself; this is the backstop. The kernel
+    sends SIGTERM when the parent goes (PR_SET_PDEATHSIG), whose handler takes the user's
+    child processes along. It runs between Python bytecodes: a job stuck in native code ends
+    when that call returns.
+    """
+    signal.signal(signal.SIGTERM, _end_family)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit() and os.getppid() != int(parent):  # it died before the prctl
+        _end_family(signal.SIGTERM)
 
 
 def _prepare() -> None:
@@ -206,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A closed channel must surface as BrokenPipeError, not kill us silently mid-write.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    _end_with_parent()
     in_fd, out_fd = _protect_channel(in_fd, out_fd)
     _quiet_std_streams()
     # Fatal signals and SIGUSR1 (sent by the parent on a time-out) dump the Python stack to

@@ -14,7 +14,9 @@ target IR in which each rejected op sits exactly where it was, with its types co
     lower_partially(torch_module, target) → Partial (module, culprits, complete) or None
 
 Rounds: a listing finds what the backend rejects (illegal_ops); ops that fail only once their
-neighbours are outlined, or that a rejected op feeds, are settled by listing again. Scalar
+neighbours are outlined, or that a rejected op feeds, are settled by listing again. A leftover
+that lowers alone (op_isolation) waits while others are outlined, and is outlined, marked as
+such, only if it is still left over when nothing else is. Scalar
 knock-on ops of a rejected tensor op (the size checks and asserts torch.export adds after a
 data-dependent op) are folded into that op's call when nothing else uses them: TOSA has no
 scalars at a function boundary, and the checks exist only for the rejected op's result.
@@ -42,9 +44,16 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens import targets
-from torch_mlir_lens.worker import crash_guard, crash_locate, illegal_ops, line_context
+from torch_mlir_lens.rules import targets
+from torch_mlir_lens.worker import (
+    crash_guard,
+    crash_locate,
+    illegal_ops,
+    line_context,
+    op_isolation,
+)
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
+from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
 # Listings per partial lowering (a round lists what is still rejected and outlines it).
@@ -67,6 +76,7 @@ class Culprit:
     feeders: list[int] = field(default_factory=list)  # ids of culprits whose results it uses
     folded: bool = False  # a scalar knock-on folded into its feeder's call (erased)
     symbol: str = ""  # the declared function it calls ("" when folded)
+    lowers_alone: bool = False  # outlined only because its context kept it Torch
 
 
 class StepCrash(Exception):
@@ -190,7 +200,7 @@ class _Outliner:
         args = _call_operands(operation)
         results = [r.type for r in operation.results]
         ftype = ir.FunctionType.get([a.type for a in args], results)
-        symbol = self._symbol(culprit.name, illegal_ops._isolation_key(op), ftype)
+        symbol = self._symbol(culprit.name, op_isolation.isolation_key(op), ftype)
         with ir.InsertionPoint(operation), operation.location:
             call = func_d.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), args)
         for old, new in zip(operation.results, call.results, strict=True):
@@ -216,7 +226,8 @@ def _outline_round(work: Any, found: list[FoundOp], culprits: list[Culprit],
             continue
         op = ops[index]
         culprit = Culprit(len(culprits), f.name, f.location, f.message,
-                          any(_is_tensor(r) for r in op.operation.results))
+                          any(_is_tensor(r) for r in op.operation.results),
+                          lowers_alone=f.lowers_alone)
         ids[index] = culprit.id
         culprits.append(culprit)
         fresh.append((op, culprit))
@@ -256,7 +267,7 @@ def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
     no index tag)."""
     for i, op in enumerate(ops):
         if i not in taken and illegal_ops._display_name(op) == f.name and (
-                str(op.location) == f.location):
+                illegal_ops.same_op_location(str(op.location), f.location)):
             return i
     return None
 
@@ -369,12 +380,16 @@ def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, 
 
 def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
                     outlined_already: bool = False,
+                    resolver: LocationResolver | None = None,
                     crashing: list[FoundOp] | None = None) -> Partial | None:
     """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
 
     None when there is nothing to outline, an op cannot be outlined, or the pipeline still
     fails after the last round or `budget_s` seconds: the caller then shows the Torch IR and
-    lists the rejected ops as before. `crashing`: ops known to crash the backend (outlined
+    lists the rejected ops as before. Leftovers that lower alone wait while ops that fail
+    alone are outlined (outlining those usually lets them lower); if they still stay, they
+    are outlined too, marked `lowers_alone`. With a `resolver`, culprits without a user line
+    borrow their nearest neighbour's. `crashing`: ops known to crash the backend (outlined
     before any listing, which would crash on them too). Raises StepCrash on a crash no op
     explains.
     """
@@ -403,10 +418,12 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     for _round in range(rounds):
         if time.perf_counter() - start > budget_s:
             return None  # a big module with long chains of rejected ops: list them only
-        found, done = illegal_ops.find_unsupported(work, target)
+        found, done = illegal_ops.find_unsupported(work, target, resolver)
         complete = complete and done
         if target in targets.LEFTOVER_PIPELINES:
             found = _settle_dependents(work, found, target, doubted)
+        failing_alone = [f for f in found if not f.lowers_alone]
+        found = failing_alone or found
         if not found or not _outline_round(work, found, culprits, outliner):
             return None
         try:
@@ -422,8 +439,8 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
 
 def header(diags: list[Any], target: str, files: Any = None) -> list[str]:
     """The comment lines above a partial IR: which ops were left unlowered, and where."""
-    from torch_mlir_lens.culprits import cause_of, culprit_diagnostics, located
-    from torch_mlir_lens.targets import target_title
+    from torch_mlir_lens.rules.culprits import cause_of, culprit_diagnostics, located
+    from torch_mlir_lens.rules.targets import target_title
 
     title = target_title(target)
     culprits = culprit_diagnostics(diags)
@@ -441,8 +458,8 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
              module_file: str | None = None) -> Any:
     """`rendered` (ir_text.RenderedIr) with the header on top and each call of an outlined op
     marked; the source map shifted to match."""
-    from torch_mlir_lens.results import IrLineMapping
-    from torch_mlir_lens.targets import target_title
+    from torch_mlir_lens.protocol.results import IrLineMapping
+    from torch_mlir_lens.rules.targets import target_title
 
     top = header(diags, target, module_file)
     calls = re.compile(r"\bcall @(" + "|".join(re.escape(s) for s in sorted(symbols)) +

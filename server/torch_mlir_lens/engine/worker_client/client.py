@@ -20,13 +20,14 @@ import os
 import sys
 from typing import Any
 
-from torch_mlir_lens.engine.procs import is_running
+from torch_mlir_lens import defaults
 from torch_mlir_lens.engine.worker_client import channel, guards, spawn
 from torch_mlir_lens.engine.worker_client.channel import OutputCallback, Worker
 from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
 from torch_mlir_lens.protocol import framing
 from torch_mlir_lens.protocol.jobs import Reply
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.system.procs import is_running
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,8 @@ class WorkerClient:
         self,
         python: str = sys.executable,
         *,
-        timeout_s: float = 60.0,
-        memory_limit_mb: int = 8192,
+        timeout_s: float = defaults.TIMEOUT_S,
+        memory_limit_mb: int = defaults.MEMORY_LIMIT_MB,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_output: OutputCallback | None = None,

@@ -15,10 +15,10 @@ import signal
 import time
 from collections.abc import Callable
 
-from torch_mlir_lens.engine.procs import family_rss_bytes
 from torch_mlir_lens.engine.worker_client.channel import Worker
 from torch_mlir_lens.engine.worker_client.spawn import signal_name
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.system.procs import family_rss_bytes
 
 MEMORY_POLL_S = 0.1
 

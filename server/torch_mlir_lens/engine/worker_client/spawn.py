@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens.engine.procs import family_pids
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.system.procs import family_pids
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ def worker_env(env: dict[str, str] | None) -> dict[str, str]:
     out["PYTHONUNBUFFERED"] = "1"
     out["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
     out["TORCH_MLIR_LENS_OWN_GROUP"] = "1"
+    out["TORCH_MLIR_LENS_PARENT_PID"] = str(os.getpid())  # it ends itself when we are gone
     return out
 
 

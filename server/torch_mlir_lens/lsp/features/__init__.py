@@ -14,14 +14,17 @@ def register_all(server: LensServer) -> None:
         code_actions,
         code_lens,
         commands,
+        configuration,
         custom_requests,
         diagnostics,
         hover,
-        notebooks,
-        status,
+        lifecycle,
+        notebook_sync,
+        server_info,
         sync,
+        trust,
     )
 
-    for feature in (status, sync, notebooks, diagnostics, code_lens, hover, code_actions,
-                    commands, custom_requests):
+    for feature in (lifecycle, configuration, trust, server_info, sync, notebook_sync, diagnostics,
+                    code_lens, hover, code_actions, commands, custom_requests):
         feature.register(server)

@@ -1,4 +1,5 @@
-"""Quick fix for a module without example inputs: insert the inputs comment above it.
+"""Quick fixes: insert the inputs comment above a module without example inputs; apply the
+fixes torch.export suggests for dynamic dims to the module's comment (dynamic_fixes.py).
 
 The comment comes from `discovery.input_template` (shaped after the first layer when it is
 known, indented like the class); once it is there the module lowers.
@@ -11,9 +12,11 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import notebook_view
-from torch_mlir_lens.lsp.documents import DocumentState
-from torch_mlir_lens.lsp.features.diagnostics import INPUTS_MISSING, SOURCE
+from torch_mlir_lens.lsp import cell_positions
+from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.features import dynamic_fixes
+from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
+from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -27,7 +30,7 @@ def register(server: LensServer) -> None:
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
     )
     def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None:
             return []
         only = params.context.only
@@ -36,27 +39,33 @@ def register(server: LensServer) -> None:
         if cell is not None:  # a notebook cell: ask in program lines, answer in the cells'
             program_params = types.CodeActionParams(
                 text_document=params.text_document,
-                range=notebook_view.to_program_range(cell, params.range),
+                range=cell_positions.to_program_range(cell, params.range),
                 context=types.CodeActionContext(
-                    diagnostics=[notebook_view.diagnostic_in_program(cell, d)
+                    diagnostics=[cell_positions.diagnostic_in_program(cell, d)
                                  for d in params.context.diagnostics],
                     only=only,
                 ),
             )
-            return notebook_view.actions_to_cells(doc, quick_fixes(server, doc, program_params),
+            return cell_positions.actions_to_cells(doc, quick_fixes(server, doc, program_params),
                                                   cell)
         return quick_fixes(server, doc, params)
 
 
 def quick_fixes(
-    server: LensServer, doc: DocumentState, params: types.CodeActionParams
+    server: LensServer, doc: Document, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
     """The quick fixes for a request in the document's own lines."""
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
     by_name = {m.name: m for m in modules}
     wanted: dict[str, types.Diagnostic | None] = {}
+    fixes: list[types.CodeAction] = []
     diag: types.Diagnostic | None
     for diag in params.context.diagnostics:
+        if diag.source == SOURCE and diag.code == dynamic_fixes.EXPORT_ERROR:
+            data = diag.data if isinstance(diag.data, dict) else {}
+            owner = by_name.get(str(data.get("module")))
+            if owner is not None:
+                fixes += dynamic_fixes.export_error_fixes(doc.uri, doc.lines, owner, diag)
         if diag.source == SOURCE and diag.code == INPUTS_MISSING:
             data = diag.data if isinstance(diag.data, dict) else {}
             info = by_name.get(str(data.get("module"))) or discovery.module_at_line(
@@ -69,7 +78,7 @@ def quick_fixes(
     here = discovery.module_at_line(modules, params.range.start.line + 1)
     if here is not None and here.inputs == "missing" and here.kind == "class":
         wanted.setdefault(here.name, None)
-    actions = []
+    actions = fixes
     for name, diag in wanted.items():
         info = by_name.get(name)
         # Statically missing, or found missing by the worker (e.g. inference failed).
@@ -79,7 +88,7 @@ def quick_fixes(
 
 
 def insert_inputs_action(
-    doc: DocumentState, info: discovery.ModuleInfo, diag: types.Diagnostic | None
+    doc: Document, info: discovery.ModuleInfo, diag: types.Diagnostic | None
 ) -> types.CodeAction:
     """The quick fix inserting `# torch-mlir-lens: inputs=...` above the module."""
     comment = discovery.input_template(info, doc.text)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert, notebook_view, verify_view
-from torch_mlir_lens.lsp.documents import DocumentState, Verdict
-from torch_mlir_lens.targets import target_title
+from torch_mlir_lens.lsp import cell_positions, convert, verify_view
+from torch_mlir_lens.lsp.document import Document, Verdict
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.rules.targets import target_title
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -33,14 +33,14 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None:
             return []
         found = lenses(server, doc)
-        return notebook_view.lenses_in_cell(cell, found) if cell is not None else found
+        return cell_positions.lenses_in_cell(cell, found) if cell is not None else found
 
 
-def lenses(server: LensServer, doc: DocumentState) -> list[types.CodeLens]:
+def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:
     """Every lens of a document (none in installed packages: library code is for reading)."""
     out: list[types.CodeLens] = []
     if in_installed_package(doc.path):
@@ -56,7 +56,7 @@ def lenses(server: LensServer, doc: DocumentState) -> list[types.CodeLens]:
 
 
 def module_lenses(
-    server: LensServer, doc: DocumentState, info: discovery.ModuleInfo, rng: types.Range
+    server: LensServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
 ) -> list[types.CodeLens]:
     """The lenses of one module."""
     uri, name = doc.uri, info.name
@@ -72,9 +72,9 @@ def module_lenses(
         ])
     )
     # "Verify", then its verdict (clicking runs it again).
-    out.append(_lens(rng, verify_view.lens_title(doc.verify.get(name)), VERIFY,
+    out.append(_lens(rng, verify_view.lens_title(doc.verify_result(name)), VERIFY,
                      [{"uri": uri, "module": name}]))
-    verdicts = doc.verdicts.get(name)
+    verdicts = doc.verdicts(name)
     if verdicts:
         title, target = verdict_title(verdicts, server.settings.diagnostic_targets,
                                       server.settings.default_target)

@@ -19,17 +19,18 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import answers, convert, verify_view
-from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.lsp.document import Document, Stamp, load_document
 from torch_mlir_lens.lsp.features import diagnostics
-from torch_mlir_lens.lsp.protocol import converter_of
+from torch_mlir_lens.lsp.json_rpc import converter_of
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.targets import TARGETS
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.verify_results import VerifyResult
+from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
     from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.protocol.jobs import ExportReply, ReproReply
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def lens_error(err: LensError) -> JsonRpcException:
 
 def document_and_module(
     server: LensServer, uri: str, module: str
-) -> tuple[DocumentState, discovery.ModuleInfo | None, str]:
+) -> tuple[Document, discovery.ModuleInfo | None, str]:
     """The document, the module's static info (None if not found) and the module name."""
     if not module:
         raise JsonRpcInvalidParams("`module` must not be empty")
@@ -107,9 +108,9 @@ def document_and_module(
     return doc, info, module
 
 
-def _job(server: LensServer, doc: DocumentState, module: str) -> ModuleJob:
+def _job(server: LensServer, doc: Document, module: str) -> ModuleJob:
     try:
-        return server.service.job(doc, module)
+        return server.host.job(doc, module)
     except LensError as err:
         raise lens_error(err) from None
 
@@ -162,18 +163,18 @@ async def export(server: LensServer,
         )
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> dict[str, Any]:
+    async def run(engine: Engine) -> ExportReply:
         return await engine.export(job, target, output, bytecode)
 
     try:
-        result = await server.service.call(f"exporting {module}", run)
+        result = await server.host.call(f"exporting {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    path = result.get("path", output)
+    path = result.path
     log.info("exported %s (%s) to %s", module, target, path)
     server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
     return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
-                                           bytes=result.get("bytes"))
+                                           bytes=result.bytes)
 
 
 async def repro(server: LensServer,
@@ -192,17 +193,16 @@ async def repro(server: LensServer,
         output_dir = free_path(folder, stem, ".repro")
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> dict[str, Any]:
+    async def run(engine: Engine) -> ReproReply:
         return await engine.repro(job, target, output_dir)
 
     try:
-        result = await server.service.call(f"writing a reproducer for {module}", run)
+        result = await server.host.call(f"writing a reproducer for {module}", run)
     except LensError as err:
         raise lens_error(err) from None
-    mlir_path = str(result.get("mlir_path", ""))
-    return lens_types.ExportReproResponse(mlir_path=mlir_path,
-                                          mlir_uri=convert.path_to_uri(mlir_path),
-                                          command=str(result.get("command", "")))
+    return lens_types.ExportReproResponse(mlir_path=result.mlir_path,
+                                          mlir_uri=convert.path_to_uri(result.mlir_path),
+                                          command=result.command)
 
 
 def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
@@ -234,38 +234,35 @@ async def verify(server: LensServer,
     async def run(engine: Engine) -> VerifyResult:
         return await engine.verify(job, rtol=args.rtol, atol=args.atol)
 
-    generation = doc.generation
+    stamp = doc.stamp()
     try:
-        result: VerifyResult = await server.service.call(f"verifying {module}", run)
+        result: VerifyResult = await server.host.call(f"verifying {module}", run)
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
-            _show_verify(server, doc, info, module, generation, VerifyResult(
+            _show_verify(server, doc, info, module, stamp, VerifyResult(
                 module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
                 diagnostics=[err.to_diagnostic("llvm")]))
         raise lens_error(err) from None
-    _show_verify(server, doc, info, module, generation, result)
+    _show_verify(server, doc, info, module, stamp, result)
     return answers.verify_response(result)
 
 
 def _show_verify(
     server: LensServer,
-    doc: DocumentState,
+    doc: Document,
     info: discovery.ModuleInfo | None,
     module: str,
-    generation: int,
+    stamp: Stamp,
     result: VerifyResult,
 ) -> None:
     """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
-    if server.store.get(doc.uri) is not doc or doc.generation != generation:
-        return  # closed or edited meanwhile: the verdict is of another text
-    doc.verify[module] = result
     lines = doc.lines
     if info is not None:
         rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
     else:
         rng = convert.line_range(lines, 1)
-    doc.diagnostics[verify_view.diagnostics_key(module)] = verify_view.verify_records(
-        lines, doc.path, module, rng, result
-    )
+    records = verify_view.verify_records(lines, doc.path, module, rng, result)
+    if not doc.record_verify(stamp, module, result, records):
+        return  # closed or edited meanwhile: the verdict is of another text
     diagnostics.publish(server, doc)
     server.refresh_lenses()

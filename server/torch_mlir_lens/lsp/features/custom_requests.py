@@ -1,6 +1,6 @@
 """Custom requests for the client's IR panes; their types are `protocol.lsp`.
 
-The params arrive structured by the converter (`lsp/protocol.py`); a lowering superseded by a
+The params arrive structured by the converter (`lsp/json_rpc.py`); a lowering superseded by a
 newer text answers the LSP error ContentModified.
 """
 
@@ -13,12 +13,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import answers, convert, notebook_view
-from torch_mlir_lens.lsp.documents import DocumentState, load_document
+from torch_mlir_lens.lsp import answers, cell_positions, convert
+from torch_mlir_lens.lsp.document import Document, load_document
 from torch_mlir_lens.lsp.features import commands
+from torch_mlir_lens.lsp.features.diagnostics import staging
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -47,14 +48,14 @@ def register(server: LensServer) -> None:
         return await commands.verify(server, params)
 
 
-def _document(server: LensServer, uri: str) -> DocumentState:
+def _document(server: LensServer, uri: str) -> Document:
     try:
         return load_document(server.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
 
 
-def module_infos(server: LensServer, doc: DocumentState) -> list[lens_types.ModuleInfo]:
+def module_infos(server: LensServer, doc: Document) -> list[lens_types.ModuleInfo]:
     """The document's modules with their ranges and input status."""
     lines = doc.lines
     out = []
@@ -85,15 +86,15 @@ def _block_range(lines: list[str], first: int, last: int) -> types.Range:
     )
 
 
-def _module_name(server: LensServer, doc: DocumentState, params: lens_types.LowerParams) -> str:
+def _module_name(server: LensServer, doc: Document, params: lens_types.LowerParams) -> str:
     if params.module:
         return params.module
     if params.position is not None:
         modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
         line = params.position.line
-        _doc, cell = notebook_view.resolve(server, params.uri)
+        _doc, cell = cell_positions.resolve(server, params.uri)
         if cell is not None:  # a notebook cell's line
-            line = notebook_view.program_line(cell, line)
+            line = cell_positions.program_line(cell, line)
         info = discovery.module_at_line(modules, line + 1)
         if info is not None:
             return info.name
@@ -128,39 +129,40 @@ async def lower_request(server: LensServer,
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise commands.lens_error(err) from None
-        return notebook_view.relocate_lower(
+        return cell_positions.relocate_lower(
             doc, answers.lower_error(module, CUSTOM_TARGET if pipeline else target, err))
-    return notebook_view.relocate_lower(doc, answers.lower_response(result))
+    return cell_positions.relocate_lower(doc, answers.lower_response(result))
 
 
 async def _lower(
     server: LensServer,
-    doc: DocumentState,
+    doc: Document,
     module: str,
     target: str,
     pipeline: str | None,
     print_after_all: bool,
     token: Any,
 ) -> LowerResult:
-    service = server.service
     plain = pipeline is None and not print_after_all
     if plain and target in server.settings.check_targets:
         # The check's first stage for this target alone (shared with hover and diagnostics,
         # cached on the document); the other check targets follow without delaying it.
-        results = await service.check_target(doc, module, target, progress_token=token,
-                                             progress=True, cancel_on_abandon=True)
+        results = await staging.check_target(server, doc, module, target,
+                                             progress_token=token, progress=True,
+                                             cancel_on_abandon=True)
         if target in results:
             return results[target]
-    if plain and (module, target) in doc.results:
-        return doc.results[(module, target)]
-    generation = doc.generation
-    results_list = await service.lower(
+    cached = doc.result(module, target) if plain else None
+    if cached is not None:
+        return cached
+    stamp = doc.stamp()
+    results_list = await server.host.lower(
         doc, module, [] if pipeline else [target], pipeline=pipeline,
         print_after_all=print_after_all, progress_token=token, progress=True,
     )
     if not results_list:
         raise LensError(ErrorKind.LOWERING_ERROR, "the engine returned no result")
     result = results_list[-1]
-    if plain and doc.generation == generation and server.store.get(doc.uri) is doc:
-        doc.results[(module, target)] = result
+    if plain:  # another target than the check's (e.g. `torch`): no verdict of its own
+        doc.record_results(stamp, module, [result], verdicts=False)
     return result

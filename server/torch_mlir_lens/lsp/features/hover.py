@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens import culprits, discovery
-from torch_mlir_lens.frames import in_installed_package
-from torch_mlir_lens.lsp import convert, notebook_view
-from torch_mlir_lens.lsp.documents import DocumentState
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import cell_positions, convert
+from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import library_hover
-from torch_mlir_lens.results import ErrorKind, LensError, LowerResult
-from torch_mlir_lens.targets import target_title
-from torch_mlir_lens.verdict import backend_verdict
+from torch_mlir_lens.lsp.features.diagnostics import staging
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.rules.verdict import backend_verdict
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -42,7 +44,7 @@ def register(server: LensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(params: types.HoverParams) -> types.Hover | None:
-        doc, cell = notebook_view.resolve(server, params.text_document.uri)
+        doc, cell = cell_positions.resolve(server, params.text_document.uri)
         if doc is None or not doc.path:
             return None
         if cell is None:
@@ -50,16 +52,16 @@ def register(server: LensServer) -> None:
                                     params.work_done_token)
         if not 0 <= params.position.line < cell.count:
             return None
-        line = notebook_view.program_line(cell, params.position.line) + 1
+        line = cell_positions.program_line(cell, params.position.line) + 1
         found = await hover_line(server, doc, line, params.work_done_token)
         if found is not None:
-            notebook_view.hover_in_cell(cell, found, line)
+            cell_positions.hover_in_cell(cell, found, line)
         return found
 
 
 async def hover_line(
     server: LensServer,
-    doc: DocumentState,
+    doc: Document,
     line: int,
     token: types.ProgressToken | None = None,
 ) -> types.Hover | None:
@@ -78,21 +80,21 @@ async def hover_line(
     found = _from_cache(doc, order, target, line)
     # Library code opened for reading (an installed package) is never lowered on demand.
     if found is None and server.trusted and not in_installed_package(doc.path):
-        generation = doc.generation
+        stamp = doc.stamp()
         if _no_ops_here(doc, modules, line, target):
             return None
         for info in _candidates(modules, line, code_line):
-            if (info.name, target) in doc.results:
+            if doc.result(info.name, target) is not None:
                 continue  # already lowered: that result does not map the line
             try:
-                results = await server.service.check_target(
-                    doc, info.name, target, progress_token=token, progress=True)
+                results = await staging.check_target(
+                    server, doc, info.name, target, progress_token=token, progress=True)
             except LensError as err:
                 if err.kind == ErrorKind.CANCELLED:
                     return None
                 log.info("hover: %s could not be lowered: %s", info.name, err.message)
                 continue
-            if doc.generation != generation:
+            if not doc.is_current(stamp):
                 return None  # the text changed meanwhile: this hover is stale
             result = results.get(target)
             if result is not None and _ir_lines(result, doc.path, line):
@@ -122,10 +124,10 @@ def _preferred_order(modules: list[discovery.ModuleInfo], line: int) -> list[str
 
 
 def _from_cache(
-    doc: DocumentState, order: list[str], target: str, line: int
+    doc: Document, order: list[str], target: str, line: int
 ) -> tuple[str, LowerResult] | None:
     for name in order:
-        result = doc.results.get((name, target))
+        result = doc.result(name, target)
         if result is not None and _ir_lines(result, doc.path, line):
             return name, result
     return None
@@ -170,7 +172,7 @@ def _ancestors(modules: list[discovery.ModuleInfo], here: discovery.ModuleInfo) 
 
 
 def _no_ops_here(
-    doc: DocumentState, modules: list[discovery.ModuleInfo], line: int, target: str
+    doc: Document, modules: list[discovery.ModuleInfo], line: int, target: str
 ) -> bool:
     """Whether a cached ancestor result shows the line simply produced no ops.
 
@@ -184,7 +186,7 @@ def _no_ops_here(
     first, last = here.forward_line, here.forward_end_line or here.forward_line
     want = os.path.normcase(os.path.normpath(doc.path))
     for name in _ancestors(modules, here):
-        result = doc.results.get((name, target))
+        result = doc.result(name, target)
         if result is not None and any(
             first <= m.line <= last and os.path.normcase(os.path.normpath(m.file)) == want
             for m in result.map
@@ -206,7 +208,7 @@ def _ir_lines(result: LowerResult, path: str | None, line: int) -> list[int]:
 
 
 def render(
-    server: LensServer, doc: DocumentState, module: str, result: LowerResult, line: int
+    server: LensServer, doc: Document, module: str, result: LowerResult, line: int
 ) -> str:
     """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
     ir = result.ir.splitlines()
@@ -237,7 +239,7 @@ def render(
     return "\n\n".join(parts)
 
 
-def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int) -> str:
+def verdict_line(server: LensServer, doc: Document, module: str, line: int) -> str:
     """"linalg ✓ · tosa ✗ aten.roll · stablehlo …": each diagnosed backend's verdict.
 
     "…" marks a backend still being checked (the follow-up stage after the default target);
@@ -246,9 +248,9 @@ def verdict_line(server: LensServer, doc: DocumentState, module: str, line: int)
     parts = []
     want = os.path.normcase(os.path.normpath(doc.path or ""))
     for target in server.settings.diagnostic_targets:
-        result = doc.results.get((module, target))
+        result = doc.result(module, target)
         if result is None:
-            if module not in doc.errors:
+            if doc.error(module) is None:
                 parts.append(f"{target} …")
             continue
         verdict = backend_verdict(result)  # the rule of `check` and the verdict lens

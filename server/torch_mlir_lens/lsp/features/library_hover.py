@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 
-from torch_mlir_lens.frames import LibraryLine, library_breakdown
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.source_text import line_text
-from torch_mlir_lens.results import LowerResult
+from torch_mlir_lens.protocol.frames import LibraryLine, library_breakdown
+from torch_mlir_lens.protocol.results import LowerResult
 
 MAX_ROWS = 12
 MAX_CODE_CHARS = 90

@@ -21,7 +21,7 @@ CELL_SCHEME = "vscode-notebook-cell:"
 
 
 def _notebook_cell(server: LensServer, uri: str) -> bool:
-    """A notebook's cell: synced through notebookDocument/* (features/notebooks.py). A client
+    """A notebook's cell: synced through notebookDocument/* (features/notebook_sync.py). A client
     that also sends text-document sync for it must not make it a document of its own, whose
     (empty) diagnostics would replace the notebook's on that cell."""
     if uri.startswith(CELL_SCHEME):
@@ -52,7 +52,7 @@ def register(server: LensServer) -> None:
             doc = server.store.open(uri, text, params.text_document.version)
         else:
             doc.update(text, params.text_document.version, params.content_changes)
-        server.service.invalidate(doc.path)
+        server.host.invalidate(doc.path)
         diagnostics.on_change(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

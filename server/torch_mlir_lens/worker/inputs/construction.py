@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_mlir_lens.discovery import ModuleInfo
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 
 def lookup(mod: types.ModuleType, name: str) -> Any:

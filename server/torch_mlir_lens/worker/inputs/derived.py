@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from torch_mlir_lens.discovery import ModuleInfo
-from torch_mlir_lens.fingerprint import fingerprint
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.discovery.fingerprint import fingerprint
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker import loader
 from torch_mlir_lens.worker.inputs.construction import lookup
 from torch_mlir_lens.worker.inputs.recording import Recorded, clone, record, weights_policy

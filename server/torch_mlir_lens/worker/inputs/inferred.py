@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.discovery import INFERABLE_LAYERS, ModuleInfo, layer_inputs_expr
-from torch_mlir_lens.results import LensError
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.inputs.construction import LazyInstance
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.discovery import ModuleInfo, find_modules, input_template, settings_key_for
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.inputs.construction import LazyInstance, construct_module, lookup
 from torch_mlir_lens.worker.inputs.conventions import convention_inputs
 from torch_mlir_lens.worker.inputs.derived import derived_inputs
@@ -86,6 +86,7 @@ def _resolve(
     init_src = "--init" if init_expr else "init"
     init_args, init_kwargs = _resolve_init(init_expr, info, ns, path)
     dynamic = None
+    line: int | None = None
     if ann is not None and ann.dynamic:
         line = ann.key_lines.get("dynamic")
         raw = evaluate(ann.dynamic, ns, "dynamic", path, line)
@@ -96,10 +97,12 @@ def _resolve(
                             line=line) from None
     instance = LazyInstance(obj, name, (init_args, init_kwargs), info, path, init_src)
 
+    dynamic_at = (path, line) if dynamic is not None and line is not None else None
+
     def done(value: Any, source: str, detail: str) -> ResolvedInputs:
         args, kwargs = as_call_args(value)
         return ResolvedInputs(args, kwargs, init_args, init_kwargs, dynamic, source, detail,
-                              instance.value)
+                              instance.value, dynamic_at)
 
     if inputs_expr:
         return done(evaluate(inputs_expr, ns, "--inputs", path, None), "cli", inputs_expr)
@@ -122,7 +125,7 @@ def _resolve(
             if init_expr or (ann is not None and ann.init):
                 derived.init_args, derived.init_kwargs = init_args, init_kwargs
                 derived.instance = None
-            derived.dynamic_shapes = dynamic
+            derived.dynamic_shapes, derived.dynamic_at = dynamic, dynamic_at
             return derived
     inferred = inferred_inputs(obj, info, instance)
     if inferred is not None:

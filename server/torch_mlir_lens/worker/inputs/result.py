@@ -19,3 +19,6 @@ class ResolvedInputs:
     detail: str = ""  # how, for people: the expression, the file, the parent, the layer
     # An instance already built while resolving (conventions, inference): reused by instantiate().
     instance: Any = field(default=None, repr=False, compare=False)
+    # Where `dynamic_shapes` was written (file, line of the `dynamic=` comment): export errors
+    # about dynamic dims are placed there.
+    dynamic_at: tuple[str, int] | None = None

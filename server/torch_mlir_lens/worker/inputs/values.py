@@ -1,8 +1,8 @@
 """Values the user wrote as text or files: evaluate expressions, load saved inputs, find files.
 
 Expressions are evaluated in the user's module namespace with `torch` available; failures
-become "bad-inputs" errors at the line that holds the expression. `dynamic` dim names become
-`torch.export.Dim`s (the same name gives the same Dim).
+become "bad-inputs" errors at the line that holds the expression. `dynamic` dim texts ("batch",
+"seq<=512") become `torch.export.Dim`s (the same name gives the same Dim).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source.dynamic_dims import DimText, parse_dim_text
 
 
 def namespace(mod: types.ModuleType) -> dict[str, Any]:
@@ -50,16 +51,45 @@ def as_call_args(value: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (value,), {}
 
 
-def to_dims(spec: Any, dims: dict[str, Any]) -> Any:
-    """Replace dim names ("batch") by `torch.export.Dim`s, recursively."""
+def _dim_texts(spec: Any, found: dict[str, DimText]) -> None:
+    """Every dim text of a spec, by name; a name given two different ranges is a ValueError."""
     if isinstance(spec, str):
-        if spec not in dims:
-            dims[spec] = torch.export.Dim(spec)
-        return dims[spec]
+        dim = parse_dim_text(spec)
+        known = found.get(dim.name)
+        bounded = dim.low is not None or dim.high is not None
+        if known is None or (bounded and known == DimText(dim.name)):
+            found[dim.name] = dim
+        elif bounded and known != dim:
+            raise ValueError(f"{dim.name!r} is given two ranges: {known.text()!r} and "
+                             f"{dim.text()!r} (a name is one dim: give its range once)")
+    elif isinstance(spec, dict):
+        for value in spec.values():
+            _dim_texts(value, found)
+    elif isinstance(spec, list | tuple):
+        for value in spec:
+            _dim_texts(value, found)
+
+
+def to_dims(spec: Any, dims: dict[str, Any]) -> Any:
+    """Replace dim texts ("batch", "seq<=512", "2<=seq<=512", "seq>=4": source/dynamic_dims.py) by
+    `torch.export.Dim`s, recursively: one Dim per name, with the range given for it.
+    ValueError for a text that is not a dim, or a name given two ranges."""
+    texts: dict[str, DimText] = {}
+    _dim_texts(spec, texts)
+    for name, text in texts.items():
+        if name not in dims:
+            bounds = {k: v for k, v in (("min", text.low), ("max", text.high)) if v is not None}
+            dims[name] = torch.export.Dim(name, **bounds)
+    return _with_dims(spec, dims)
+
+
+def _with_dims(spec: Any, dims: dict[str, Any]) -> Any:
+    if isinstance(spec, str):
+        return dims[parse_dim_text(spec).name]
     if isinstance(spec, dict):
-        return {k: to_dims(v, dims) for k, v in spec.items()}
+        return {k: _with_dims(v, dims) for k, v in spec.items()}
     if isinstance(spec, list | tuple):
-        return type(spec)(to_dims(v, dims) for v in spec)
+        return type(spec)(_with_dims(v, dims) for v in spec)
     return spec
 
 

@@ -18,8 +18,8 @@ import shlex
 import tempfile
 from typing import Any
 
-from torch_mlir_lens.frames import FrameTable, SourceFrame
-from torch_mlir_lens.results import (
+from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
+from torch_mlir_lens.protocol.results import (
     ErrorKind,
     IrLineMapping,
     LensDiagnostic,

@@ -21,7 +21,8 @@ import torch
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker import export_errors
 from torch_mlir_lens.worker.crash_guard import note_weights
 from torch_mlir_lens.worker.custom_ops import run_decompositions
 from torch_mlir_lens.worker.frozen_import import import_frozen
@@ -127,11 +128,14 @@ def _register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) ->
 
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
                    user_files: Iterable[str], strict: bool = False,
-                   dynamic_shapes: Any = None, decompose: bool = True) -> Any:
+                   dynamic_shapes: Any = None, decompose: bool = True,
+                   dynamic_at: tuple[str, int] | None = None) -> Any:
     """torch.export the module (or function), then apply torch-mlir's decompositions.
 
     The result is what the FX importer takes (and what the `fx` target prints). Any failure
-    raises LensError("export-error") with one clear line (+ a hint) and the user's line.
+    raises LensError("export-error") with one clear line (+ a hint) and the user's line
+    (export_errors.py adds what torch suggests and the library lines; a dynamic dims problem
+    is placed at `dynamic_at`, where the spec was written).
     """
     users = UserFiles(user_files)
     module = as_module(fn)
@@ -146,8 +150,10 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
                 program = run_decompositions(program, get_decomposition_table())
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
-        raise LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file,
-                        line=line) from exc
+        err = LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file, line=line)
+        raise export_errors.explained(err, exc, fn=module, args=args, kwargs=dict(kwargs or {}),
+                                      dynamic_shapes=dynamic_shapes, users=users,
+                                      dynamic_at=dynamic_at) from exc
     return program
 
 

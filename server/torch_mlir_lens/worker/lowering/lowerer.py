@@ -3,13 +3,12 @@
     ProgramLowerer(program, module_name=..., user_files=...)
         .lower("linalg")                                      → LowerResult (IR, map, diagnostics)
         .module_for("tosa")                                   → the lowered module op
-        .write_export("tosa", "out.mlir", bytecode=False)     → bytes written (atomic)
-        .write_repro("linalg", "dir")                         → {"mlir_path", "command"}
     lower_module(fn, args, kwargs, targets=[...])            → [LowerResult], one export
 
 The FX import happens once per lowerer and the torch-backend module is kept: every backend
 works on a clone of it. This module decides what to build and caches it; export.py exports
-and imports, pipeline.py runs the passes, artifacts.py prints and writes.
+and imports, pipeline.py runs the passes, artifacts.py prints and writes, writing.py writes a
+lowerer's exports and reproducers.
 """
 
 from __future__ import annotations
@@ -18,10 +17,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from torch_mlir_lens import culprits
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, LowerResult, PassIr
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import failures, ir_text, partial
+from torch_mlir_lens.protocol.results import (
+    ErrorKind,
+    LensDiagnostic,
+    LensError,
+    LowerResult,
+    PassIr,
+)
+from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.export import export_program, import_program
@@ -51,11 +56,13 @@ class ProgramLowerer:
         self._raw: Any = None
         self._torch: Any = None
         self._torch_errors: list[Diag] | None = None
+        self._linalg_source: Any = None  # _backend_source("linalg")
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
         # target → (partial lowering or None, its diagnostics): a failed backend, listed once
-        self._listing = failures.Failures(program, self.users)  # failed targets, listed once
+        self._listing = failures.Failures(program, self.users, module_name,
+                                          raw_module=self.raw_module)  # listed once
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -96,7 +103,8 @@ class ProgramLowerer:
         finally:
             self._timed("lower", start)
 
-    def _pipeline_for(self, target: str, pipeline: str | None) -> str:
+    def pipeline_for(self, target: str, pipeline: str | None) -> str:
+        """The pass pipeline that lowers the torch-backend module to `target`."""
         custom = (pipeline or self._last_custom) if target == CUSTOM_TARGET else pipeline
         return backend_pipeline(target, custom)
 
@@ -109,18 +117,31 @@ class ProgramLowerer:
         key = pipeline if target == CUSTOM_TARGET and pipeline else target
         if key in self._lowered and not options.print_after_all:
             return self._lowered[key], None
-        torch_mod = self.torch_module()
-        assert torch_mod is not None
+        source = self._backend_source(target)
+        assert source is not None
         start = time.perf_counter()
-        module = torch_mod.clone()
+        module = source.clone()
         try:
-            passes = run_pipeline(module, self._pipeline_for(target, pipeline),
+            passes = run_pipeline(module, self.pipeline_for(target, pipeline),
                                   print_after_all=options.print_after_all,
                                   keep_weights=options.keep_weights)
         finally:
             self._timed("lower", start)
         self._lowered[key] = module
         return module, passes
+
+    def _backend_source(self, target: str) -> Any | None:
+        """The torch-backend module `target` lowers from: for Linalg, a copy whose views
+        torch-mlir would miscompile are rerouted (legacy_view_shim, llvm/torch-mlir#4743)."""
+        torch_mod = self.torch_module()
+        if target != "linalg" or torch_mod is None:
+            return torch_mod
+        if self._linalg_source is None:
+            self._linalg_source = torch_mod
+            if legacy_view_shim.narrowing_views(torch_mod):
+                self._linalg_source = torch_mod.clone()
+                legacy_view_shim.reroute_narrowing_views(self._linalg_source)
+        return self._linalg_source
 
     def _llvm_module(self, options: LowerOptions) -> Any:
         if "llvm" in self._lowered:
@@ -275,14 +296,16 @@ class ProgramLowerer:
                 return self._result(target, False, part.module, options, diags, passes,
                                     outlined=part)
             return self._result(target, False, torch_mod, options, diags, failure.passes)
-        return self._result(target, True, module, options, [], passes)
+        warnings = [] if target != CUSTOM_TARGET else legacy_view_shim.unshimmed_warnings(
+            torch_mod, self.pipeline_for(target, pipeline), self.users, target)
+        return self._result(target, True, module, options, warnings, passes)
 
     def _backend_failure(self, target: str, failure: PassFailure, options: LowerOptions,
                          ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
         """The partial lowering of a failed backend and one diagnostic per cause."""
         start = time.perf_counter()
         try:
-            return self._listing.backend(target, self.torch_module(), failure.errors,
+            return self._listing.backend(target, self._backend_source(target), failure.errors,
                                          listed=options.list_unsupported)
         finally:
             self._timed("lower", start)
@@ -293,40 +316,6 @@ class ProgramLowerer:
             return partial_passes(part, keep_weights=options.keep_weights)
         finally:
             self._timed("lower", start)
-
-    def write_export(self, target: str, output: str, *, bytecode: bool = False,
-                     options: LowerOptions | None = None, pipeline: str | None = None) -> int:
-        """Write the IR of `target` to `output` atomically (temp file + os.replace).
-
-        Full weights always (the file must re-parse); locations when options.debug_info.
-        Returns the number of bytes written. Failures raise LensError.
-        """
-        options = options or LowerOptions()
-        if target == "fx":
-            data = artifacts.fx_text_and_map(self.program, self.users)[0].encode()
-        else:
-            module = self.module_for(target, pipeline=pipeline, options=options)
-            data = artifacts.module_bytes(module, bytecode=bytecode,
-                                          debug_info=options.debug_info)
-        return artifacts.atomic_write(output, data)
-
-    def write_repro(self, target: str, output_dir: str, *,
-                    pipeline: str | None = None) -> dict[str, str]:
-        """Write the input IR of `target`'s lowering and the torch-mlir-opt command for it.
-
-        For a backend that is the torch-backend IR and the backend pipeline; if the torch
-        pipeline itself fails, the raw IR and the torch pipeline.
-        """
-        if target in ("fx", "raw"):
-            raise LensError(ErrorKind.BAD_REQUEST, f"no pass pipeline produces {target!r}")
-        torch_mod = self.torch_module()
-        if target == "torch" or torch_mod is None:
-            source, pipe, stage = self.raw_module(), TORCH_BACKEND_PIPELINE, "raw"
-        else:
-            lower_target = "linalg" if target == "llvm" else target
-            source, pipe, stage = torch_mod, self._pipeline_for(lower_target, pipeline), "torch"
-        return artifacts.write_repro(source, pipe, output_dir, module_name=self.module_name,
-                                     target=target, stage=stage)
 
 
 def lower_module(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,

@@ -23,8 +23,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.results import ErrorKind, LensError, PassIr
-from torch_mlir_lens.targets import CUSTOM_TARGET, TARGETS
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, PassIr
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, DIALECT_LOADING_PIPELINE, TARGETS
 from torch_mlir_lens.worker import crash_guard, crash_locate, ir_text
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
@@ -66,8 +66,7 @@ def parsing_context() -> ir.Context:
     ctx = new_context()
     with ctx, captured(ctx):
         empty = ir.Module.create(ir.Location.unknown(ctx))
-        PassManager.parse("builtin.module(func.func(convert-torch-to-stablehlo,"
-                          "convert-torch-to-tmtensor))", context=ctx).run(empty.operation)
+        PassManager.parse(DIALECT_LOADING_PIPELINE, context=ctx).run(empty.operation)
     return ctx
 
 

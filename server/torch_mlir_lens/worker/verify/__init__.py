@@ -1,6 +1,6 @@
 """Verify: run the lowered IR and compare it with eager PyTorch.
 
-    (VerifyOutput, VerifyResult: what a verification returns, are in `verify_results.py`)
+    (VerifyOutput, VerifyResult: what a verification returns, are in `protocol/verify_results.py`)
     compare.py  per-dtype tolerances, one output against eager, the one-line verdict
     jit.py      JIT an LLVM-dialect module, call it through the C interface (memref ABI)
     linalg.py   verify_linalg_module: linalg → LLVM → JIT → run → compare, errors as results
@@ -12,7 +12,7 @@ full name (it reaches back to the worker's job helpers).
 
 from __future__ import annotations
 
-from torch_mlir_lens.verify_results import VerifyOutput, VerifyResult
+from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult
 from torch_mlir_lens.worker.verify.compare import (
     compare_output,
     default_tolerances,

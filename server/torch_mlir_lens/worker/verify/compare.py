@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, Severity
-from torch_mlir_lens.verify_results import VerifyOutput
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
+from torch_mlir_lens.protocol.verify_results import VerifyOutput
 
 # Why these: the compiled code computes the same math in a different order than eager's
 # kernels (oneDNN / MKL blocked, vectorized reductions vs plain sequential loops). The error of
@@ -121,15 +121,16 @@ def reinterpret_like(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tens
     return actual
 
 
-def _fmt(x: float) -> str:
+def format_error(x: float) -> str:
+    """An error as the verdicts write it: two significant digits, "inf" / "nan" as such."""
     return f"{x:.2g}" if math.isfinite(x) else str(x)
 
 
 def _output_message(out: VerifyOutput, worst_err: float, n_bad: int, n: int) -> str:
     if out.ok:
-        return f"output {out.index}: matches (max err {_fmt(out.max_abs_err)})"
+        return f"output {out.index}: matches (max err {format_error(out.max_abs_err)})"
     return (
-        f"output {out.index}: max err {_fmt(worst_err)} at {out.worst_index} "
+        f"output {out.index}: max err {format_error(worst_err)} at {out.worst_index} "
         f"({n_bad} of {n} elements beyond rtol={out.rtol:g}, atol={out.atol:g})"
     )
 
@@ -139,7 +140,7 @@ def verdict_message(outputs: Sequence[VerifyOutput]) -> str:
     bad = [o for o in outputs if not o.ok]
     if not bad:
         errs = [o.max_abs_err for o in outputs]
-        return f"✓ matches eager (max err {_fmt(max(errs, default=0.0))})"
+        return f"✓ matches eager (max err {format_error(max(errs, default=0.0))})"
     first = bad[0]
     more = f" (+{len(bad) - 1} more outputs)" if len(bad) > 1 else ""
     if not first.worst_index and not math.isfinite(first.max_abs_err):

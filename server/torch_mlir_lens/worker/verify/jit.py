@@ -28,7 +28,7 @@ from torch_mlir.runtime import (
     ranked_memref_to_numpy,
 )
 
-from torch_mlir_lens.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.llvm import external_functions, public_func_ops
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 

@@ -20,12 +20,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from torch_mlir_lens import culprits
 from torch_mlir_lens.protocol.jobs import VerifyJob
-from torch_mlir_lens.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.verify_results import DimSize, VerifyResult, dims_text
+from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.worker.job_fields import read_text
-from torch_mlir_lens.worker.verify.linalg import verify_linalg_module
+from torch_mlir_lens.worker.verify import sizes
+from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
 
@@ -59,12 +60,15 @@ def verify_lowerer(
     opt_level: int = 0,
     locate: bool = True,
     mutate_ir: Callable[[str], str] | None = None,
+    dynamic_shapes: Any = None,
 ) -> VerifyResult:
     """Verify the linalg lowering of an existing `worker.lowering.ProgramLowerer`.
 
     `fn` must be the instance that was exported. The lowerer's cached linalg module is not
-    modified (verify lowers a copy). On a mismatch and with `locate`, the first user line
-    whose values differ is searched (divergence.py) and reported as `divergence` and as a
+    modified (verify lowers a copy). A program with dynamic dims runs at several sizes of
+    them (sizes.py; `dynamic_shapes`, the spec it was exported with, names them). On a
+    mismatch and with `locate`, the first user line whose values differ (at the first size
+    that differs) is searched (divergence.py) and reported as `divergence` and as a
     diagnostic at that line. `mutate_ir` alters the linalg text first (tests).
     """
     name = lowerer.module_name
@@ -83,21 +87,43 @@ def verify_lowerer(
         return _failed(name, diags, culprits.summary(diags, "linalg"), diags[0].kind,
                        rtol, atol, timings)
     lower_s = round(time.perf_counter() - start, 6)
+    runs = _size_inputs(lowerer.program, fn, args, kwargs or {}, dynamic_shapes)
     result = verify_linalg_module(
         linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
-        opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir,
+        opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir, sizes=runs,
     )
     if locate and result.kind == ErrorKind.VERIFY_MISMATCH:
-        _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir)
+        failing = next((run for run, check in zip(runs, result.sizes, strict=False)
+                        if check.outputs and not check.ok), None)
+        if failing is not None:
+            args, kwargs = failing.args, failing.kwargs
+        _locate(result, linalg, lowerer, args, kwargs, rtol, atol, opt_level, mutate_ir,
+                failing.dims if failing is not None else [])
     result.timings = {"lower": lower_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
     return result
 
 
+def _size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 spec: Any) -> list[SizeInputs]:
+    """Inputs at each size of the program's dynamic dims (none for a static program)."""
+    dims = sizes.dynamic_dims(program, fn, args, kwargs, spec)
+    runs = []
+    for point in sizes.size_points(dims):
+        try:
+            new_args, new_kwargs = sizes.inputs_at(program, args, kwargs, dims, point)
+        except (TypeError, ValueError):  # a size the program's shapes cannot be solved for
+            continue
+        runs.append(SizeInputs(list(point), new_args, new_kwargs))
+    return runs
+
+
 def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ...],
             kwargs: dict[str, Any] | None, rtol: float | None, atol: float | None,
-            opt_level: int, mutate_ir: Callable[[str], str] | None) -> None:
-    """Add the first diverging line to a mismatch (best effort: a failure only loses it)."""
+            opt_level: int, mutate_ir: Callable[[str], str] | None,
+            dims: list[DimSize]) -> None:
+    """Add the first diverging line to a mismatch (best effort: a failure only loses it);
+    `dims`: the sizes of the dynamic dims it was run at, if any."""
     from torch_mlir_lens.worker.divergence import first_divergence
 
     start = time.perf_counter()
@@ -112,6 +138,8 @@ def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ..
     result.timings["total"] = round(result.timings.get("total", 0.0) + result.timings["locate"], 6)
     if found is None:
         return
+    if dims:
+        found.message += f" (at {dims_text(dims)})"
     result.divergence = found
     result.diagnostics.insert(0, LensDiagnostic(
         severity=Severity.ERROR, message=found.message, kind=ErrorKind.VERIFY_MISMATCH,
@@ -133,6 +161,7 @@ def verify_callable(
     atol: float | None = None,
     opt_level: int = 0,
     mutate_ir: Callable[[str], str] | None = None,
+    dynamic_at: tuple[str, int] | None = None,
 ) -> VerifyResult:
     """torch.export `fn` (the shared export of worker/lowering/), then verify_lowerer."""
     from torch_mlir_lens.worker import lowering
@@ -142,7 +171,7 @@ def verify_callable(
     try:
         program = lowering.export_program(
             fn, tuple(args), dict(kwargs or {}), user_files=files, strict=strict,
-            dynamic_shapes=dynamic_shapes,
+            dynamic_shapes=dynamic_shapes, dynamic_at=dynamic_at,
         )
     except LensError as err:
         export_s = round(time.perf_counter() - start, 6)
@@ -152,7 +181,7 @@ def verify_callable(
     export_s = round(time.perf_counter() - start, 6)
     lowerer = lowering.ProgramLowerer(program, module_name=module_name, user_files=files)
     result = verify_lowerer(lowerer, fn, args, kwargs, rtol=rtol, atol=atol, opt_level=opt_level,
-                            mutate_ir=mutate_ir)
+                            mutate_ir=mutate_ir, dynamic_shapes=dynamic_shapes)
     result.timings = {"export": export_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + export_s, 6)
     return result
@@ -192,7 +221,7 @@ def run_verify_job(job: VerifyJob,
         fn, resolved.args, resolved.kwargs, module_name=name,
         user_files=loader.user_files_for(path), strict=job.strict,
         dynamic_shapes=resolved.dynamic_shapes, rtol=rtol, atol=atol, opt_level=opt_level,
-        mutate_ir=mutate_ir,
+        mutate_ir=mutate_ir, dynamic_at=resolved.dynamic_at,
     )
     result.timings = {"load": round(load_s, 6), "inputs": round(inputs_s, 6), **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + load_s + inputs_s, 6)

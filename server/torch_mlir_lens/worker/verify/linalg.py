@@ -10,20 +10,29 @@ example inputs, flattened like torch.export → compare every output with `fn(*a
 from __future__ import annotations
 
 import io
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
-from torch_mlir_lens.results import ErrorKind, LensError
-from torch_mlir_lens.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
+from torch_mlir_lens.protocol.verify_results import (
+    DimSize,
+    SizeCheck,
+    VerifyOutput,
+    VerifyResult,
+    dims_text,
+)
 from torch_mlir_lens.worker.llvm import PipelineError, lower_linalg_to_llvm
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.verify.compare import (
     compare_output,
+    format_error,
     mismatch_diagnostics,
     reinterpret_like,
     verdict_message,
@@ -111,6 +120,15 @@ def _error_result(
     )
 
 
+@dataclass(frozen=True)
+class SizeInputs:
+    """Inputs of one size of a module's dynamic dims (the example's first)."""
+
+    dims: list[DimSize]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
 def verify_linalg_module(
     linalg: str | ir.Module,
     fn: Callable[..., Any],
@@ -125,14 +143,17 @@ def verify_linalg_module(
     func_name: str | None = None,
     context: ir.Context | None = None,
     user_files: Iterable[str] | UserFiles | None = None,
+    sizes: Sequence[SizeInputs] = (),
 ) -> VerifyResult:
     """Lower linalg-on-tensors IR to LLVM, JIT it, run it on the inputs, compare with eager.
 
     `linalg` is IR text or a module (not modified: a copy is lowered). `mutate_ir` rewrites
     the IR text before it is parsed (tests alter a constant to see a mismatch reported).
     `user_files` places lowering diagnostics at the innermost frame in those files.
-    `rtol`/`atol` override the per-dtype defaults for floating outputs. Problems come back in
-    the result (`ok` False, `kind`, `diagnostics`), not as exceptions.
+    `rtol`/`atol` override the per-dtype defaults for floating outputs. `sizes` (a module
+    with dynamic dims): run the one compilation at each of these sizes instead, the example's
+    first, and report each (`VerifyResult.sizes`). Problems come back in the result (`ok`
+    False, `kind`, `diagnostics`), not as exceptions.
     """
     kwargs = dict(kwargs or {})
     timings: dict[str, float] = {}
@@ -140,28 +161,31 @@ def verify_linalg_module(
 
     def lap(name: str, t0: float) -> float:
         now = time.perf_counter()
-        timings[name] = round(now - t0, 6)
+        timings[name] = round(timings.get(name, 0.0) + now - t0, 6)
         return now
 
+    runs = list(sizes) or [SizeInputs([], tuple(args), kwargs)]
+    checks: list[tuple[SizeInputs, list[VerifyOutput] | LensError]] = []
     try:
         t = time.perf_counter()
         module = private_copy(linalg, mutate_ir, context)
         sig = function_signature(module, func_name)
-        inputs = flat_tensors((tuple(args), kwargs))
-        _check_inputs(sig, inputs)
+        _check_inputs(sig, flat_tensors((tuple(args), kwargs)))
         lower_linalg_to_llvm(module, user_files=user_files)
         t = lap("lower_llvm", t)
         engine = jit(module, opt_level)
         link(engine, sig.name, module)
         t = lap("jit", t)
-        actual = run_compiled(engine, sig, inputs)
-        t = lap("run", t)
+        for run in runs:
+            try:
+                outcome: list[VerifyOutput] | LensError = _run_and_compare(
+                    engine, sig, fn, run, rtol, atol, lap)
+            except LensError as exc:
+                if not run.dims or run is runs[0]:
+                    raise  # the example's own run: the verdict itself
+                outcome = exc
+            checks.append((run, outcome))
         del engine
-        try:
-            expected = run_eager(fn, args, kwargs)
-        except Exception as exc:  # the user's code: anything can happen
-            raise LensError(ErrorKind.VERIFY_ERROR, f"eager run failed: {exc!r}") from exc
-        t = lap("eager", t)
     except LensError as exc:
         lap("total", start)
         return _error_result(module_name, exc, timings, rtol, atol)
@@ -169,24 +193,85 @@ def verify_linalg_module(
         lap("total", start)
         err = LensError(ErrorKind.LOWERING_ERROR, f"invalid IR: {exc}")
         return _error_result(module_name, err, timings, rtol, atol)
+    lap("total", start)
+    example = checks[0][1]
+    assert isinstance(example, list)  # the example's failures raised above
+    if not sizes:
+        ok = all(o.ok for o in example)
+        return VerifyResult(
+            module=module_name, ok=ok, outputs=example, rtol=rtol, atol=atol, timings=timings,
+            diagnostics=[] if ok else mismatch_diagnostics(example),
+            message=verdict_message(example),
+            kind=None if ok else ErrorKind.VERIFY_MISMATCH,
+            max_abs_err=max((o.max_abs_err for o in example), default=0.0),
+        )
+    return _sizes_result(module_name, checks, rtol, atol, timings)
+
+
+def _run_and_compare(engine: Any, sig: FuncSig, fn: Callable[..., Any], run: SizeInputs,
+                     rtol: float | None, atol: float | None,
+                     lap: Callable[[str, float], float]) -> list[VerifyOutput]:
+    """Run the compiled function and eager on one size's inputs; compare every output."""
+    t = time.perf_counter()
+    inputs = flat_tensors((run.args, run.kwargs))
+    _check_inputs(sig, inputs)
+    actual = run_compiled(engine, sig, inputs)
+    t = lap("run", t)
+    try:
+        expected = run_eager(fn, run.args, run.kwargs)
+    except Exception as exc:  # the user's code: anything can happen
+        raise LensError(ErrorKind.VERIFY_ERROR, f"eager run failed: {exc!r}") from exc
+    t = lap("eager", t)
     if len(actual) != len(expected):
-        lap("total", start)
-        err = LensError(
+        raise LensError(
             ErrorKind.VERIFY_ERROR,
             f"the compiled function returns {len(actual)} tensors, eager {len(expected)}",
         )
-        return _error_result(module_name, err, timings, rtol, atol)
     outputs = [
         compare_output(i, reinterpret_like(a, e), e, rtol, atol)
         for i, (a, e) in enumerate(zip(actual, expected, strict=True))
     ]
     lap("compare", t)
-    lap("total", start)
-    ok = all(o.ok for o in outputs)
+    return outputs
+
+
+def _sizes_result(module_name: str,
+                  checks: Sequence[tuple[SizeInputs, list[VerifyOutput] | LensError]],
+                  rtol: float | None, atol: float | None,
+                  timings: dict[str, float]) -> VerifyResult:
+    """The verdict over every size: ok only if each matched; the first failure speaks."""
+    done: list[SizeCheck] = []
+    diagnostics: list[LensDiagnostic] = []
+    for i, (run, outcome) in enumerate(checks):
+        where = dims_text(run.dims)
+        if isinstance(outcome, LensError):
+            message = f"✗ at {where}: {outcome.message.splitlines()[0]}"
+            done.append(SizeCheck(run.dims, i == 0, False, message, math.inf))
+            diagnostics.append(LensDiagnostic(
+                severity=Severity.ERROR, message=f"at {where}: {outcome.message}",
+                kind=outcome.kind, target="llvm"))
+            continue
+        ok = all(o.ok for o in outcome)
+        done.append(SizeCheck(run.dims, i == 0, ok, verdict_message(outcome),
+                              max((o.max_abs_err for o in outcome), default=0.0), outcome))
+        for diag in mismatch_diagnostics(outcome):
+            diag.message = diag.message.replace("from eager:", f"from eager at {where}:", 1)
+            diagnostics.append(diag)
+    failed = [c for c in done if not c.ok]
+    worst = max((c.max_abs_err for c in done), default=0.0)
+    if not failed:
+        message = f"✓ matches eager at {len(done)} sizes (max err {format_error(worst)})"
+        kind = None
+    else:
+        first = failed[0]
+        message = first.message.replace("✗ differs:", f"✗ differs at {dims_text(first.dims)}:",
+                                        1)
+        mismatch = any(c.outputs and not c.ok for c in failed)
+        kind = ErrorKind.VERIFY_MISMATCH if mismatch else ErrorKind.VERIFY_ERROR
+        if len(failed) > 1:
+            message += f" (and at {len(failed) - 1} more sizes)"
     return VerifyResult(
-        module=module_name, ok=ok, outputs=outputs, rtol=rtol, atol=atol, timings=timings,
-        diagnostics=[] if ok else mismatch_diagnostics(outputs),
-        message=verdict_message(outputs),
-        kind=None if ok else ErrorKind.VERIFY_MISMATCH,
-        max_abs_err=max((o.max_abs_err for o in outputs), default=0.0),
+        module=module_name, ok=not failed, outputs=done[0].outputs, rtol=rtol, atol=atol,
+        timings=timings, diagnostics=diagnostics, message=message, kind=kind,
+        max_abs_err=worst, sizes=done,
     )

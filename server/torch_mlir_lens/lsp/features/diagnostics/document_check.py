@@ -1,0 +1,63 @@
+"""What a document's check does: publish its static findings, then (when lowering) check each
+module that is worth an export and publish its findings as they come."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.features.diagnostics import staging
+from torch_mlir_lens.lsp.features.diagnostics.publish import publish
+from torch_mlir_lens.lsp.features.diagnostics.records import (
+    error_records,
+    module_infos,
+    result_records,
+    static_records,
+)
+from torch_mlir_lens.lsp.trust import UNTRUSTED
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+_QUIET_KINDS = {ErrorKind.CANCELLED, UNTRUSTED}
+
+
+def modules_to_check(server: LensServer, doc: Document) -> list[discovery.ModuleInfo]:
+    """Modules whose check is worth an export: known inputs, not only derived from a parent.
+
+    A module whose inputs are derived from a parent is lowered inside the parent's check
+    already: its ops, and their problems, are located at its own lines there.
+    """
+    return [info for info in module_infos(server, doc)
+            if info.inputs not in ("missing", "derived")]
+
+
+async def check_document(server: LensServer, doc: Document, *, lowering: bool) -> None:
+    """Publish the static findings, then (if `lowering`) check each module and publish."""
+    if in_installed_package(doc.path):
+        # Library code opened for reading (e.g. from an IR pane): nothing of ours to report.
+        doc.clear_diagnostics()
+        publish(server, doc)
+        return
+    doc.set_static_diagnostics(static_records(server, doc))
+    if lowering:
+        doc.drop_stale_verify_diagnostics()
+    publish(server, doc)
+    if not lowering or not server.trusted or not doc.path:
+        return
+    stamp = doc.stamp()
+    for info in modules_to_check(server, doc):
+        try:
+            results = await staging.check(server, doc, info.name)
+            records = result_records(doc, info, results.values(), server)
+        except LensError as err:
+            if err.kind in _QUIET_KINDS:
+                return
+            records = error_records(doc, info, err)
+        if not doc.record_diagnostics(stamp, info.name, records):
+            return  # the text moved on; its own check will publish
+        publish(server, doc)
+    server.refresh_lenses()

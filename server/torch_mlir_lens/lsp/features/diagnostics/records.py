@@ -1,0 +1,130 @@
+"""A module's findings as diagnostic records: unsupported ops per backend, failed checks,
+modules without example inputs (static)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.document import DiagRecord, Document
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.rules import culprits
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+INPUTS_MISSING = str(ErrorKind.INPUTS_MISSING)
+# Failures of the worker itself: shown on the module's name, not on a line.
+_WORKER_KINDS = {ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT}
+
+
+def module_infos(server: LensServer, doc: Document) -> list[discovery.ModuleInfo]:
+    """The document's modules (static discovery with the current settings)."""
+    return doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+
+
+def static_records(server: LensServer, doc: Document) -> list[DiagRecord]:
+    """One Information diagnostic per module class without example inputs."""
+    lines = doc.lines
+    out = []
+    for info in module_infos(server, doc):
+        if info.kind != "class" or info.inputs != "missing":
+            continue
+        out.append(
+            DiagRecord(
+                range=_name_range(lines, info),
+                severity=types.DiagnosticSeverity.Information,
+                message=(
+                    f"{info.name}: no example inputs, so it cannot be lowered. Add a "
+                    "`# torch-mlir-lens: inputs=(...)` comment above the class (quick fix), "
+                    "or set `torchMlirLens.exampleInputs`."
+                ),
+                kind=INPUTS_MISSING,
+                module=info.name,
+            )
+        )
+    return out
+
+
+def result_records(
+    doc: Document,
+    info: discovery.ModuleInfo,
+    results: Iterable[LowerResult],
+    server: LensServer,
+) -> list[DiagRecord]:
+    """The records of one module's check: each diagnosed backend's problems."""
+    diagnosed = set(server.settings.diagnostic_targets)
+    out: list[DiagRecord] = []
+    for result in results:
+        for diag in result.diagnostics:
+            target = diag.target or result.target
+            if diag.kind == ErrorKind.UNSUPPORTED_OP and target not in diagnosed:
+                continue
+            out.append(_record(doc, info, diag, target))
+    return out
+
+
+def error_records(
+    doc: Document, info: discovery.ModuleInfo, err: LensError
+) -> list[DiagRecord]:
+    """The record of a check that failed as a whole (export, worker, inputs)."""
+    diag = err.to_diagnostic()
+    if err.kind == ErrorKind.INPUTS_MISSING:
+        diag.severity = "information"
+    return [_record(doc, info, diag, None)]
+
+
+def _record(
+    doc: Document, info: discovery.ModuleInfo, diag: LensDiagnostic, target: str | None
+) -> DiagRecord:
+    lines = doc.lines
+    here = diag.file is None or (doc.path is not None and _same_file(diag.file, doc.path))
+    related: tuple[str, ...] = ()
+    if diag.kind in _WORKER_KINDS or diag.line is None or not here:
+        rng = _name_range(lines, info)
+        if diag.file and diag.line and not here:
+            related = (f"{diag.file}:{diag.line}",)
+    else:
+        rng = convert.line_range(lines, diag.line)
+    severity = convert.lsp_severity(diag.severity)
+    return DiagRecord(
+        range=rng,
+        severity=severity,
+        message=diag.message,
+        kind=str(diag.kind),
+        module=info.name,
+        op=convert.short_op(diag.op),
+        targets=(target,) if target else (),
+        related=related,
+        library=tuple((r.file, r.line, r.message) for r in diag.related),
+        cause=diag.cause,
+        notes=_knock_on_notes(diag),
+    )
+
+
+def _knock_on_notes(diag: LensDiagnostic) -> tuple[tuple[str, int, str], ...]:
+    """Related information: each knock-on op folded into this diagnostic, at its line."""
+    cause = culprits.cause_of(diag)
+    return tuple(
+        (k["file"], int(k["line"]), f"`{culprits.short_op(k.get('op'))}` fails only because "
+                                    f"of {cause}")
+        for k in diag.knock_on or [] if k.get("file") and k.get("line")
+    )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _name_range(lines: list[str], info: discovery.ModuleInfo) -> types.Range:
+    return convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
+
+

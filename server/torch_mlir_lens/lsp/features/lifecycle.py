@@ -1,0 +1,66 @@
+"""Life cycle: initialize, initialized, shutdown.
+
+- `initialize` reads `initializationOptions` (`trusted`, `settings`): trust is `trust.py`'s,
+  settings `configuration.py`'s.
+- `initialized` starts the lowering worker in the background (trusted workspaces only), pulls
+  the settings and watches the project's pyproject.toml.
+- `shutdown` stops the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from torch_mlir_lens.lsp import convert
+from torch_mlir_lens.lsp.features import configuration, project_config, trust
+from torch_mlir_lens.lsp.settings import section_of
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+
+def register(server: LensServer) -> None:
+    """Register the life-cycle handlers."""
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(params: types.InitializeParams) -> None:
+        options = convert.json_object(params.initialization_options) or {}
+        # A client that says nothing about trust gets none: see lsp/trust.py.
+        server.trust.state(options.get("trusted"))
+        if not server.trusted:
+            server.host.discard_prespawned()  # spawned before we knew: no user code ran
+        server.init_settings = dict(section_of(options.get("settings")) or {})
+        server.workspace_root = _workspace_root(params)
+        configuration.apply_settings(server, None, initial=True)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(params: types.InitializedParams) -> None:
+        server.initialized = True
+        log.info(
+            "torch-mlir-lens %s (pid %d, trusted=%s)", server.version, os.getpid(),
+            server.trusted,
+        )
+        if not server.trusted:
+            trust.announce_untrusted(server)
+        else:
+            server.host.start()
+        await configuration.pull_settings(server)
+        server.background(project_config.watch(server))
+
+    @server.feature(types.SHUTDOWN)
+    async def on_shutdown(params: Any) -> None:
+        await server.host.stop()
+
+
+def _workspace_root(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return convert.uri_to_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return convert.uri_to_path(params.root_uri)
+    return params.root_path

@@ -1,0 +1,3 @@
+"""The project's own settings: `[tool.torch-mlir-lens]` of its pyproject.toml (`config.py`),
+read alike by `check` and the language server, and the one validation of their numbers
+(`limits.py`), which the command line shares."""

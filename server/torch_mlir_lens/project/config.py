@@ -1,0 +1,214 @@
+"""`[tool.torch-mlir-lens]` in pyproject.toml: the project's settings, for CI and the editor.
+
+No torch, no third-party imports (the language server reads this too). Keys that the editor
+settings also have keep the editor's names (`timeoutSeconds`, `memoryLimitMb`,
+`exampleInputs`, `strictExport`); `targets` is the editor's `diagnosticTargets` (both
+spellings are accepted). The rest only concern `check`: `paths`, `exclude`, `baseline`,
+`jobs`. Paths in the file are relative to the folder holding it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from torch_mlir_lens.project import limits
+from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
+
+T = TypeVar("T")
+
+SECTION = ("tool", "torch-mlir-lens")
+FILENAME = "pyproject.toml"
+EDITOR_ONLY = ("defaultTarget", "lensTargets", "diagnostics", "pipelines", "python",
+               "colorBands")
+KNOWN_KEYS = ("targets", "diagnosticTargets", "exampleInputs", "exclude", "paths",
+              "timeoutSeconds", "memoryLimitMb", "strictExport", "baseline", "jobs")
+
+
+class ConfigError(Exception):
+    """A malformed pyproject.toml or `[tool.torch-mlir-lens]` table (one clear message)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The `[tool.torch-mlir-lens]` table; None for a key means "not set here"."""
+
+    path: str | None = None  # the pyproject.toml it came from (None: no file)
+    targets: tuple[str, ...] | None = None
+    example_inputs: Mapping[str, str] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    timeout_seconds: float | None = None
+    memory_limit_mb: int | None = None
+    strict_export: bool | None = None
+    baseline: str | None = None  # absolute
+    jobs: int | None = None
+
+    @property
+    def root(self) -> str | None:
+        """The folder of the pyproject.toml (the project root), if there is one."""
+        return os.path.dirname(self.path) if self.path else None
+
+    def editor_settings(self) -> dict[str, Any]:
+        """The keys the editor settings share, as a `torchMlirLens` settings layer."""
+        layer: dict[str, Any] = {}
+        if self.targets is not None:
+            layer["diagnosticTargets"] = list(self.targets)
+        if self.example_inputs:
+            layer["exampleInputs"] = dict(self.example_inputs)
+        if self.timeout_seconds is not None:
+            layer["timeoutSeconds"] = self.timeout_seconds
+        if self.memory_limit_mb is not None:
+            layer["memoryLimitMb"] = self.memory_limit_mb
+        if self.strict_export is not None:
+            layer["strictExport"] = self.strict_export
+        return layer
+
+
+def _has_section(data: Mapping[str, Any]) -> bool:
+    tool = data.get(SECTION[0])
+    return isinstance(tool, Mapping) and SECTION[1] in tool
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", str(path)) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+
+
+def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
+    """The closest pyproject.toml at or above `start` that has `[tool.torch-mlir-lens]`.
+
+    Stops at the first folder holding `.git` (the repository root), like ruff and mypy do
+    not wander out of a project. A pyproject.toml without the table is passed over.
+    """
+    here = Path(start).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / FILENAME
+        if candidate.is_file():
+            try:
+                if _has_section(_read_toml(candidate)):
+                    return candidate
+            except ConfigError:
+                return candidate  # broken: let load_config say so
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _str_list(key: str, value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: expected a list of strings", path)
+    return tuple(value)
+
+
+def _limit(key: str, check: Callable[[object], T], value: Any, path: str) -> T:
+    """A number checked as the command line checks it (`limits`)."""
+    if isinstance(value, str):  # TOML has numbers: "60" is a string, not a time-out
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: expected a number, got {value!r}",
+                          path)
+    try:
+        return check(value)
+    except limits.LimitError as err:
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: {err.message}", path) from None
+
+
+def _targets(key: str, value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(key, value, path)
+    for name in names:
+        if name not in TARGETS:
+            raise ConfigError(f"[tool.torch-mlir-lens] {key}: unknown target {name!r} "
+                              f"(choose from {', '.join(TARGETS)})", path)
+    if not names:
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: names no target", path)
+    return tuple(dict.fromkeys(names))
+
+
+def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
+    """Check and convert a `[tool.torch-mlir-lens]` table; raises ConfigError when malformed."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("[tool.torch-mlir-lens] must be a table", path)
+    base = os.path.dirname(os.path.abspath(path))
+    values: dict[str, Any] = {}
+    for key in table:
+        if key in EDITOR_ONLY:
+            raise ConfigError(f"[tool.torch-mlir-lens] {key}: an editor-only setting "
+                              "(set it in the editor's settings)", path)
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"[tool.torch-mlir-lens] unknown key {key!r} "
+                              f"(known: {', '.join(KNOWN_KEYS)})", path)
+    if "targets" in table and "diagnosticTargets" in table and (
+            table["targets"] != table["diagnosticTargets"]):
+        raise ConfigError("[tool.torch-mlir-lens] targets and diagnosticTargets differ "
+                          "(they are one setting: keep one)", path)
+    for key in ("targets", "diagnosticTargets"):
+        if key in table:
+            values["targets"] = _targets(key, table[key], path)
+    if "exampleInputs" in table:
+        inputs = table["exampleInputs"]
+        if not isinstance(inputs, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
+            raise ConfigError("[tool.torch-mlir-lens] exampleInputs: expected a table of "
+                              '"ClassName" or "path.py::ClassName" = "EXPR"', path)
+        values["example_inputs"] = dict(inputs)
+    if "exclude" in table:
+        values["exclude"] = _str_list("exclude", table["exclude"], path)
+    if "paths" in table:
+        values["paths"] = tuple(os.path.join(base, p) for p in
+                                _str_list("paths", table["paths"], path))
+    if "timeoutSeconds" in table:
+        values["timeout_seconds"] = _limit("timeoutSeconds", limits.timeout_seconds,
+                                           table["timeoutSeconds"], path)
+    if "memoryLimitMb" in table:
+        values["memory_limit_mb"] = _limit("memoryLimitMb", limits.memory_limit_mb,
+                                           table["memoryLimitMb"], path)
+    if "strictExport" in table:
+        if not isinstance(table["strictExport"], bool):
+            raise ConfigError("[tool.torch-mlir-lens] strictExport: expected true or false",
+                              path)
+        values["strict_export"] = table["strictExport"]
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str):
+            raise ConfigError("[tool.torch-mlir-lens] baseline: expected a file name", path)
+        values["baseline"] = os.path.join(base, table["baseline"])
+    if "jobs" in table:
+        values["jobs"] = _limit("jobs", limits.jobs, table["jobs"], path)
+    return ProjectConfig(path=os.path.abspath(path), **values)
+
+
+def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
+    """Read `[tool.torch-mlir-lens]` of one pyproject.toml (an empty config without it)."""
+    data = _read_toml(Path(path))
+    tool = data.get("tool")
+    table = tool.get("torch-mlir-lens") if isinstance(tool, Mapping) else None
+    if table is None:
+        return ProjectConfig(path=os.path.abspath(path))
+    return parse_table(table, str(path))
+
+
+def discover_config(start: str | os.PathLike[str]) -> ProjectConfig:
+    """The project config governing `start` (see `find_pyproject`); empty when there is none."""
+    found = find_pyproject(start)
+    return load_config(found) if found is not None else ProjectConfig()
+
+
+def default_backends() -> tuple[str, ...]:
+    """The backends checked when neither the command line nor the project names any."""
+    return BACKENDS

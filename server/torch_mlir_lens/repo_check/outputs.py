@@ -1,0 +1,50 @@
+"""The files a run writes (the report of `-o`, the baseline): checked before the run, written
+atomically after it.
+
+A report or baseline is written to a temporary file beside it and renamed over it, so a
+reader never sees half of one and a failed write leaves the old file as it was. Whether that
+can work is tried before any module is lowered (a folder given as `-o`, a folder that does
+not exist, a read-only one), so a long run never ends in a lost report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def unwritable(path: str) -> str | None:
+    """Why `path` cannot be written atomically, or None when it can (tried, not guessed:
+    a temporary file is created beside it and removed)."""
+    if os.path.isdir(path):
+        return "is a folder (give a file name)"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"no such folder: {folder}"
+    probe = _temp_name(path)
+    try:
+        with open(probe, "x", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file renamed over it; OSError on failure
+    (the temporary file removed, any old file untouched)."""
+    tmp = _temp_name(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _temp_name(path: str) -> str:
+    return f"{path}.{os.getpid()}.tmp"

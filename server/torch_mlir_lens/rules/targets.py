@@ -1,0 +1,139 @@
+"""The lowering targets Torch-MLIR Lens knows, and their pass pipelines.
+
+Pure data (no torch import) so that the CLI and the language server can validate and list
+targets without loading the worker. Every pipeline string of the project is here: the worker
+(lowering, unsupported-op listing, partial lowering, verify) reads them from this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Raw FX-imported IR → the torch backend contract.
+TORCH_BACKEND_PIPELINE = "builtin.module(torchdynamo-export-to-torch-backend-pipeline)"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named lowering target."""
+
+    name: str
+    title: str  # as shown to people: "Linalg", "TOSA", ...
+    description: str
+    backend_pipeline: str | None = None  # applied to torch-backend IR; None for fx/raw/torch
+    is_backend: bool = False  # a backend whose unsupported ops are diagnosed
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("fx", "FX", "the ATen graph of the torch.export program, as PyTorch prints it"),
+        Target("raw", "Raw", "the FX graph imported into the Torch dialect, before any pass"),
+        Target("torch", "Torch", "the Torch dialect at the backend contract"),
+        Target(
+            "linalg",
+            "Linalg",
+            "linalg-on-tensors",
+            "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)",
+            is_backend=True,
+        ),
+        Target(
+            "tosa",
+            "TOSA",
+            "the TOSA dialect",
+            "builtin.module(torch-backend-to-tosa-backend-pipeline)",
+            is_backend=True,
+        ),
+        Target(
+            "stablehlo",
+            "StableHLO",
+            "the StableHLO dialect",
+            "builtin.module(torch-backend-to-stablehlo-backend-pipeline)",
+            is_backend=True,
+        ),
+        Target("llvm", "LLVM", "the LLVM dialect, lowered from linalg-on-tensors"),
+    )
+}
+
+BACKENDS: tuple[str, ...] = tuple(name for name, t in TARGETS.items() if t.is_backend)
+
+# torch-backend IR → each backend, the whole pipeline (with the backend-contract check).
+BACKEND_PIPELINES: dict[str, str] = {
+    name: t.backend_pipeline for name, t in TARGETS.items() if t.backend_pipeline is not None
+}
+
+# Conversion prefixes of the backend pipelines (no backend-contract verification at the end):
+# what is left unconverted after them is what the backend cannot lower.
+LEFTOVER_PIPELINES: dict[str, str] = {
+    "linalg": (
+        "builtin.module(func.func(torch-restructure-non-constant-axes,torch-fuse-quantized-ops,"
+        "convert-torch-to-tmtensor,canonicalize,convert-torch-to-linalg,canonicalize,"
+        "convert-torch-to-scf,convert-torch-to-arith,convert-torch-to-tensor))"
+    ),
+    "stablehlo": "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-arith))",
+}
+CUSTOM_TARGET = "custom"  # the result target name of a user-supplied pipeline
+
+
+def target_title(name: str) -> str:
+    """The human title of a target name ("linalg" → "Linalg"); unknown names pass through."""
+    target = TARGETS.get(name)
+    return target.title if target else name
+
+
+def is_known_target(name: str) -> bool:
+    return name in TARGETS
+
+
+# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py).
+# Why each step:
+# - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
+#   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
+# - TMTensor ops (cumsum's tm_tensor.scan, scatter, sort: from convert-torch-to-tmtensor) bufferize
+#   with their own pass once one-shot-bufferize (allowed to pass over them) has bufferized the
+#   rest, and become loops with tm-tensor-to-loops;
+# - generalize named ops so that convert-linalg-to-loops sees plain linalg.generic;
+# - one-shot-bufferize over function boundaries with identity layouts: arguments and results
+#   are then plain contiguous memrefs, which is what the caller passes (C-contiguous arrays);
+# - buffer-deallocation-pipeline frees temporaries and makes returned buffers owned by the
+#   caller (so the caller may free them);
+# - refback-munge-memref-copy turns memref.copy (from tensor.pad and bufferization.clone) into
+#   a linalg copy: otherwise the JIT needs `memrefCopy` from a runtime library the wheel lacks;
+# - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
+#   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
+#   them into arith before the conversion to LLVM (dynamic shapes failed without it);
+# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
+LLVM_PIPELINE = (
+    "builtin.module("
+    "func.func(refback-generalize-tensor-concat),"
+    "func.func(linalg-generalize-named-ops),"
+    "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "func.func(tm-tensor-bufferize),"
+    "func.func(buffer-deallocation-pipeline),"
+    "convert-bufferization-to-memref,"
+    "func.func(refback-munge-memref-copy),"
+    "func.func(tm-tensor-to-loops),"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine,"
+    "convert-scf-to-cf,"
+    "func.func(arith-expand),"
+    "func.func(convert-math-to-llvm),"
+    "convert-math-to-libm,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-cf-to-llvm,"
+    "convert-ub-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+
+
+# Not a lowering: running these two conversions on an empty module loads the StableHLO and
+# TMTensor dialects, which this wheel registers only as dependencies of passes, so that IR
+# holding their ops can be parsed (worker/lowering/pipeline.py).
+DIALECT_LOADING_PIPELINE = (
+    "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-tmtensor))"
+)

@@ -1,0 +1,50 @@
+"""The verdict rule: how one module fared at one backend, in one place for every front end.
+
+`check` (one file or a repository), the editor's verdict lens and the hover's verdict line all
+read a LowerResult the same way: it is ok when it lowered and no op was unsupported; otherwise
+the unsupported ops are to blame, or, when there are none, the error that stopped the lowering.
+
+Torch-free (the language server imports it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LowerResult
+from torch_mlir_lens.rules import culprits
+
+
+@dataclass(frozen=True)
+class BackendVerdict:
+    """One module at one backend."""
+
+    ok: bool
+    culprits: tuple[LensDiagnostic, ...]  # the unsupported-op errors, one per cause and line
+    error: LensDiagnostic | None  # the first error that is not an unsupported op
+
+    @property
+    def failed(self) -> bool:
+        """Failed as a whole: not ok, and no unsupported op to blame (export, pipeline...)."""
+        return not self.ok and not self.culprits
+
+
+def backend_verdict(result: LowerResult) -> BackendVerdict:
+    """The verdict of one lowering result."""
+    found = tuple(culprits.culprit_diagnostics(result.diagnostics))
+    error = next((d for d in result.diagnostics
+                  if d.kind != ErrorKind.UNSUPPORTED_OP and d.severity == "error"), None)
+    return BackendVerdict(ok=result.ok and not found, culprits=found, error=error)
+
+
+def verdict_json(result: LowerResult) -> dict[str, Any]:
+    """The verdict as `check --json` and repository reports write it for one target."""
+    verdict = backend_verdict(result)
+    return {
+        "ok": verdict.ok,
+        "unsupported": [{"op": d.op, "line": d.line, "cause": culprits.cause_of(d)}
+                        for d in verdict.culprits],
+        "error": verdict.error.message if verdict.error else None,
+        "error_line": verdict.error.line if verdict.error else None,
+    }

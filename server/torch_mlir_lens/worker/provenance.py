@@ -1,0 +1,82 @@
+"""What a lowering's answer depends on besides the job itself: for the persistent result cache.
+
+The engine's cache key covers the job (the module's fingerprint, inputs, settings, options)
+and the environment (interpreter, torch, torch-mlir, this package). What it cannot know is
+which other files the module's code executed and which installed libraries it came from:
+the worker reports them here, after the job, so that a cached answer is used only while each
+file still has the same content and each library the same version.
+
+Over-approximated on purpose: every non-library Python module the warm worker has imported
+since start (not only this job's), and every installed distribution those came from. A file
+too many costs a needless miss when it changes; a file too few would serve a stale answer.
+Files that user code reads with `open()` are not tracked (documented in the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import sys
+from functools import cache
+
+from torch_mlir_lens.worker.loader import modules_loaded_since_start
+
+
+@cache
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose files are installed code, not the user's."""
+    import site
+    import sysconfig
+
+    roots = {sys.prefix, sys.exec_prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"]}
+    roots.update(site.getsitepackages())
+    roots.add(site.getusersitepackages())
+    return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
+
+
+@cache
+def _distributions_of() -> dict[str, list[str]]:
+    """Top-level import name → the distributions providing it (computed once per worker)."""
+    return dict(importlib.metadata.packages_distributions())
+
+
+def _is_library(real: str) -> bool:
+    return "site-packages" in real or "dist-packages" in real or real.startswith(
+        _library_roots())
+
+
+def file_digest(path: str) -> str | None:
+    """sha256 of a file's bytes, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def provenance(job_path: str) -> dict[str, dict[str, str]]:
+    """`{"files": {path: sha256}, "libraries": {distribution: version}}` of what user code
+    loaded. The job's own file is left out: its text is part of the job (unsaved edits)."""
+    own = os.path.abspath(job_path)
+    files: dict[str, str] = {}
+    tops: set[str] = set()
+    for name, module in modules_loaded_since_start():
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not file.endswith(".py"):
+            continue
+        path = os.path.abspath(file)
+        real = os.path.realpath(path)
+        if _is_library(real):
+            tops.add(name.partition(".")[0])
+        elif path != own and (digest := file_digest(path)) is not None:
+            files[path] = digest
+    libraries: dict[str, str] = {}
+    providers = _distributions_of()
+    for top in tops:
+        for dist in providers.get(top, ()):
+            try:
+                libraries[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return {"files": dict(sorted(files.items())), "libraries": dict(sorted(libraries.items()))}

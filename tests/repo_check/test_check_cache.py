@@ -1,0 +1,43 @@
+"""`check --cache-dir`: a second run over unchanged files answers from the persistent cache
+(no worker at all), gives the same report, and a changed file is checked again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def check(folder: Path, cache: Path) -> tuple[dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "torch_mlir_lens", "check", ".", "--targets", "linalg,tosa",
+         "--format", "json", "--cache-dir", str(cache)],
+        cwd=folder, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return json.loads(done.stdout), done.stderr
+
+
+def verdicts(report: dict) -> list:
+    return [(m["file"], m["name"], sorted((t, v.get("ok")) for t, v in m["targets"].items()))
+            for m in report["modules"]]
+
+
+def test_a_second_run_answers_from_the_cache_and_a_change_is_checked(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    for name in ("mlp.py", "partial_lowering.py"):
+        shutil.copy(EXAMPLES / name, folder / name)
+    cache = tmp_path / "cache"
+    first, err = check(folder, cache)
+    assert "0 of 2 lowerings answered from it" in err, err[-1000:]
+    again, err = check(folder, cache)
+    assert "2 of 2 lowerings answered from it" in err, err[-1000:]
+    assert verdicts(again) == verdicts(first)
+    mlp = folder / "mlp.py"
+    mlp.write_text(mlp.read_text().replace("F.relu(", "torch.tanh("))
+    _, err = check(folder, cache)
+    assert "1 of 2 lowerings answered from it" in err, err[-1000:]
