@@ -1,7 +1,8 @@
 """Shims that let real library code through: negative scatter dims, unsorted top-k, slice
-writes "to the end", custom ops with a Python implementation (worker/scatter_dims.py,
-topk_sorted.py, slice_bounds.py, custom_ops.py). Each is checked against eager PyTorch by
-running the compiled Linalg (Verify), not only for lowering."""
+writes "to the end", custom ops with a Python implementation, `torch.sym_min` of a
+data-dependent size (worker/scatter_dims.py, topk_sorted.py, slice_bounds.py, custom_ops.py,
+sym_minmax.py). Each that lowers is checked against eager PyTorch by running the compiled
+Linalg (Verify), not only for lowering."""
 
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ class GroupedExperts(torch.nn.Module):
         return torch.ops.transformers.grouped_mm_fallback(x[order], self.weight, offs)
 
 
+class MaskedTopK(torch.nn.Module):
+    """A top-k over a data-dependent selection, k bounded by its size (GLM-5's indexer)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        chosen = x[:, x.sum(0) > 0]
+        k = torch.sym_min(2, chosen.shape[1])
+        return torch.topk(chosen, k, dim=1).values.sum(1)
+
+
 @pytest.mark.parametrize("offs", [[3, 3, 7, 10], [0, 10, 10, 10], [2, 5, 6, 8]])
 def test_the_grouped_matmul_equivalent_matches_the_librarys(offs: list[int]) -> None:
     """Empty groups, one group, rows past the last offset (left zero) alike."""
@@ -91,3 +101,19 @@ def test_router_ops_lower_everywhere_and_match_eager() -> None:
     assert [d.op for d in tosa.diagnostics] == ["torch.aten.scatter_add"], tosa.diagnostics
     result = verify_callable(RouterOps(), args, module_name="RouterOps", user_files=[HERE])
     assert result.ok, result.message
+
+
+def test_sym_min_of_a_data_dependent_size_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch-mlir's importer stopped at `torch.sym_min` ("Unimplemented call_function"); as
+    `prim::min.int` it imports, and each backend names what it cannot lower at its line.
+    (Linalg's conversion of the data-dependent index segfaults: passes are guarded here as in
+    a worker after such a crash, see test_crash_guard.py.)"""
+    from torch_mlir_lens.worker import crash_guard
+
+    monkeypatch.setenv(crash_guard.GUARD_PASSES_ENV, "1")
+    program = export_program(MaskedTopK(), (torch.randn(4, 6),), user_files=[HERE])
+    lowerer = ProgramLowerer(program, module_name="MaskedTopK", user_files=[HERE])
+    raw = lowerer.lower("raw")
+    assert raw.ok and "torch.prim.min.int" in raw.ir, [d.message for d in raw.diagnostics]
+    linalg = lowerer.lower("linalg")
+    assert linalg.diagnostics and all(d.line for d in linalg.diagnostics), linalg.diagnostics

@@ -272,6 +272,24 @@ def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
     return None
 
 
+def _alike(work: Any, crashers: list[FoundOp]) -> list[FoundOp]:
+    """Every op of `work` that is the same op as one of `crashers` (name, types, attributes,
+    constant operands: op_isolation's key): each crashes the pass alone as the one found did,
+    so all of them are outlined at once, or the next listing dies on the next one."""
+    ops = illegal_ops._walk(work)
+    keys = set()
+    for crasher in crashers:
+        index = _find(ops, crasher, {})
+        if index is not None:
+            keys.add(op_isolation.isolation_key(ops[index]))
+    message = {c.name: c.message for c in crashers}
+    alike = [FoundOp(illegal_ops._display_name(op), str(op.location),
+                     message.get(illegal_ops._display_name(op), crashers[0].message), i)
+             for i, op in enumerate(ops)
+             if illegal_ops.is_candidate(op_name(op)) and op_isolation.isolation_key(op) in keys]
+    return alike or crashers
+
+
 def _erase_dead_lists(module_op: Any) -> None:
     for op in reversed(illegal_ops._walk(module_op)):
         if op_name(op) == "torch.prim.ListConstruct" and not list(op.operation.results[0].uses):
@@ -360,6 +378,25 @@ def _run_guarded(module_op: Any, pipeline: str, step: str) -> list[str]:
         raise _Crashed(found) from crash
 
 
+def _listed(work: Any, target: str,
+            resolver: LocationResolver | None) -> tuple[list[FoundOp], bool]:
+    """illegal_ops.find_unsupported, in a forked child when guarding: its pipelines (the
+    conversions without the final check, each op alone) crash on what the backend's would.
+    A crash raises _Crashed (an op crashes alone) or StepCrash."""
+    if not crash_guard.guarding_passes():
+        return illegal_ops.find_unsupported(work, target, resolver)
+    step = f"the listing of what {targets.target_title(target)} rejects"
+    try:
+        return crash_guard.run_forked(
+            lambda: illegal_ops.find_unsupported(work, target, resolver), step=step)
+    except crash_guard.Crash as crash:
+        diag = crash_locate.crash_diag(work, targets.BACKEND_PIPELINES[target], crash)
+        found = crash_locate.crashed_op(diag)
+        if found is None:
+            raise StepCrash(diag) from crash
+        raise _Crashed(found) from crash
+
+
 def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, set[str]] | None:
     """For a program torch-mlir itself rejects (`torch.operator`: aten ops it does not know):
     a clone of the raw module with those ops outlined, run to the Torch backend contract.
@@ -404,32 +441,40 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     rounds = MAX_ROUNDS if target in targets.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
     step = f"the {targets.target_title(target)} pipeline on the outlined module"
     start = time.perf_counter()
-    if crashing and not _outline_round(work, crashing, culprits, outliner):
+    if crashing and not _outline_round(work, _alike(work, crashing), culprits, outliner):
         return None
     if outlined_already or crashing:  # calls made already: perhaps nothing else is rejected
         try:
             lowered = _try_lower(work, pipeline, step)
         except _Crashed as crashed:
             lowered = None
-            if not _outline_round(work, [crashed.found], culprits, outliner):
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
                 return None
         if lowered is not None:
             return Partial(lowered, culprits, True, work, pipeline)
-    for _round in range(rounds):
+    while rounds > 0:  # a crash pinned on an op costs no round: the op is outlined
         if time.perf_counter() - start > budget_s:
             return None  # a big module with long chains of rejected ops: list them only
-        found, done = illegal_ops.find_unsupported(work, target, resolver)
+        try:
+            found, done = _listed(work, target, resolver)
+        except _Crashed as crashed:  # the listing itself crashed on an op: outline it, again
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
+                return None
+            continue
+        rounds -= 1
         complete = complete and done
         if target in targets.LEFTOVER_PIPELINES:
             found = _settle_dependents(work, found, target, doubted)
         failing_alone = [f for f in found if not f.lowers_alone]
         found = failing_alone or found
-        if not found or not _outline_round(work, found, culprits, outliner):
+        if not found and not culprits:
             return None
-        try:
+        if found and not _outline_round(work, found, culprits, outliner):
+            return None
+        try:  # (nothing found: the ops that crashed are outlined, the rest may lower now)
             lowered = _try_lower(work, pipeline, step)
         except _Crashed as crashed:  # outlined too; the next round lists what is left
-            if not _outline_round(work, [crashed.found], culprits, outliner):
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
                 return None
             continue
         if lowered is not None:

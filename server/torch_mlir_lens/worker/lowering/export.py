@@ -32,6 +32,7 @@ from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
 from torch_mlir_lens.worker.slice_bounds import clamped_slice_scatters
+from torch_mlir_lens.worker.sym_minmax import prim_min_max
 from torch_mlir_lens.worker.topk_sorted import sorted_topk
 
 # One frame of a Python traceback, as torch also writes it into node stack traces.
@@ -167,6 +168,7 @@ def import_program(program: Any, users: UserFiles) -> Any:
     ctx = new_context()
     hooks = LiteralHooks()
     importer = FxImporter(context=ctx, hooks=hooks)
+    prim_min_max(program)  # the importer knows prim::min, not torch.sym_min
     try:
         with captured(ctx):
             import_frozen(importer, program, users=users, func_name="main")
