@@ -58,6 +58,8 @@ class Row:
     product: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, culprits
     # backend → [{op, file, line, lowers_alone, message}]: each culprit op checked alone
     precision: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    precision_error: str = ""  # why the check has no answer (it crashed: op_isolation runs
+    #                            culprits that crash torch-mlir in its own process)
     worker_crashes: int = 0  # jobs answered "the worker crashed"
     worker_restarts: int = 0  # workers lost (a torch-mlir pass crash answered on the next)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -160,6 +162,8 @@ async def _precision(checker: Plain, model: BenchModel, row: Row) -> None:
     start = time.perf_counter()
     reply = await checker.call("precision", model)
     row.seconds["precision"] = round(time.perf_counter() - start, 2)
+    if not reply.get("ok"):
+        row.precision_error = _first_line(str(reply.get("error") or "no answer"))
     for backend, checks in (reply.get("checks") or {}).items():
         row.precision[backend] = [
             {k: c.get(k) for k in ("op", "file", "line", "lowers_alone", "message")}

@@ -27,7 +27,7 @@ from bench.report import FigureResult, Metric
 NUMBER = 13
 NAME = "broad_zoo"
 TITLE = "every transformers architecture (+ diffusers)"
-IN_SMOKE = False  # hours on 2 cores: `--only 13`, or `python -m bench.broad_sweep`
+IN_SMOKE = False  # ~45 min on 2 cores: `--only 13`, or `python -m bench.broad_sweep`
 TIMEOUT_S = 12 * 3600.0
 QUICK_TYPES = ("llama", "bert", "phimoe", "mixtral", "swin", "groupvit", "whisper", "vit",
                "diffusers-unet2d-condition", "diffusers-autoencoder-kl")
@@ -78,8 +78,11 @@ def summarize(result: FigureResult, rows: list[Row]) -> None:
     checks = [(r.type, b, c) for r in built for b, cs in r.precision.items() for c in cs]
     false = [f"{t} → {b}: {c['op']} (line {c['line']})" for t, b, c in checks
              if c.get("lowers_alone")]
+    unchecked = [r.type for r in built if r.precision_error]
     result.metrics.append(Metric("culprits that lower alone", float(len(false)), "count", 0.0,
-                                 "<=", note=f"of {len(checks)} checked; " + ", ".join(false)))
+                                 "<=", note=f"of {len(checks)} checked; " + ", ".join(false)
+                                 + (f"; no answer for {', '.join(unchecked)}" if unchecked
+                                    else "")))
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
@@ -129,7 +132,9 @@ def table(rows: list[Row]) -> str:
                            if c.get("lowers_alone")) or "0") if checks else ""
         note = _md(r.export_error) if not r.exported else "; ".join(
             n for n in (f"{r.worker_crashes} worker crash(es)" if r.worker_crashes else "",
-                        f"{r.worker_restarts} worker(s) lost" if r.worker_restarts else "")
+                        f"{r.worker_restarts} worker(s) lost" if r.worker_restarts else "",
+                        f"precision check: {_md(r.precision_error)}" if r.precision_error
+                        else "")
             if n)
         body.append(f"| {r.type} | ✓ | {'✓' if r.exported else '✗'} | {' | '.join(cells)} | "
                     f"{culprits} | {alone} | {note} |")
