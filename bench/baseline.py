@@ -67,13 +67,30 @@ class BaselineProcess:
 
     async def lower(
         self, model: BenchModel, output_type: str = "linalg-on-tensors", print_ir: bool = False,
-        timeout: float = 300.0, check: bool = True,
+        timeout: float = 300.0, check: bool = True, exported: bool = False,
     ) -> dict[str, Any]:
-        """Time `export_and_import(module, *inputs, output_type=...)` for `model`."""
+        """Time `export_and_import(module, *inputs, output_type=...)` for `model` (with
+        `exported`: of the program the last `export` of `model` made)."""
         return await self.call({
             "op": "lower", "path": str(model.path), "module": model.module,
             "inputs": model.inputs, "init": model.init, "output_type": output_type,
-            "print": print_ir,
+            "print": print_ir, "exported": exported,
+        }, timeout, check)
+
+    async def export(self, model: BenchModel, timeout: float = 300.0,
+                     check: bool = True) -> dict[str, Any]:
+        """Time `torch.export.export(module, inputs)` alone for `model`."""
+        return await self.call({
+            "op": "export", "path": str(model.path), "module": model.module,
+            "inputs": model.inputs, "init": model.init,
+        }, timeout, check)
+
+    async def precision(self, model: BenchModel, timeout: float = 600.0,
+                        check: bool = True) -> dict[str, Any]:
+        """The product's culprits of `model`, each checked alone (op_isolation)."""
+        return await self.call({
+            "op": "precision", "path": str(model.path), "module": model.module,
+            "inputs": model.inputs, "init": model.init,
         }, timeout, check)
 
     async def stop(self) -> None:

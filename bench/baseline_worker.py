@@ -8,6 +8,13 @@ stdout (a failed request: `{"ok": false, "error", "traceback", "seconds", "peak_
     {"op": "lower", "path", "module", "inputs", "init", "output_type"?, "print"?}
         → {"ok": true, "seconds": s, "build_seconds": s, "print_seconds": s, "ir_bytes": n,
            "peak_rss_kb": n}
+    {"op": "export", "path", "module", "inputs", "init"}
+        → {"ok": true, "seconds": s, "build_seconds": s}   (`torch.export.export` alone; the
+          program is kept: a "lower" request with "exported": true lowers it, not a new export)
+    {"op": "precision", "path", "module", "inputs", "init"}
+        → {"ok": true, "checks": {target: [{"op", "file", "line", "instances", "lowers_alone",
+           "message"}]}}   (the product's culprits, each lowered alone: op_isolation's
+           `culprit_precision`; a measurement of the product, never part of the baseline)
     {"op": "quit"}
 
 Only the `export_and_import` call is inside `seconds`: the module and its inputs are built
@@ -51,10 +58,10 @@ def load_namespace(path: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any
     return cache[key]
 
 
-def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Build the module and inputs, then time one `export_and_import` call."""
+def build_module(req: dict[str, Any],
+                 cache: dict[str, dict[str, Any]]) -> tuple[Any, Any, float]:
+    """The module (fresh instance, seed 0) and its inputs, and the seconds it took."""
     import torch
-    from torch_mlir import fx
 
     t0 = time.perf_counter()
     ns = load_namespace(req["path"], cache)
@@ -65,7 +72,49 @@ def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, An
     cls = ns[req["module"]]
     module = (cls(**init) if isinstance(init, dict) else cls(*init)).eval()
     inputs = eval(req["inputs"], env)
-    build = time.perf_counter() - t0
+    return module, inputs, time.perf_counter() - t0
+
+
+def export(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Build the module and inputs, then time `torch.export.export` alone."""
+    import torch
+
+    module, inputs, build_s = build_module(req, cache)
+    t1 = time.perf_counter()
+    _exported.clear()
+    _exported[_request_key(req)] = torch.export.export(module, tuple(inputs), strict=False)
+    return {"ok": True, "seconds": time.perf_counter() - t1, "build_seconds": build_s}
+
+
+# The last exported program, by request: `export_and_import` takes one as well as a module.
+_exported: dict[tuple[str, ...], Any] = {}
+
+
+def _request_key(req: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(req.get(k)) for k in ("path", "module", "inputs", "init"))
+
+
+def precision(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The product's culprits for each backend, each checked alone (does it lower alone?)."""
+    from dataclasses import asdict
+
+    from torch_mlir_lens.worker.op_isolation import culprit_precision
+
+    module, inputs, _build_s = build_module(req, cache)
+    checks = culprit_precision(module, tuple(inputs), module_name=req["module"],
+                               user_files=[req["path"]])
+    return {"ok": True, "checks": {t: [asdict(c) for c in cs] for t, cs in checks.items()}}
+
+
+def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Build the module and inputs, then time one `export_and_import` call."""
+    from torch_mlir import fx
+
+    program = _exported.get(_request_key(req)) if req.get("exported") else None
+    if program is not None:  # lowered from the program "export" made (no export again)
+        module, inputs, build_s = program, (), 0.0
+    else:
+        module, inputs, build_s = build_module(req, cache)
 
     t1 = time.perf_counter()
     out = fx.export_and_import(
@@ -73,7 +122,7 @@ def lower(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str, An
     )
     seconds = time.perf_counter() - t1
 
-    reply: dict[str, Any] = {"ok": True, "seconds": seconds, "build_seconds": build}
+    reply: dict[str, Any] = {"ok": True, "seconds": seconds, "build_seconds": build_s}
     if req.get("print"):
         t2 = time.perf_counter()
         text = out.operation.get_asm(large_resource_limit=16)
@@ -117,6 +166,10 @@ def main() -> int:
                 reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
             elif op == "lower":
                 reply = lower(req, cache)
+            elif op == "export":
+                reply = export(req, cache)
+            elif op == "precision":
+                reply = precision(req, cache)
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
         except Exception as exc:  # report, stay alive

@@ -17,6 +17,7 @@ from bench.figures import (
     fig10_repo_check,
     fig11_dynamic,
     fig12_reopen,
+    fig13_broad_zoo,
 )
 
 FIGURES: list[ModuleType] = [
@@ -32,4 +33,5 @@ FIGURES: list[ModuleType] = [
     fig10_repo_check,
     fig11_dynamic,
     fig12_reopen,
+    fig13_broad_zoo,
 ]

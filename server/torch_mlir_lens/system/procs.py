@@ -78,6 +78,25 @@ def family_pids(pid: int) -> list[int]:
     return sorted(p.pid for p in family(pid))
 
 
+def _private_bytes(info: ProcInfo) -> int:
+    """Memory only this process holds (/proc/PID/smaps_rollup: Private_*), else its RSS.
+
+    A child the worker forks shares the worker's pages until it writes to them: its RSS counts
+    them all again, its private memory only what it added."""
+    try:
+        with open(f"/proc/{info.pid}/smaps_rollup", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return info.rss_bytes
+    total, found = 0, False
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:", "Private_Hugetlb:")):
+            total += int(line.split()[1]) * 1024
+            found = True
+    return total if found else info.rss_bytes
+
+
 def family_rss_bytes(pid: int) -> int:
-    """Resident memory of the worker and everything it spawned."""
-    return sum(p.rss_bytes for p in family(pid))
+    """Resident memory of the worker and everything it spawned: the worker's RSS plus what
+    each descendant holds of its own (a forked child's shared pages are counted once)."""
+    return sum(p.rss_bytes if p.pid == pid else _private_bytes(p) for p in family(pid))

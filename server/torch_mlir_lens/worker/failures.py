@@ -11,23 +11,77 @@ grouped by culprit_diags.py; when that cannot be built, the rejected ops are sti
 backend, those are outlined first and the backend's own rejects are added. A scalar result a
 backend cannot return is a culprit of its own (scalar_boundary.py), and an error no op puts
 on a line goes to the `def forward` line (forward_site.py).
+
+Listing runs many pipelines on IR torch-mlir never saw (ops alone, calls in place of ops), so
+each listing runs in a forked child (crash_guard.py) and its modules come back as bytecode; if
+the child dies, once more with each pass guarded, which pins the crash on an op (outlined as a
+culprit). A crash, there or in the pipeline that failed, is one more diagnostic; the worker and
+the other targets carry on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from torch_mlir import ir
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic
 from torch_mlir_lens.rules import targets
-from torch_mlir_lens.rules.targets import TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import culprit_diags, fx_origins, illegal_ops, partial, scalar_boundary
+from torch_mlir_lens.rules.targets import TORCH_BACKEND_PIPELINE, target_title
+from torch_mlir_lens.worker import (
+    crash_guard,
+    crash_locate,
+    culprit_diags,
+    fx_origins,
+    illegal_ops,
+    partial,
+    scalar_boundary,
+)
 from torch_mlir_lens.worker.forward_site import ForwardSite, forward_site
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
 
+T = TypeVar("T")
 Shown = tuple[Any, set[str]]  # a module with outlined ops, and the symbols of its calls
+
+
+@dataclass
+class _SentPartial:
+    """A Partial on its way back from a forked child: modules as bytecode."""
+
+    module: bytes
+    outlined: bytes
+    culprits: list[partial.Culprit]
+    complete: bool
+    pipeline: str
+
+    @staticmethod
+    def of(part: partial.Partial | None) -> _SentPartial | None:
+        if part is None:
+            return None
+        return _SentPartial(crash_guard.module_bytes(part.module),
+                            crash_guard.module_bytes(part.outlined), part.culprits,
+                            part.complete, part.pipeline)
+
+    def restore(self, ctx: ir.Context) -> partial.Partial:
+        crash_guard.load_dialects(self.pipeline, ctx)
+        with ctx:
+            module = ir.Module.parse(self.module, context=ctx).operation
+            outlined = ir.Module.parse(self.outlined, context=ctx).operation
+        return partial.Partial(module, self.culprits, self.complete, outlined, self.pipeline)
+
+
+def _forked_twice(fn: Callable[[], T], step: str) -> T:
+    """`fn()` in a forked child; if that child dies, in another with each pass guarded
+    (crash_guard.guarded): slower, but a crash there is pinned on its op."""
+    try:
+        return crash_guard.run_forked(fn, step=step)
+    except crash_guard.Crash:
+        with crash_guard.guarded():
+            return crash_guard.run_forked(fn, step=step)
 
 
 def _rejected(part: partial.Partial) -> list[culprit_diags.Rejected]:
@@ -79,9 +133,12 @@ class Failures:
         if listed and target in self._backend:
             return self._backend[target]
         resolver = LocationResolver(self.users)
-        if listed:
+        crashes = [d for d in errors if crash_guard.is_crash_message(d.message)]
+        crashing = [op for op in map(crash_locate.crashed_op, crashes) if op is not None]
+        if listed and len(crashing) == len(crashes):  # a crash no op explains: no listing
             try:
-                self._backend[target] = self._list(target, torch_module, errors, resolver)
+                self._backend[target] = self._list_forked(target, torch_module, errors,
+                                                          resolver, crashing)
                 return self._backend[target]
             except Exception:  # the listing is best effort; the first error is certain
                 pass
@@ -89,7 +146,7 @@ class Failures:
         for d in diags:
             if d.op and d.op.startswith("torch.") and not d.op.startswith("torch.constant"):
                 d.kind = ErrorKind.UNSUPPORTED_OP
-        return None, diags
+        return None, self._located(diags) if crashes else diags
 
     def _forward(self) -> ForwardSite | None:
         return forward_site(self.users.given, self.module_name) if self.module_name else None
@@ -103,8 +160,37 @@ class Failures:
                     d.file, d.line = site.file, site.def_line
         return diags
 
+    def _list_forked(self, target: str, torch_module: Any, errors: list[Diag],
+                     resolver: LocationResolver, crashing: list[illegal_ops.FoundOp],
+                     ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+        """`_list` in a forked child (here when crash_guard says it is not worth it); a crash
+        there (or one partial lowering cannot pin on an op) is added to the pipeline's own
+        errors."""
+        if not crash_guard.worth_forking(torch_module.context):
+            return self._list(target, torch_module, errors, resolver, crashing)
+
+        def listing() -> tuple[_SentPartial | None, list[LensDiagnostic]]:
+            try:
+                part, diags = self._list(target, torch_module, errors, resolver, crashing)
+            except partial.StepCrash as crash:
+                return None, self._crash_diagnostics([*errors, crash.diag], target, resolver)
+            return _SentPartial.of(part), diags
+
+        step = f"the listing of what {target_title(target)} rejects"
+        try:
+            sent, diags = _forked_twice(listing, step)
+        except crash_guard.Crash as crash:
+            died = Diag("error", crash.message(), "loc(unknown)")
+            return None, self._crash_diagnostics([*errors, died], target, resolver)
+        return (sent.restore(torch_module.context) if sent else None), diags
+
+    def _crash_diagnostics(self, errors: list[Diag], target: str,
+                           resolver: LocationResolver) -> list[LensDiagnostic]:
+        return self._located(illegal_ops.error_diagnostics(errors, target, resolver))
+
     def _list(self, target: str, torch_module: Any, errors: list[Diag],
-              resolver: LocationResolver) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
+              resolver: LocationResolver, crashing: list[illegal_ops.FoundOp] | None = None,
+              ) -> tuple[partial.Partial | None, list[LensDiagnostic]]:
         # Scalars at the function's boundary: a culprit of their own, and no partial IR (the
         # function itself cannot be converted).
         boundary = scalar_boundary.boundary_diagnostics(torch_module, target, errors, resolver,
@@ -112,7 +198,8 @@ class Failures:
         if boundary:
             errors = [d for d in errors if not scalar_boundary.is_boundary_error(d)]
         part = None if boundary else partial.lower_partially(torch_module, target,
-                                                             resolver=resolver)
+                                                             resolver=resolver,
+                                                             crashing=crashing)
         if part is not None:
             diags = self._group(_rejected(part), target, resolver, torch_module)
             if not part.complete:
@@ -137,6 +224,44 @@ class Failures:
         if target in self._torch:
             return self._torch[target]
         resolver = LocationResolver(self.users)
+        if crash_guard.worth_forking(raw_module.context):
+            shown, diags = self._torch_listing_forked(target, raw_module, errors, resolver,
+                                                      listed)
+        else:
+            shown, diags = self._torch_listing(target, raw_module, errors, resolver, listed)
+        self._torch[target] = (shown, self._located(diags))
+        return self._torch[target]
+
+    def _torch_listing_forked(self, target: str, raw_module: Any, errors: list[Diag],
+                              resolver: LocationResolver, listed: bool,
+                              ) -> tuple[Shown | None, list[LensDiagnostic]]:
+        """`_torch_listing` in a forked child; a crash there is one more diagnostic."""
+        def listing() -> tuple[tuple[bytes, set[str]] | None, str, list[LensDiagnostic]]:
+            shown, diags = self._torch_listing(target, raw_module, errors, resolver, listed)
+            if shown is None:
+                return None, "", diags
+            return (crash_guard.module_bytes(shown[0]), shown[1]), \
+                targets.BACKEND_PIPELINES.get(target, TORCH_BACKEND_PIPELINE), diags
+
+        ctx = raw_module.context
+        try:
+            sent, pipeline, diags = _forked_twice(listing, "the listing of what torch-mlir rejects")
+        except crash_guard.Crash as crash:
+            sent, pipeline = None, ""
+            diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
+            diags += illegal_ops.error_diagnostics(
+                [Diag("error", crash.message(), "loc(unknown)")], target, resolver)
+        shown: Shown | None = None
+        if sent is not None:
+            crash_guard.load_dialects(pipeline, ctx)
+            crash_guard.load_dialects(TORCH_BACKEND_PIPELINE, ctx)
+            with ctx:
+                shown = ir.Module.parse(sent[0], context=ctx).operation, sent[1]
+        return shown, diags
+
+    def _torch_listing(self, target: str, raw_module: Any, errors: list[Diag],
+                       resolver: LocationResolver, listed: bool,
+                       ) -> tuple[Shown | None, list[LensDiagnostic]]:
         diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
         shown: Shown | None = None
         try:
@@ -153,10 +278,11 @@ class Failures:
                         diags = sorted(diags + more, key=lambda d: (d.line is None, d.line or 0))
                         shown = part.module, symbols | {c.symbol for c in part.culprits
                                                         if c.symbol}
+        except partial.StepCrash as crash:
+            diags += illegal_ops.error_diagnostics([crash.diag], target, resolver)
         except Exception:  # best effort: the torch-level listing stands without it
             shown = None
-        self._torch[target] = (shown, self._located(diags))
-        return self._torch[target]
+        return shown, diags
 
 
 __all__ = ["Failures"]

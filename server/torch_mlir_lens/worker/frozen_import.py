@@ -13,7 +13,9 @@ what names a value that is really missing.
 
 Before importing, every lifted input is checked to have a value; a missing one raises a
 LensError naming it (`lm.model.rotary_emb.inv_freq`), the class that owns it, the line that
-registered it where it can be found, at the user's line whose code reaches it.
+registered it where it can be found, at the user's line whose code reaches it. A lifted value
+used inside a tensor list (Swin's relative-position index) is routed through an attribute
+first: list_constants.py, another shim of the same importer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker.list_constants import attributes_for_list_uses
 from torch_mlir_lens.worker.locations import UserFiles
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -87,6 +90,8 @@ def import_frozen(importer: Any, program: Any, *, users: UserFiles,
     missing = missing_state(view)
     if missing:
         raise missing_state_error(program, missing[0], users)
+    constants = getattr(program, "constants", None) or {}
+    attributes_for_list_uses(program, {**constants, **view.state_dict})
     importer.import_frozen_program(view, func_name=func_name)
 
 

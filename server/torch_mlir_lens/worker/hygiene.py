@@ -216,6 +216,9 @@ def reap_children() -> None:
 
 def after_job(baseline: Baseline | None) -> str | None:
     """Clean up after a job; a reason to replace the worker, or None when it is clean."""
+    from torch_mlir_lens.worker import crash_guard
+
+    crash_guard.reap_pending()  # the job's own forked steps, exiting: not strays
     killed = kill_descendants()
     if killed:
         print(f"torch-mlir-lens worker: killed {killed} leftover process(es)", file=sys.stderr)

@@ -25,6 +25,12 @@ The backend's final "contract" verification rejects any `func.call`; it is left 
 the pipeline cannot be split, its failure on our calls alone is accepted), and the result is
 checked instead for what verification is about here: no Torch op, no Torch type cast and no
 unrealized cast left behind.
+
+IR with calls in it is IR torch-mlir's tests never saw: the listing that calls this runs in a
+forked child, and when that child dies it runs again with each round's pipeline in a child of
+its own (crash_guard.guarded). Then an op that crashes a pass alone (crash_locate.py) is
+outlined like a rejected op, its culprit message saying so, and the rounds go on; a crash no
+op explains raises StepCrash.
 """
 
 from __future__ import annotations
@@ -39,10 +45,16 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.rules import targets
-from torch_mlir_lens.worker import illegal_ops, line_context, op_isolation
+from torch_mlir_lens.worker import (
+    crash_guard,
+    crash_locate,
+    illegal_ops,
+    line_context,
+    op_isolation,
+)
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.locations import LocationResolver
-from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
 
 # Listings per partial lowering (a round lists what is still rejected and outlines it).
 MAX_ROUNDS = 4
@@ -65,6 +77,17 @@ class Culprit:
     folded: bool = False  # a scalar knock-on folded into its feeder's call (erased)
     symbol: str = ""  # the declared function it calls ("" when folded)
     lowers_alone: bool = False  # outlined only because its context kept it Torch
+
+
+class StepCrash(Exception):
+    """A pass crashed torch-mlir on the outlined module and no single op explains it."""
+
+    def __init__(self, diag: Diag) -> None:
+        super().__init__(diag.message)
+        self.diag = diag
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StepCrash, (self.diag,)
 
 
 @dataclass
@@ -249,6 +272,24 @@ def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
     return None
 
 
+def _alike(work: Any, crashers: list[FoundOp]) -> list[FoundOp]:
+    """Every op of `work` that is the same op as one of `crashers` (name, types, attributes,
+    constant operands: op_isolation's key): each crashes the pass alone as the one found did,
+    so all of them are outlined at once, or the next listing dies on the next one."""
+    ops = illegal_ops._walk(work)
+    keys = set()
+    for crasher in crashers:
+        index = _find(ops, crasher, {})
+        if index is not None:
+            keys.add(op_isolation.isolation_key(ops[index]))
+    message = {c.name: c.message for c in crashers}
+    alike = [FoundOp(illegal_ops._display_name(op), str(op.location),
+                     message.get(illegal_ops._display_name(op), crashers[0].message), i)
+             for i, op in enumerate(ops)
+             if illegal_ops.is_candidate(op_name(op)) and op_isolation.isolation_key(op) in keys]
+    return alike or crashers
+
+
 def _erase_dead_lists(module_op: Any) -> None:
     for op in reversed(illegal_ops._walk(module_op)):
         if op_name(op) == "torch.prim.ListConstruct" and not list(op.operation.results[0].uses):
@@ -287,24 +328,73 @@ def _only_contract_errors(messages: list[str]) -> bool:
         for m in messages)
 
 
-def _try_lower(work: Any, pipeline: str) -> Any | None:
+def _try_lower(work: Any, pipeline: str, step: str) -> Any | None:
     """A lowered clone of `work`, or None if the pipeline fails or leaves Torch ops.
 
     When the pipeline still ends in the contract verification (StableHLO: its expanded form
     names passes that cannot be parsed alone), a failure of that check alone is accepted: the
-    verification changes nothing, so the module is the converted one.
+    verification changes nothing, so the module is the converted one. A crash raises
+    crash_guard.Crash's located form: StepCrash, or `_Crashed` naming the op.
     """
     lowered = work.clone()
-    ctx = lowered.context
-    with ctx, captured(ctx) as diags:
-        try:
-            PassManager.parse(pipeline, context=ctx).run(lowered.operation)
-        except ir.MLIRError as exc:
-            messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
-            messages = messages or [d.message for d in diags if d.severity == "error"]
-            if not _only_contract_errors(messages):
-                return None
+    messages = _run_guarded(lowered, pipeline, step)
+    if messages and not _only_contract_errors(messages):
+        return None
     return None if _leftovers(lowered) else lowered
+
+
+class _Crashed(Exception):
+    """A pass crashed on one op (`found`), to be outlined."""
+
+    def __init__(self, found: FoundOp) -> None:
+        super().__init__(found.message)
+        self.found = found
+
+
+def _run_guarded(module_op: Any, pipeline: str, step: str) -> list[str]:
+    """Run `pipeline` on `module_op` in place, in a forked child when guarding: its error
+    messages ([] when it passes). A crash raises _Crashed (an op crashes alone) or StepCrash."""
+    def run() -> list[str]:
+        ctx = module_op.context
+        with ctx, captured(ctx) as diags:
+            try:
+                PassManager.parse(pipeline, context=ctx).run(module_op.operation)
+            except ir.MLIRError as exc:
+                messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
+                return messages or [d.message for d in diags if d.severity == "error"]
+            except crash_guard.THROWN as exc:  # a C++ exception from a pass: a crash
+                raise crash_guard.Crash.thrown(step, exc) from exc
+        return []
+
+    if not crash_guard.guarding_passes():
+        return run()  # a crash ends the listing's child, which runs again guarded
+    try:
+        return crash_guard.run_in_place(module_op, run, step=step, pipeline=pipeline)
+    except crash_guard.Crash as crash:
+        diag = crash_locate.crash_diag(module_op, pipeline, crash)
+        found = crash_locate.crashed_op(diag)
+        if found is None:
+            raise StepCrash(diag) from crash
+        raise _Crashed(found) from crash
+
+
+def _listed(work: Any, target: str,
+            resolver: LocationResolver | None) -> tuple[list[FoundOp], bool]:
+    """illegal_ops.find_unsupported, in a forked child when guarding: its pipelines (the
+    conversions without the final check, each op alone) crash on what the backend's would.
+    A crash raises _Crashed (an op crashes alone) or StepCrash."""
+    if not crash_guard.guarding_passes():
+        return illegal_ops.find_unsupported(work, target, resolver)
+    step = f"the listing of what {targets.target_title(target)} rejects"
+    try:
+        return crash_guard.run_forked(
+            lambda: illegal_ops.find_unsupported(work, target, resolver), step=step)
+    except crash_guard.Crash as crash:
+        diag = crash_locate.crash_diag(work, targets.BACKEND_PIPELINES[target], crash)
+        found = crash_locate.crashed_op(diag)
+        if found is None:
+            raise StepCrash(diag) from crash
+        raise _Crashed(found) from crash
 
 
 def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, set[str]] | None:
@@ -317,18 +407,18 @@ def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, 
     outliner = _Outliner(work)
     if not found or not _outline_round(work, found, [], outliner):
         return None
-    ctx = work.context
-    with ctx, captured(ctx):
-        try:
-            PassManager.parse(torch_pipeline, context=ctx).run(work.operation)
-        except ir.MLIRError:
+    try:
+        if _run_guarded(work, torch_pipeline, "the Torch pipeline (ops outlined)"):
             return None
+    except _Crashed as crashed:
+        raise StepCrash(Diag("error", crashed.found.message, crashed.found.location)) from None
     return work, set(outliner.callee_ids)
 
 
 def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
                     outlined_already: bool = False,
-                    resolver: LocationResolver | None = None) -> Partial | None:
+                    resolver: LocationResolver | None = None,
+                    crashing: list[FoundOp] | None = None) -> Partial | None:
     """`torch_module` (left untouched) lowered to `target` with every rejected op outlined.
 
     None when there is nothing to outline, an op cannot be outlined, or the pipeline still
@@ -336,7 +426,9 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     lists the rejected ops as before. Leftovers that lower alone wait while ops that fail
     alone are outlined (outlining those usually lets them lower); if they still stay, they
     are outlined too, marked `lowers_alone`. With a `resolver`, culprits without a user line
-    borrow their nearest neighbour's.
+    borrow their nearest neighbour's. `crashing`: ops known to crash the backend (outlined
+    before any listing, which would crash on them too). Raises StepCrash on a crash no op
+    explains.
     """
     if target not in targets.BACKEND_PIPELINES:
         return None
@@ -347,23 +439,44 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     complete = True
     doubted: set[tuple[str, str]] = set()
     rounds = MAX_ROUNDS if target in targets.LEFTOVER_PIPELINES else ISOLATION_ROUNDS
+    step = f"the {targets.target_title(target)} pipeline on the outlined module"
     start = time.perf_counter()
-    if outlined_already:  # calls made earlier (torch level): perhaps nothing else is rejected
-        lowered = _try_lower(work, pipeline)
+    if crashing and not _outline_round(work, _alike(work, crashing), culprits, outliner):
+        return None
+    if outlined_already or crashing:  # calls made already: perhaps nothing else is rejected
+        try:
+            lowered = _try_lower(work, pipeline, step)
+        except _Crashed as crashed:
+            lowered = None
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
+                return None
         if lowered is not None:
-            return Partial(lowered, [], True, work, pipeline)
-    for _round in range(rounds):
+            return Partial(lowered, culprits, True, work, pipeline)
+    while rounds > 0:  # a crash pinned on an op costs no round: the op is outlined
         if time.perf_counter() - start > budget_s:
             return None  # a big module with long chains of rejected ops: list them only
-        found, done = illegal_ops.find_unsupported(work, target, resolver)
+        try:
+            found, done = _listed(work, target, resolver)
+        except _Crashed as crashed:  # the listing itself crashed on an op: outline it, again
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
+                return None
+            continue
+        rounds -= 1
         complete = complete and done
         if target in targets.LEFTOVER_PIPELINES:
             found = _settle_dependents(work, found, target, doubted)
         failing_alone = [f for f in found if not f.lowers_alone]
         found = failing_alone or found
-        if not found or not _outline_round(work, found, culprits, outliner):
+        if not found and not culprits:
             return None
-        lowered = _try_lower(work, pipeline)
+        if found and not _outline_round(work, found, culprits, outliner):
+            return None
+        try:  # (nothing found: the ops that crashed are outlined, the rest may lower now)
+            lowered = _try_lower(work, pipeline, step)
+        except _Crashed as crashed:  # outlined too; the next round lists what is left
+            if not _outline_round(work, _alike(work, [crashed.found]), culprits, outliner):
+                return None
+            continue
         if lowered is not None:
             return Partial(lowered, culprits, complete, work, pipeline)
     return None
@@ -406,5 +519,5 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
     return rendered
 
 
-__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "decorate", "header", "lower_partially",
-           "outline_torch_operators"]
+__all__ = ["MAX_ROUNDS", "Culprit", "Partial", "StepCrash", "decorate", "header",
+           "lower_partially", "outline_torch_operators"]

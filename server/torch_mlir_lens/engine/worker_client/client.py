@@ -3,6 +3,11 @@
 No torch here: this runs in the language server and the CLI. Every failure comes back as a
 LensError of its own kind and the next request gets a fresh worker. Spawning is `spawn.py`,
 the pipes `channel.py`, the limits and their wording `guards.py`.
+
+One crash is answered otherwise: a worker that died inside a torch-mlir pass (its crash dump
+says so). The next worker then runs its passes in forked children (`GUARD_PASSES_ENV`,
+worker/crash_guard.py), and the job runs once more there, where the crash becomes a
+diagnostic at the op's line and the other targets answer.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import sys
 from typing import Any
 
@@ -26,6 +32,7 @@ from torch_mlir_lens.system.procs import is_running
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a loaded machine can be slow
+GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/crash_guard.py reads it
 
 
 class WorkerClient:
@@ -63,6 +70,9 @@ class WorkerClient:
         self._early: EarlyWorker | None = None
         # The exported programs the current worker said it holds (its last reply).
         self._programs: frozenset[str] = frozenset()
+        # A torch-mlir pass killed a worker: from then on, workers run their passes forked.
+        self._guard_passes = False
+        self._pass_crashed = False  # the last job's worker died inside a pass
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -156,14 +166,22 @@ class WorkerClient:
             self._stopped = False  # a request after stop() starts a worker again
             self._cancel_event = cancel_event = asyncio.Event()
             try:
-                worker = await self._ensure_worker()
-                await self._await_ready(worker, cancel_event)
-                job = {**job, "id": next(self._ids)}
-                worker.busy = True
-                try:
-                    return await self._run(worker, job, timeout or self.timeout_s, cancel_event)
-                finally:
-                    worker.busy = False
+                for attempt in (1, 2):
+                    worker = await self._ensure_worker()
+                    await self._await_ready(worker, cancel_event)
+                    sent = {**job, "id": next(self._ids)}
+                    worker.busy = True
+                    self._pass_crashed = False
+                    try:
+                        return await self._run(worker, sent, timeout or self.timeout_s,
+                                               cancel_event)
+                    except LensError:
+                        # Killed by a torch-mlir pass: once more, on a worker guarding them.
+                        if attempt == 2 or not self._pass_crashed:
+                            raise
+                    finally:
+                        worker.busy = False
+                raise AssertionError("unreachable")  # pragma: no cover
             finally:
                 self._cancel_event = None
 
@@ -229,7 +247,11 @@ class WorkerClient:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(worker.proc.wait(), 2.0)
         returncode = worker.proc.returncode
-        await self._replace(worker)  # kills the group: the drains then see EOF
+        await self._kill(worker)  # ends the group: the drains read its stderr to the end
+        if guards.crashed_in_a_pass(worker.tail_text()):
+            self._pass_crashed = self._guard_passes = True  # the next worker guards its passes
+            log.info("a torch-mlir pass crashed the worker; its passes now run forked")
+        await self._replace(worker)  # the next worker, warming
         return guards.crash_error(worker, returncode, path)
 
     # --- processes ---------------------------------------------------------------------------
@@ -281,7 +303,10 @@ class WorkerClient:
         return await self._attach(proc, early.from_worker, early.to_worker)
 
     async def _spawn(self) -> Worker:
-        proc, from_worker_r, to_worker_w = await spawn.spawn(self.python, self.env, self.cwd)
+        env = self.env
+        if self._guard_passes:
+            env = {**(os.environ if env is None else env), GUARD_PASSES_ENV: "1"}
+        proc, from_worker_r, to_worker_w = await spawn.spawn(self.python, env, self.cwd)
         spawn.set_address_limit(proc.pid, self.memory_limit_mb)
         log.info("worker %d started", proc.pid)
         return await self._attach(proc, from_worker_r, to_worker_w)

@@ -92,6 +92,18 @@ def timeout_error(timeout: float, file: str | None, line: int | None) -> LensErr
     )
 
 
+# The worker's in-process pass runner (worker/lowering/pipeline.py): a crash dump whose current
+# thread holds this frame died inside a torch-mlir pass.
+_IN_A_PASS = re.compile(
+    r'torch_mlir_lens[/\\]worker[/\\]lowering[/\\]pipeline\.py", line \d+ in _run_parsed')
+
+
+def crashed_in_a_pass(text: str) -> bool:
+    """Whether a worker's stderr (its faulthandler dump) says it died in a torch-mlir pass."""
+    start = text.rfind("most recent call first")
+    return start >= 0 and bool(_IN_A_PASS.search(text[start:]))
+
+
 def crash_error(worker: Worker, returncode: int | None, path: str | None) -> LensError:
     """The error of a worker that died (after it was reaped: its stderr is complete)."""
     file, line, last = fault_frame(worker.tail_text(), path)

@@ -23,11 +23,17 @@ from torch_mlir.extras.fx_importer import FxImporter
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker import export_errors
+from torch_mlir_lens.worker.crash_guard import note_weights
+from torch_mlir_lens.worker.custom_ops import run_decompositions
 from torch_mlir_lens.worker.frozen_import import import_frozen
 from torch_mlir_lens.worker.literals import LiteralHooks
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
+from torch_mlir_lens.worker.slice_bounds import clamped_slice_scatters
+from torch_mlir_lens.worker.sym_minmax import prim_min_max
+from torch_mlir_lens.worker.topk_sorted import sorted_topk
 
 # One frame of a Python traceback, as torch also writes it into node stack traces.
 FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -141,8 +147,8 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             program = torch.export.export(module, tuple(args), dict(kwargs or {}),
                                           dynamic_shapes=dynamic_shapes, strict=strict)
-            if decompose:
-                program = program.run_decompositions(get_decomposition_table())
+            if decompose:  # + a library's opaque ops (transformers' grouped matmul)
+                program = run_decompositions(program, get_decomposition_table())
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
         err = LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file, line=line)
@@ -160,7 +166,9 @@ def import_program(program: Any, users: UserFiles) -> Any:
     placed at the line of the graph node whose op the message names.
     """
     ctx = new_context()
-    importer = FxImporter(context=ctx, hooks=LiteralHooks())
+    hooks = LiteralHooks()
+    importer = FxImporter(context=ctx, hooks=hooks)
+    prim_min_max(program)  # the importer knows prim::min, not torch.sym_min
     try:
         with captured(ctx):
             import_frozen(importer, program, users=users, func_name="main")
@@ -173,7 +181,12 @@ def import_program(program: Any, users: UserFiles) -> Any:
                         f"torch-mlir cannot import the program: {type(exc).__name__}: "
                         f"{text.splitlines()[0] if text else ''}",
                         file=file, line=line) from exc
-    return importer.module.operation
+    module_op = importer.module.operation
+    positive_scatter_dims(module_op)  # torch-mlir's scatter conversions crash on dim < 0
+    sorted_topk(module_op)  # torch-mlir lowers topk only sorted; unsorted allows sorted
+    clamped_slice_scatters(module_op)  # StableHLO counts to an unclamped end (bad_alloc)
+    note_weights(ctx, hooks.stats["bytes"])  # decides whether passes run in a fork
+    return module_op
 
 
 def _node_line_named_in(program: Any, users: UserFiles,

@@ -3,6 +3,13 @@
 Never torch-mlir's run_pipeline_with_repro_report: it prints to fd 2 and writes a repro file
 with every weight into $TMPDIR. A failing pass raises PassFailure with the error diagnostics
 (and the passes dumped so far); a pipeline that does not parse raises LensError("bad-pipeline").
+
+A pass that crashes the process (an assertion, a segfault in a conversion): in a worker that
+guards its passes (crash_guard.guarding_passes, after a crash), pipelines run in a forked child
+and come back as bytecode; a crash is then a PassFailure whose one error names the pass and an
+op that sets it off, at that op's location (crash_locate.py), and whose `crash` says so.
+Otherwise `_run_parsed` runs them in-process (the frame the worker client looks for in a crash
+dump).
 """
 
 from __future__ import annotations
@@ -18,19 +25,25 @@ from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, PassIr
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, DIALECT_LOADING_PIPELINE, TARGETS
-from torch_mlir_lens.worker import ir_text
+from torch_mlir_lens.worker import crash_guard, crash_locate, ir_text
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 from torch_mlir_lens.worker.partial import Partial
 
 
 class PassFailure(Exception):
-    """A pass failed: its error diagnostics, and the IR after each pass when it was dumped."""
+    """A pass failed: its error diagnostics, and the IR after each pass when it was dumped.
+    `crash` when the pass crashed torch-mlir (the errors then hold one diagnostic saying so)."""
 
-    def __init__(self, errors: list[Diag], passes: list[PassIr] | None) -> None:
+    def __init__(self, errors: list[Diag], passes: list[PassIr] | None,
+                 crash: crash_guard.Crash | None = None) -> None:
         super().__init__(errors[0].message if errors else "pass pipeline failed")
         self.errors = errors
         self.passes = passes
+        self.crash = crash
+
+    def __reduce__(self) -> tuple[Any, ...]:  # comes back from a forked child whole
+        return PassFailure, (self.errors, self.passes, self.crash)
 
 
 def new_context() -> ir.Context:
@@ -92,7 +105,8 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
     """Run `pipeline` on `module_op` in place, diagnostics captured.
 
     Returns the IR after each pass when asked. A syntax error / unknown pass raises
-    LensError("bad-pipeline"); a failing pass raises PassFailure with the error diagnostics.
+    LensError("bad-pipeline"); a failing pass raises PassFailure with the error diagnostics,
+    a crashing one PassFailure with `crash` set (the worker survives it).
     """
     ctx = module_op.context
     with ctx, captured(ctx) as diags:
@@ -102,6 +116,28 @@ def run_pipeline(module_op: Any, pipeline: str, *, print_after_all: bool = False
             detail = "; ".join(d.message for d in diags) or str(exc)
             raise LensError(ErrorKind.BAD_PIPELINE,
                             f"bad pass pipeline {pipeline!r}: {detail}") from exc
+    step = crash_locate.pipeline_title(pipeline)
+    try:
+        if not crash_guard.guarding_passes():
+            try:
+                return _run_parsed(module_op, pm, print_after_all, keep_weights)
+            except crash_guard.THROWN as exc:  # a C++ exception: crashed, the worker lives
+                raise crash_guard.Crash.thrown(step, exc) from exc
+        # In a forked child (crash_guard.py): a crash must not end the worker.
+        return crash_guard.run_in_place(
+            module_op, lambda: _run_parsed(module_op, pm, print_after_all, keep_weights),
+            step=step, pipeline=pipeline)
+    except (crash_guard.Crash, *crash_guard.THROWN) as exc:
+        crash = exc if isinstance(exc, crash_guard.Crash) else crash_guard.Crash.thrown(step, exc)
+        diag = crash_locate.crash_diag(module_op, pipeline, crash)
+        raise PassFailure([diag], None, crash) from exc
+
+
+def _run_parsed(module_op: Any, pm: Any, print_after_all: bool,
+                keep_weights: bool) -> list[PassIr] | None:
+    """Run the parsed pipeline `pm` on `module_op` in place (see run_pipeline)."""
+    ctx = module_op.context
+    with ctx, captured(ctx) as diags:
         if not print_after_all:
             try:
                 pm.run(module_op.operation)
