@@ -98,7 +98,7 @@ def precision(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str
     """The product's culprits for each backend, each checked alone (does it lower alone?)."""
     from dataclasses import asdict
 
-    from torch_mlir_lens.worker.op_isolation import culprit_precision
+    from torch_mlir_lens.worker.culprit_precision import culprit_precision
 
     module, inputs, _build_s = build_module(req, cache)
     checks = culprit_precision(module, tuple(inputs), module_name=req["module"],

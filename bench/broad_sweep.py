@@ -15,7 +15,7 @@ For each architecture, one after another:
    editor's check does (one export); a worker crash, time-out or memory-limit error is recorded
    as such. It runs beside step 2 (separate processes);
 4. precision, where the product named culprits: each culprit op lowered alone with its types
-   (`op_isolation.culprit_precision`, in a third process): a culprit that lowers alone is a
+   (`worker.culprit_precision`, in a third process): a culprit that lowers alone is a
    false one.
 
 Rows are appended to a JSON-lines file as they come (`--resume` skips the types already there),

@@ -9,7 +9,7 @@ architecture (`bench/broad_sweep.py`): `torch.export.export` and plain
 `fx.export_and_import(..., output_type=...)` per backend in a warm plain process, and the product
 through the Engine (one check of linalg, tosa and stablehlo, as the editor runs it). Recorded per
 architecture and backend: which lowered, the product's culprits (op and line) and its worker
-crashes; then each culprit op lowered alone with its types (`op_isolation.culprit_precision`):
+crashes; then each culprit op lowered alone with its types (`worker.culprit_precision`):
 one that lowers alone is a false culprit. The table of every architecture goes to
 `bench/BROAD_ZOO.md`. Targets: no job answered "the worker crashed"; the product lowers every
 architecture plain torch-mlir lowers, on each backend; no culprit lowers alone.
