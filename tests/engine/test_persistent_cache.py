@@ -31,6 +31,30 @@ class Scaled(nn.Module):
 """
 
 
+OTHER = """\
+import torch
+import torch.nn as nn
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Other(nn.Module):
+    def forward(self, x):
+        return x - 1.0
+"""
+
+LAZY = """\
+import torch
+import torch.nn as nn
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 4),)
+class Lazy(nn.Module):
+    def forward(self, x):
+        from lazy_helper import K  # imported only while tracing
+        return x * K
+"""
+
+
 def write_library(site: Path, version: str) -> None:
     """An installed distribution `fakelib` of `version` (its code is the same)."""
     (site / "fakelib").mkdir(parents=True, exist_ok=True)
@@ -54,6 +78,9 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     project.mkdir()
     (project / "model.py").write_text(MODEL)
     (project / "layers.py").write_text("FACTOR = 2.0\n")
+    (project / "other.py").write_text(OTHER)
+    (project / "lazy.py").write_text(LAZY)
+    (project / "lazy_helper.py").write_text("K = 4.0\n")
     return {"site": site, "project": project, "cache": root / "cache"}
 
 
@@ -76,9 +103,10 @@ async def warm(config: EngineConfig) -> AsyncIterator[Engine]:
     await engine.stop()
 
 
-def job(folders: dict[str, Path], text: str | None = None, **fields: object) -> ModuleJob:
-    path = folders["project"] / "model.py"
-    return ModuleJob(path=str(path), module="Scaled", text=text or path.read_text(),
+def job(folders: dict[str, Path], text: str | None = None, *, file: str = "model.py",
+        module: str = "Scaled", **fields: object) -> ModuleJob:
+    path = folders["project"] / file
+    return ModuleJob(path=str(path), module=module, text=text or path.read_text(),
                      **fields)  # type: ignore[arg-type]
 
 
@@ -158,3 +186,31 @@ async def test_a_changed_library_version_is_recomputed(warm: Engine, config: Eng
         assert stale == 1
     finally:
         write_library(folders["site"], "1.0")
+
+
+async def test_another_file_lowered_by_the_same_worker_is_not_a_dependency(
+        warm: Engine, config: EngineConfig, folders: dict[str, Path]) -> None:
+    """What a module depends on is what it imports, not everything the warm worker loaded:
+    editing a file lowered before (by the same worker) keeps this module's answer."""
+    other = folders["project"] / "other.py"
+    await lowered(warm, job(folders, file="other.py", module="Other"))
+    ir, _ = await recomputed(warm, job(folders))  # stored after Other, by the same worker
+    other.write_text(OTHER.replace("x - 1.0", "x - 2.0"))
+    try:
+        assert await fresh_answer(config, job(folders)) == ir
+    finally:
+        other.write_text(OTHER)
+
+
+async def test_a_file_imported_only_while_tracing_is_a_dependency(
+        warm: Engine, folders: dict[str, Path]) -> None:
+    helper = folders["project"] / "lazy_helper.py"
+    lazy = job(folders, file="lazy.py", module="Lazy")
+    first, _ = await recomputed(warm, lazy)
+    assert "4.000000e+00" in first
+    helper.write_text("K = 5.0\n")
+    try:
+        again, stale = await recomputed(warm, lazy)
+        assert stale == 1 and "5.000000e+00" in again
+    finally:
+        helper.write_text("K = 4.0\n")

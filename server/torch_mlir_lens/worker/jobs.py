@@ -57,6 +57,9 @@ class _Program:
     kwargs: dict[str, Any] = field(default_factory=dict)
     user_files: list[str] = field(default_factory=list)
     construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
+    # The modules its job loaded by path (its file, a parent giving it inputs): a later job
+    # lowering this program depends on them too (provenance.py).
+    loaded: frozenset[str] = frozenset()
     dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
 
 
@@ -85,9 +88,13 @@ def run(data: dict[str, Any]) -> Reply:
         if not isinstance(job, ModuleJob | ModulesJob):
             return Reply(job_id, True, _HANDLERS[job.op](job), programs=held_programs())
         _stats["jobs_run"] += 1
+        _begin_job()
         release_evicted()  # when run in-process, nobody called it after the last job
-        with _restored_process_state():
-            result = _HANDLERS[job.op](job)
+        try:
+            with _restored_process_state():
+                result = _HANDLERS[job.op](job)
+        finally:
+            _end_job()
         return Reply(job_id, True, result, programs=held_programs())
     except LensError as exc:
         if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
@@ -97,6 +104,22 @@ def run(data: dict[str, Any]) -> Reply:
         return Reply(job_id, False, error=exc.to_json(), programs=held_programs())
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
         return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
+
+
+def _begin_job() -> None:
+    """What this job loads and imports is what its answer depends on (provenance.py)."""
+    from torch_mlir_lens.worker import import_graph, loader
+
+    loader.begin_job()
+    import_graph.begin_job()
+
+
+def _end_job() -> None:
+    """Stamp the user's modules this job imported (also lazily, while tracing): an edit to
+    one of them is then seen by the next job, which imports it afresh (loader.py)."""
+    from torch_mlir_lens.worker import loader
+
+    loader.stamp_imported_modules()
 
 
 def held_programs() -> list[str]:
@@ -211,7 +234,8 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
                      fn=built.fn, args=tuple(resolved.args),
                      kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes)
+                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes,
+                     loaded=frozenset(loader.touched))
     key = real_key if built.path == construct.REAL else any_key
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
@@ -289,7 +313,7 @@ def _lower(job: LowerJob) -> dict[str, Any]:
         first_timings = {}  # only the first result carries the shared steps
         results.append(res.to_json(compact_map=True))
     # What else the answer depends on, for the engine's persistent cache.
-    return {"results": results, "provenance": provenance(job.path)}
+    return {"results": results, "provenance": provenance(job.path, program.loaded)}
 
 
 def _export(job: ExportJob) -> dict[str, Any]:

@@ -57,6 +57,14 @@ class _Loaded:
 
 
 _cache: OrderedDict[tuple[str, str], _Loaded] = OrderedDict()
+# The module names `load_definitions` was asked for since `begin_job` (what a job loaded by
+# path: its own file, a parent's): the roots of what its answer depends on (provenance.py).
+touched: set[str] = set()
+
+
+def begin_job() -> None:
+    """A job starts: forget what the last one loaded."""
+    touched.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +234,23 @@ def _drop_changed_siblings(folder: str, exclude: str) -> bool:
     return _drop_shadowed(folder) or dropped
 
 
+def stamp_imported_modules() -> None:
+    """Remember the file stamp of every user module imported so far that has none yet.
+
+    Modules a file imports while it loads are stamped then; one imported later (inside a
+    function, while tracing) only here, after its job: without a stamp taken before the next
+    edit, the edit would go unseen.
+    """
+    for name, module in modules_loaded_since_start():
+        file = getattr(module, "__file__", None)
+        if name in _import_stamps or not isinstance(file, str):
+            continue
+        if name.startswith(USER_PACKAGE + ".") and _is_loaded(name):
+            continue  # keyed by its text, not its disk state
+        if file.endswith(".py") and "site-packages" not in file:
+            _import_stamps[name] = _stamp(file)
+
+
 def _drop_shadowed(folder: str) -> bool:
     """Drop user modules imported from another folder when this folder has its own file of that
     name (two projects with a `layers.py` each: `import layers` must find this folder's)."""
@@ -280,6 +305,7 @@ def load_definitions(path: str, text: str | None = None) -> types.ModuleType:
         text = _read(path)
     folder = os.path.dirname(path)
     name = module_name_for(path)
+    touched.add(name)
     key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
     _put_first_on_sys_path(folder)
     dropped = _drop_changed_siblings(folder, exclude=name)

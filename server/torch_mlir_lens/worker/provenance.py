@@ -6,10 +6,12 @@ which other files the module's code executed and which installed libraries it ca
 the worker reports them here, after the job, so that a cached answer is used only while each
 file still has the same content and each library the same version.
 
-Over-approximated on purpose: every non-library Python module the warm worker has imported
-since start (not only this job's), and every installed distribution those came from. A file
-too many costs a needless miss when it changes; a file too few would serve a stale answer.
-Files that user code reads with `open()` are not tracked (documented in the README).
+What the job's module reached through the imports the worker recorded (import_graph.py):
+its imports and theirs, the files its job loaded by path (a parent module giving it inputs),
+and any module that appeared during the job by other means; each non-library file of these
+and each installed distribution they came from. A file too many costs a needless miss when it
+changes; a file too few would serve a stale answer, so when in doubt a file is kept. Files
+that user code reads with `open()` are not tracked (documented in the README).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import hashlib
 import importlib.metadata
 import os
 import sys
+from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
-from torch_mlir_lens.worker.loader import modules_loaded_since_start
+from torch_mlir_lens.worker import import_graph, loader
+from torch_mlir_lens.worker.loader import module_name_for, modules_loaded_since_start
 
 
 @cache
@@ -55,13 +60,25 @@ def file_digest(path: str) -> str | None:
         return None
 
 
-def provenance(job_path: str) -> dict[str, dict[str, str]]:
-    """`{"files": {path: sha256}, "libraries": {distribution: version}}` of what user code
-    loaded. The job's own file is left out: its text is part of the job (unsaved edits)."""
+def _depended_on(job_path: str, loaded_by_path: Iterable[str]) -> list[tuple[str, Any]]:
+    """(name, module) of what the job's module reached: through the imports recorded since
+    the worker started (import_graph), else (a job run in-process) everything loaded."""
+    loaded = modules_loaded_since_start()
+    if not import_graph.installed():
+        return loaded
+    reached = import_graph.reached_from(
+        {module_name_for(job_path), *loader.touched, *loaded_by_path})
+    return [(name, module) for name, module in loaded if name in reached]
+
+
+def provenance(job_path: str, loaded_by_path: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+    """`{"files": {path: sha256}, "libraries": {distribution: version}}` of what the job's
+    code loaded. The job's own file is left out: its text is part of the job (unsaved
+    edits). `loaded_by_path`: the modules the job that exported its program loaded by path."""
     own = os.path.abspath(job_path)
     files: dict[str, str] = {}
     tops: set[str] = set()
-    for name, module in modules_loaded_since_start():
+    for name, module in _depended_on(job_path, loaded_by_path):
         file = getattr(module, "__file__", None)
         if not isinstance(file, str) or not file.endswith(".py"):
             continue
