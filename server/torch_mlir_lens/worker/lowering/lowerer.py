@@ -14,6 +14,7 @@ lowerer's exports and reproducers.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,6 +41,13 @@ from torch_mlir_lens.worker.lowering.pipeline import (
 from torch_mlir_lens.worker.mlir_diagnostics import Diag
 
 
+def _alive(ref: weakref.ReferenceType[ProgramLowerer]) -> ProgramLowerer:
+    lowerer = ref()
+    if lowerer is None:  # only the lowerer holds its listing, so it outlives every call
+        raise RuntimeError("a listing outlived its lowerer")
+    return lowerer
+
+
 class ProgramLowerer:
     """Lowers one exported program to any target; the FX import and torch pipeline run once."""
 
@@ -60,9 +68,13 @@ class ProgramLowerer:
         self._lowered: dict[str, Any] = {}  # target (or pipeline) → lowered module op
         self._last_custom: str | None = None  # so "custom" can be exported after lower()
         self._spent: dict[str, float] = {}
-        # target → (partial lowering or None, its diagnostics): a failed backend, listed once
+        # target → (partial lowering or None, its diagnostics): a failed backend, listed once.
+        # It reaches the imported module through a weak reference: a bound method would make a
+        # cycle, and a lowerer in a cycle keeps its MLIR modules (megabytes the collector does
+        # not see) until a rare full collection, so a worker grew by ~2 MB per lowering.
+        this = weakref.ref(self)
         self._listing = failures.Failures(program, self.users, module_name,
-                                          raw_module=self.raw_module)  # listed once
+                                          raw_module=lambda: _alive(this).raw_module())
 
     # -- building blocks ----------------------------------------------------------------------
 
