@@ -283,3 +283,27 @@ def test_a_dropped_lowerer_frees_its_modules_without_the_collector() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+class Bf16Scaled(torch.nn.Module):
+    """bfloat16 weights and constants, as many released checkpoints are (RecurrentGemma's
+    constants made torch-mlir's importer ask for the `ml_dtypes` package)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8, dtype=torch.bfloat16)
+        self.register_buffer("scale", torch.tensor(0.5, dtype=torch.bfloat16), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x) * self.scale * torch.tensor(2.0, dtype=torch.bfloat16)
+
+
+def test_bfloat16_constants_import_on_every_backend() -> None:
+    here = os.path.abspath(__file__)
+    program = export_program(Bf16Scaled(), (torch.randn(2, 8, dtype=torch.bfloat16),), {},
+                             user_files={here})
+    lowerer = ProgramLowerer(program, module_name="Bf16Scaled", user_files={here})
+    for target in ("linalg", "tosa", "stablehlo"):
+        result = lowerer.lower(target)
+        assert result.ok, (target, [d.message for d in result.diagnostics])
+        assert "bf16" in result.ir
