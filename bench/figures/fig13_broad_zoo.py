@@ -27,7 +27,7 @@ from bench.report import FigureResult, Metric
 NUMBER = 13
 NAME = "broad_zoo"
 TITLE = "every transformers architecture (+ diffusers)"
-IN_SMOKE = False  # ~45 min on 2 cores: `--only 13`, or `python -m bench.broad_sweep`
+IN_SMOKE = False  # ~55 min on 2 cores: `--only 13`, or `python -m bench.broad_sweep`
 TIMEOUT_S = 12 * 3600.0
 QUICK_TYPES = ("llama", "bert", "phimoe", "mixtral", "swin", "groupvit", "whisper", "vit",
                "diffusers-unet2d-condition", "diffusers-autoencoder-kl")
