@@ -15,6 +15,7 @@ import runpy
 from typing import Any
 
 import pytest
+import torch
 from torch.export import Dim
 from torch_mlir import ir
 
@@ -216,3 +217,26 @@ def test_an_op_that_lowers_alone_is_reported_as_failing_in_its_context(
     assert diag.kind == "lowering-error" and diag.line == line_of("emb = torch.cat(")
     assert diag.message == ("TOSA left `aten.cat` unconverted in this module, although it "
                             "lowers alone: it fails only with the ops around it")
+
+
+class HistcRouter(torch.nn.Module):
+    """A mixture of experts' token count: `aten.histc`, which torch-mlir itself rejects, beside
+    an op a backend rejects."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        counts = torch.histc(x, bins=4, min=0, max=3)
+        scratch = torch.empty_strided((2, 3), (1, 2))
+        return counts.sum() + x.sum() + scratch.sum() * 0
+
+
+def test_culprits_are_checked_alone_past_an_op_torch_mlir_rejects() -> None:
+    """With no module at the backend contract, the checks walk the one reached with the
+    rejected op outlined, so the backend's own culprits are checked too."""
+    here = os.path.abspath(__file__)
+    checks = culprit_precision(HistcRouter(), (torch.rand(8) * 3,), module_name="HistcRouter",
+                               user_files=[here])
+    with open(here) as f:
+        line = next(n for n, text in enumerate(f, start=1)
+                    if "scratch = torch.empty_strided(" in text)
+    assert {t: [(c.op, c.line, c.lowers_alone) for c in found] for t, found in checks.items()} \
+        == {t: [("torch.aten.empty_strided", line, False)] for t in BACKENDS}

@@ -50,7 +50,8 @@ def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterabl
     """For each op each unsupported-op diagnostic names, whether it lowers alone.
 
     `torch_module` is the program at the Torch backend contract as the lens builds it
-    (`ProgramLowerer.torch_module()`; `culprit_precision` below does it all), `diagnostics`
+    (`ProgramLowerer.contract_module()`, with any op torch-mlir itself rejects outlined;
+    `culprit_precision` below does it all), `diagnostics`
     LensDiagnostics or their JSON (`kind`, `op`, `ops`, `file` (path or URI), `line`), from
     any command or view. An op is matched by name and user line (innermost user frame; an op
     with no user frame by the line of its nearest neighbour that has one, as the lens reports
@@ -112,7 +113,9 @@ def culprit_precision(fn: Any, args: tuple[Any, ...], *, module_name: str,
     out: dict[str, list[AloneCheck]] = {}
     for target in targets:
         result = lowerer.lower(target)
-        torch_module = lowerer.torch_module()
-        out[target] = [] if result.ok or torch_module is None else culprits_lowering_alone(
-            torch_module, target, result.diagnostics, files)
+        # With ops torch-mlir itself rejects (a MoE's `aten.histc`), the module with those
+        # outlined: every culprit, torch-level and the backend's, is an op of it.
+        contract = None if result.ok else lowerer.contract_module()
+        out[target] = [] if contract is None else culprits_lowering_alone(
+            contract, target, result.diagnostics, files)
     return out

@@ -103,6 +103,16 @@ class ProgramLowerer:
             self._timed("lower", start)
         return self._torch
 
+    def contract_module(self) -> Any | None:
+        """The module at the torch backend contract; when torch-mlir itself rejects some ops,
+        the one reached with those outlined (None if even that fails). The culprits of every
+        target are ops of it."""
+        torch_module = self.torch_module()
+        if torch_module is not None:
+            return torch_module
+        shown, _diags = self._torch_failure("torch", LowerOptions())
+        return shown[0] if shown is not None else None
+
     def _torch_failure_diags(self, target: str) -> list[LensDiagnostic]:
         return self._torch_failure(target, LowerOptions())[1]
 
