@@ -39,3 +39,24 @@ def test_the_map_names_no_file_that_is_gone() -> None:
     named = {w.strip("`") for w in MAP.split() if w.startswith("`") and w.endswith(".ts`")}
     gone = [n for n in named if not (ROOT / "client" / "src" / n).exists()]
     assert gone == [], f"ARCHITECTURE.md names files that do not exist: {gone}"
+
+
+MAX_CLASS_LINES = 300
+
+
+def test_no_class_over_300_lines() -> None:
+    """A class that grows past this does several jobs: split it (LoweringService did four)."""
+    import ast
+
+    import torch_mlir_lens
+
+    package = Path(torch_mlir_lens.__file__).parent
+    too_long = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_CLASS_LINES:
+                    too_long.append(f"{path.relative_to(package)}: {node.name} ({lines} lines)")
+    assert not too_long, too_long
