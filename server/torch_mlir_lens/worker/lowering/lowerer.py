@@ -105,8 +105,8 @@ class ProgramLowerer:
 
     def contract_module(self) -> Any | None:
         """The module at the torch backend contract; when torch-mlir itself rejects some ops,
-        the one reached with those outlined (None if even that fails). The culprits of every
-        target are ops of it."""
+        the one reached with those outlined (None if even that fails): the backends'
+        culprits are ops of it, the rejected ops only declarations."""
         torch_module = self.torch_module()
         if torch_module is not None:
             return torch_module
