@@ -36,6 +36,7 @@ import types
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 USER_PACKAGE = "torch_mlir_lens_user"
@@ -247,7 +248,7 @@ def stamp_imported_modules() -> None:
             continue
         if name.startswith(USER_PACKAGE + ".") and _is_loaded(name):
             continue  # keyed by its text, not its disk state
-        if file.endswith(".py") and "site-packages" not in file:
+        if file.endswith(".py") and not in_installed_package(file):
             _import_stamps[name] = _stamp(file)
 
 
