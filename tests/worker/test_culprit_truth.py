@@ -240,3 +240,31 @@ def test_culprits_are_checked_alone_past_an_op_torch_mlir_rejects() -> None:
                     if "scratch = torch.empty_strided(" in text)
     assert {t: [(c.op, c.line, c.lowers_alone) for c in found] for t, found in checks.items()} \
         == {t: [("torch.aten.empty_strided", line, False)] for t in BACKENDS}
+
+
+class NoGradHelper(torch.nn.Module):
+    """A helper under `@torch.no_grad()` (as rotary embeddings are): export wraps its region
+    in a higher-order op, which names itself as the source of every op inside."""
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.special.erfinv(x)
+
+
+class CallsNoGradHelper(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.helper = NoGradHelper()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.helper(x) * 2
+
+
+def test_an_op_inside_a_no_grad_region_is_not_named_after_the_region() -> None:
+    here = os.path.abspath(__file__)
+    program = export_program(CallsNoGradHelper(), (torch.rand(2, 4) * 0.5,), {},
+                             user_files={here})
+    lowerer = ProgramLowerer(program, module_name="CallsNoGradHelper", user_files={here})
+    for target in BACKENDS:
+        (diag,) = lowerer.lower(target).diagnostics
+        assert diag.message.startswith("`aten.erfinv` cannot be lowered"), diag.message

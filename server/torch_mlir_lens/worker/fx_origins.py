@@ -77,12 +77,22 @@ def _base(op: str) -> str:
     return ".".join(parts[:2]) if parts[0] in ("aten", "prim") else op
 
 
+# Higher-order ops that only wrap a region (`torch.no_grad()`, autocast): the decompositions
+# inline them, and every node of the region then names the wrapper as its source. The wrapper
+# made none of them: such a node is its own call.
+REGION_WRAPPERS = frozenset({"wrap_with_set_grad_enabled", "wrap_with_autocast"})
+
+
 def _root(node: Any) -> Any | None:
+    """The earliest node `node` was made from (None: it is its own), through `from_node`."""
     sources = node.meta.get("from_node") or []
     source = sources[-1] if sources else None
-    while source is not None and getattr(source, "from_node", None):
-        source = source.from_node[-1]
-    return source
+    root = None
+    while source is not None:
+        if str(getattr(source, "target", "")) not in REGION_WRAPPERS:
+            root = source  # the earliest source that is a call, not a region's wrapper
+        source = source.from_node[-1] if getattr(source, "from_node", None) else None
+    return root
 
 
 def _signature(op: Any) -> tuple[list[str], list[str]] | None:
