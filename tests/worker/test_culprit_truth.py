@@ -243,12 +243,15 @@ def test_culprits_are_checked_alone_past_an_op_torch_mlir_rejects() -> None:
 
 
 class NoGradHelper(torch.nn.Module):
-    """A helper under `@torch.no_grad()` (as rotary embeddings are): export wraps its region
-    in a higher-order op, which names itself as the source of every op inside."""
+    """A helper under `@torch.no_grad()` (as rotary embeddings are) with an autocast region
+    inside: export wraps each region in a higher-order op, and the decompositions inline them
+    with the wrapper's generated code as every op's stack trace and the wrapper as its call."""
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.special.erfinv(x)
+        shifted = x + 1  # region: add
+        with torch.autocast("cpu", enabled=False):
+            return torch.special.erfinv(shifted)  # region: erfinv
 
 
 class CallsNoGradHelper(torch.nn.Module):
@@ -260,11 +263,22 @@ class CallsNoGradHelper(torch.nn.Module):
         return self.helper(x) * 2
 
 
-def test_an_op_inside_a_no_grad_region_is_not_named_after_the_region() -> None:
+def _this_line(mark: str) -> int:
+    with open(os.path.abspath(__file__)) as f:
+        return next(n for n, text in enumerate(f, start=1) if text.rstrip().endswith(mark))
+
+
+def test_an_op_inside_no_grad_and_autocast_regions_keeps_its_call_and_line() -> None:
     here = os.path.abspath(__file__)
     program = export_program(CallsNoGradHelper(), (torch.rand(2, 4) * 0.5,), {},
                              user_files={here})
     lowerer = ProgramLowerer(program, module_name="CallsNoGradHelper", user_files={here})
+    erfinv_line, add_line = _this_line("# region: erfinv"), _this_line("# region: add")
     for target in BACKENDS:
-        (diag,) = lowerer.lower(target).diagnostics
-        assert diag.message.startswith("`aten.erfinv` cannot be lowered"), diag.message
+        result = lowerer.lower(target)
+        (diag,) = result.diagnostics
+        assert (diag.line, diag.cause) == (
+            erfinv_line, "`torch.special.erfinv` (an alias of `aten.erfinv`)"), diag.message
+    linalg = lowerer.lower("raw")
+    lines = {m.line for m in linalg.map if m.depth == 0}
+    assert {add_line, erfinv_line} <= lines, sorted(lines)

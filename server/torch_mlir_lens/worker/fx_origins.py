@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from torch_mlir_lens.rules.culprits import short_op
 from torch_mlir_lens.worker.locations import LocationResolver
+from torch_mlir_lens.worker.region_origins import REGION_SOURCE, REGION_WRAPPERS
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 _CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
@@ -77,14 +78,14 @@ def _base(op: str) -> str:
     return ".".join(parts[:2]) if parts[0] in ("aten", "prim") else op
 
 
-# Higher-order ops that only wrap a region (`torch.no_grad()`, autocast): the decompositions
-# inline them, and every node of the region then names the wrapper as its source. The wrapper
-# made none of them: such a node is its own call.
-REGION_WRAPPERS = frozenset({"wrap_with_set_grad_enabled", "wrap_with_autocast"})
-
-
 def _root(node: Any) -> Any | None:
-    """The earliest node `node` was made from (None: it is its own), through `from_node`."""
+    """The earliest node `node` was made from (None: it is its own), through `from_node`.
+
+    A node inlined from a `no_grad` / autocast region comes from the region's node that
+    region_origins found; a wrapper it could not follow made none of the region's ops."""
+    region_source = node.meta.get(REGION_SOURCE)
+    if region_source is not None:
+        return region_source
     sources = node.meta.get("from_node") or []
     source = sources[-1] if sources else None
     root = None
@@ -165,7 +166,10 @@ class FxCalls:
 
     @staticmethod
     def _root_key(root: Any) -> tuple[str, int]:
-        return str(getattr(root, "name", "")), int(getattr(root, "graph_id", 0) or 0)
+        """A source node's identity: a NodeSource's name and graph, or a region's node."""
+        graph = getattr(root, "graph", None)
+        graph_id = id(graph) if graph is not None else getattr(root, "graph_id", 0)
+        return str(getattr(root, "name", "")), int(graph_id or 0)
 
     def origin(self, op: str, chain: Chain, ir_ops: set[str],
                rewrites: TorchRewrites | None = None) -> Origin:

@@ -30,6 +30,7 @@ from torch_mlir_lens.worker.literals import LiteralHooks
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.region_origins import restore_region_origins
 from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
 from torch_mlir_lens.worker.slice_bounds import clamped_slice_scatters
 from torch_mlir_lens.worker.sym_minmax import prim_min_max
@@ -148,7 +149,9 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
             program = torch.export.export(module, tuple(args), dict(kwargs or {}),
                                           dynamic_shapes=dynamic_shapes, strict=strict)
             if decompose:  # + a library's opaque ops (transformers' grouped matmul)
-                program = run_decompositions(program, get_decomposition_table())
+                exported = program
+                program = run_decompositions(exported, get_decomposition_table())
+                restore_region_origins(exported, program)  # no_grad bodies' lines and calls
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
         err = LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file, line=line)
