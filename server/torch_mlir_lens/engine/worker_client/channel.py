@@ -125,8 +125,7 @@ async def end(worker: Worker) -> None:
     """
     proc = worker.proc
     await spawn.kill_family(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
+    spawn.kill_unreaped(proc)  # in case /proc showed no family
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), 5.0)
     await close(worker)

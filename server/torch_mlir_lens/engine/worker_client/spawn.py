@@ -199,6 +199,18 @@ def set_address_limit(pid: int, memory_limit_mb: int) -> None:
         resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
 
 
+def kill_unreaped(proc: WorkerProcess) -> None:
+    """SIGKILL a worker that has not been reaped, without reaping it.
+
+    An asyncio process has one reaper, asyncio's child watcher; `Popen.kill` polls (waitpid)
+    before signalling and would reap a worker that just died, and the watcher then logs
+    "Unknown child process pid N" on the user's stderr. An adopted worker's `returncode`
+    polls its own Popen, its one reaper."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(proc.pid, signal.SIGKILL)
+
+
 async def kill_family(pid: int) -> None:
     """SIGKILL a worker, its process group and all its descendants, until none is left.
 
