@@ -117,6 +117,25 @@ def test_unknown_module_is_bad_input(examples_dir: Path) -> None:
     assert_one_line_error(proc, 2, "Nope")
 
 
+def test_an_unreadable_inputs_comment_is_bad_input_at_its_line(tmp_path: Path) -> None:
+    # Without the `;` neither key applies: lowering with other (derived or inferred) inputs
+    # and no dynamic dims would answer a question the user did not ask.
+    path = tmp_path / "commented.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n"
+                    "# torch-mlir-lens: inputs=(torch.randn(4, 16),) dynamic={\"x\": {0: \"b\"}}\n"
+                    "class Proj(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.fc = nn.Linear(16, 8)\n\n"
+                    "    def forward(self, x):\n        return self.fc(x)\n")
+    proc = run_cli("lower", str(path), "--module", "Proj")
+    assert_one_line_error(proc, 2, "commented.py:4:", "separate `inputs=` and `dynamic=`")
+    proc = run_cli("check", str(path), "--json")
+    assert proc.returncode == 1, proc.stderr
+    (module,) = json.loads(proc.stdout)["modules"]
+    assert not module.get("skipped"), module
+    assert all("separate `inputs=` and `dynamic=`" in t["error"]
+               for t in module["targets"].values()), module
+
+
 def test_bad_inputs_expression_is_bad_input(examples_dir: Path) -> None:
     proc = run_cli("lower", str(examples_dir / "mlp.py"), "--module", "MLP",
                    "--inputs", "(torch.randn(2, 16)")

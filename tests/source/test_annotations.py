@@ -85,13 +85,24 @@ def test_bad_expression_and_unknown_key_are_reported_not_raised():
     ann = _parse("# torch-mlir-lens: inputs=(torch.randn(2,; bogus=3\nclass M:\n    pass\n")
     assert ann is not None
     assert ann.inputs is None
-    assert any("unclosed" in e for e in ann.errors)
+    assert [e.line for e in ann.errors if "unclosed" in e.message] == [1]
 
     ann = _parse("# torch-mlir-lens: inputs=(1 +,) ; colour=3 ; init=(2,)\nclass M:\n    pass\n")
     assert ann is not None
     assert ann.inputs is None and ann.init == "(2,)"
-    assert any("inputs=" in e for e in ann.errors)
-    assert any("unknown key 'colour'" in e for e in ann.errors)
+    assert any("`inputs=`" in e.message for e in ann.errors)
+    assert any("unknown key 'colour'" in e.message for e in ann.errors)
+
+
+def test_keys_written_without_a_semicolon_are_an_error_at_their_line_with_the_fix():
+    text = ("import torch\n# an ordinary comment\n"
+            "# torch-mlir-lens: inputs=(torch.randn(2, 16),) dynamic={\"x\": {0: \"batch\"}}\n"
+            "class M:\n    pass\n")
+    ann = _parse(text)
+    assert ann is not None and ann.inputs is None and ann.dynamic is None
+    (error,) = ann.errors
+    assert error.line == 3
+    assert "separate `inputs=` and `dynamic=` with `;`" in error.message
 
 
 def test_prefix_is_flexible_about_spaces_and_case():

@@ -145,7 +145,8 @@ def _function_infos(
         deco_line = min([d.lineno for d in stmt.decorator_list] + [stmt.lineno])
         ann = parse_annotation_block(an.lines, deco_line)
         key = settings_key_for(stmt.name, path, settings, workspace)
-        status = "comment" if ann is not None and ann.inputs else "settings" if key else None
+        commented = ann is not None and bool(ann.inputs or ann.errors)
+        status = "comment" if commented else "settings" if key else None
         if status is None:
             continue
         col, end_col = name_columns(an.lines, stmt)

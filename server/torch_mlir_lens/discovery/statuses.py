@@ -73,13 +73,16 @@ def link_parents(an: Analyzer, infos: list[ModuleInfo]) -> None:
 def own_statuses(body: list[ast.stmt], infos: list[ModuleInfo]) -> None:
     """Set `inputs` for each class from what it provides itself, in precedence order.
 
-    Comment, then conventions (its own, `@annotate_args`, a module-level `example_inputs()` for
-    top-level classes, one inherited from a same-file base), then settings.
+    Comment (also one with errors), then conventions (its own, `@annotate_args`, a
+    module-level `example_inputs()` for top-level classes, one inherited from a same-file
+    base), then settings.
     """
     module_fn = has_module_example_inputs(body)
     by_name = {i.name: i for i in infos}
     for info in infos:
-        if info.annotation is not None and info.annotation.inputs:
+        # A comment that cannot be read still says where the inputs come from: the module is
+        # lowered, and its errors are reported there, not replaced by other inputs.
+        if info.annotation is not None and (info.annotation.inputs or info.annotation.errors):
             info.inputs = "comment"
         elif info.convention is None and info.annotate_args:
             info.convention = "annotate_args"

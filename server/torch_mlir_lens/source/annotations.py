@@ -19,7 +19,9 @@ Syntax (documented in the README):
 - A value whose brackets are not closed at the end of its line continues on the following comment
   lines (with or without their own `torch-mlir-lens:` prefix), so long expressions can be wrapped.
 - A later occurrence of a key overrides an earlier one. Unknown keys and values that are not
-  valid Python expressions are reported in `InputAnnotation.errors` (the rest still applies).
+  valid Python expressions are reported in `InputAnnotation.errors`, each at its line (the rest
+  still applies; the worker refuses to lower a module whose comment has errors, and the editor
+  marks them where they are written).
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ _CLOSE = ")]}"
 
 
 @dataclass
+class AnnotationError:
+    """A part of a `# torch-mlir-lens:` comment that could not be read, at its 1-based line."""
+
+    line: int
+    message: str
+
+
+@dataclass
 class InputAnnotation:
     """What the `# torch-mlir-lens:` comments above one class or function say.
 
@@ -52,7 +62,7 @@ class InputAnnotation:
     dynamic: str | None = None
     line: int = 0
     key_lines: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    errors: list[AnnotationError] = field(default_factory=list)
 
 
 def _outside_strings(text: str) -> Iterator[tuple[int, str, int]]:
@@ -123,12 +133,21 @@ def _comment_body(line: str) -> str:
     return line.lstrip()[1:].strip()
 
 
+# Another key written after a value without the `;` between them: `inputs=(x,) dynamic={...}`.
+_NEXT_KEY_RE = re.compile(r"[)\]}\s]\s*(" + "|".join(KEYS) + r")\s*=[^=]")
+
+
 def _check_expr(key: str, value: str) -> str | None:
     """An error message if `value` is not a Python expression, else None."""
     try:
         ast.parse(value.strip(), mode="eval")
     except SyntaxError as exc:
-        return f"torch-mlir-lens: {key}= is not a valid Python expression ({exc.msg}): {value}"
+        hint = ""
+        following = _NEXT_KEY_RE.search(value)
+        if following is not None:
+            hint = f"; separate `{key}=` and `{following.group(1)}=` with `;`"
+        return (f"`{key}=` of the `# torch-mlir-lens:` comment is not a valid Python "
+                f"expression ({exc.msg}{hint}): {value}")
     return None
 
 
@@ -136,15 +155,18 @@ def _apply(ann: InputAnnotation, segment: str, line: int) -> None:
     """Record one `key=value` segment into `ann`."""
     match = _KEY_RE.match(segment)
     if not match:
-        ann.errors.append(f"torch-mlir-lens: expected key=value, got: {segment}")
+        ann.errors.append(AnnotationError(line, f"expected key=value in the `# torch-mlir-lens:` "
+                                                f"comment, got: {segment}"))
         return
     key, value = match.group("key").lower(), match.group("value").strip()
     if key not in KEYS:
-        ann.errors.append(f"torch-mlir-lens: unknown key '{key}' (known: {', '.join(KEYS)})")
+        ann.errors.append(AnnotationError(
+            line, f"unknown key '{key}' in the `# torch-mlir-lens:` comment "
+                  f"(known: {', '.join(KEYS)})"))
         return
     error = _check_expr(key, value)
     if error:
-        ann.errors.append(error)
+        ann.errors.append(AnnotationError(line, error))
         return
     setattr(ann, key, value)
     ann.key_lines[key] = line
@@ -182,7 +204,9 @@ def parse_annotation_block(lines: list[str], def_line: int) -> InputAnnotation |
         for segment in split_top_level(text):
             _apply(ann, segment, line)
     if pending and ann is not None:
-        ann.errors.append(f"torch-mlir-lens: unclosed bracket in: {pending.strip()}")
+        ann.errors.append(AnnotationError(
+            pending_line, f"unclosed bracket in the `# torch-mlir-lens:` comment: "
+                          f"{pending.strip()}"))
     return ann
 
 

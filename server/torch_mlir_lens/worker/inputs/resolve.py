@@ -83,6 +83,9 @@ def _resolve(
     info, by_name = _find_info(text, path, name, settings, workspace)
     ns = namespace(mod)
     ann = info.annotation if info else None
+    if ann is not None and ann.errors:  # never lower with inputs the user did not write
+        first = ann.errors[0]
+        raise LensError(ErrorKind.BAD_INPUTS, first.message, file=path, line=first.line)
     init_src = "--init" if init_expr else "init"
     init_args, init_kwargs = _resolve_init(init_expr, info, ns, path)
     dynamic = None

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
 INPUTS_MISSING = str(ErrorKind.INPUTS_MISSING)
+BAD_INPUTS = str(ErrorKind.BAD_INPUTS)
 # Failures of the worker itself: shown on the module's name, not on a line.
 _WORKER_KINDS = {ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT}
 
@@ -29,10 +30,16 @@ def module_infos(server: LensServer, doc: Document) -> list[discovery.ModuleInfo
 
 
 def static_records(server: LensServer, doc: Document) -> list[DiagRecord]:
-    """One Information diagnostic per module class without example inputs."""
+    """What the text alone tells: an error at each part of a `# torch-mlir-lens:` comment
+    that cannot be read, one Information diagnostic per module class without example inputs."""
     lines = doc.lines
     out = []
     for info in module_infos(server, doc):
+        for error in info.annotation.errors if info.annotation is not None else []:
+            # The worker refuses these too, with the same message: the two merge into one.
+            out.append(DiagRecord(range=convert.line_range(lines, error.line),
+                                  severity=types.DiagnosticSeverity.Error,
+                                  message=error.message, kind=BAD_INPUTS, module=info.name))
         if info.kind != "class" or info.inputs != "missing":
             continue
         out.append(
