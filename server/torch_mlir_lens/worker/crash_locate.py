@@ -128,7 +128,7 @@ def _crashing_op(module_op: Any, passes: list[str],
     """An op of `module_op` that crashes `passes` alone: (name, location), or None."""
     candidates: list[tuple[str, str, Any]] = []
     seen: set[str] = set()
-    for op in illegal_ops._walk(module_op):
+    for op in illegal_ops.walk_ops(module_op):
         name = illegal_ops.op_name(op)
         if not illegal_ops.is_candidate(name):
             continue
@@ -140,7 +140,7 @@ def _crashing_op(module_op: Any, passes: list[str],
             small = op_isolation.isolate(op)
         except (RuntimeError, ValueError, KeyError):
             continue
-        candidates.append((illegal_ops._display_name(op), str(op.location), small))
+        candidates.append((illegal_ops.display_name(op), str(op.location), small))
         if len(candidates) >= MAX_OPS:
             break
     if not candidates:

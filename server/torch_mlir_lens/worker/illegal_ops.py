@@ -67,14 +67,16 @@ def is_candidate(name: str) -> bool:
     )
 
 
-def _display_name(op: Any) -> str:
+def display_name(op: Any) -> str:
+    """The op's name; a `torch.operator` by the op it stands for (`torch.aten.lgamma`)."""
     name = op_name(op)
     if name == "torch.operator" and "name" in op.operation.attributes:
         return ir.StringAttr(op.operation.attributes["name"]).value  # e.g. "torch.aten.lgamma"
     return name
 
 
-def _walk(module_op: Any) -> list[Any]:
+def walk_ops(module_op: Any) -> list[Any]:
+    """Every op of a module, nested ones included, in walk order."""
     ops: list[Any] = []
 
     def visit(op: Any) -> ir.WalkResult:
@@ -91,11 +93,11 @@ INDEX_ATTR = "torch_mlir_lens.index"  # tags ops with their walk position across
 def leftover_ops(module_op: Any) -> list[FoundOp]:
     """Torch ops still in the module (after a conversion prefix), in program order."""
     found = []
-    for op in _walk(module_op):
+    for op in walk_ops(module_op):
         if is_candidate(op_name(op)):
             attrs = op.operation.attributes
             index = ir.IntegerAttr(attrs[INDEX_ATTR]).value if INDEX_ATTR in attrs else -1
-            found.append(FoundOp(_display_name(op), str(op.location), "", index))
+            found.append(FoundOp(display_name(op), str(op.location), "", index))
     return found
 
 
@@ -103,7 +105,7 @@ def _tag_candidates(module_op: Any) -> None:
     """Tag every candidate op with its walk position, so that leftovers name their original."""
     with module_op.context:
         i64 = ir.IntegerType.get_signless(64)
-        for index, op in enumerate(_walk(module_op)):
+        for index, op in enumerate(walk_ops(module_op)):
             if is_candidate(op_name(op)):
                 op.operation.attributes[INDEX_ATTR] = ir.IntegerAttr.get(i64, index)
 
@@ -111,13 +113,13 @@ def _tag_candidates(module_op: Any) -> None:
 def torch_operator_ops(module_op: Any) -> list[FoundOp]:
     """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level."""
     return [
-        FoundOp(_display_name(op), str(op.location), "")
-        for op in _walk(module_op)
+        FoundOp(display_name(op), str(op.location), "")
+        for op in walk_ops(module_op)
         if op_name(op) == "torch.operator"
     ]
 
 
-def _run(module_op: Any, pipeline: str) -> list[Diag] | None:
+def run_pipeline(module_op: Any, pipeline: str) -> list[Diag] | None:
     """Run a pipeline on a module; None on success, else its error diagnostics."""
     ctx = module_op.context
     with ctx, captured(ctx) as diags:
@@ -140,13 +142,13 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     _tag_candidates(clone)
     # Some conversions (StableHLO) mark asserts illegal and would fail as a whole on the first
     # one: they are tried one by one instead, and the rest of the module as a leftover run.
-    asserts = [op for op in _walk(clone) if op_name(op) == _ASSERT]
+    asserts = [op for op in walk_ops(clone) if op_name(op) == _ASSERT]
     for op in asserts:
         op.operation.erase()
-    if _run(clone, pipeline) is not None:
+    if run_pipeline(clone, pipeline) is not None:
         return None
     found = leftover_ops(clone)
-    originals = _walk(torch_module)
+    originals = walk_ops(torch_module)
     if asserts:
         found.extend(FoundOp(_ASSERT, str(op.location), "", i)
                      for i, op in enumerate(originals) if op_name(op) == _ASSERT)
@@ -176,7 +178,7 @@ def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
             m = _LEGALIZE.search(d.message)
             named = m.group(1) if m and m.group(1).startswith("torch.") else None
             where.setdefault(d.location, set()).add(named)
-    ops = [(i, op) for i, op in enumerate(_walk(torch_module))
+    ops = [(i, op) for i, op in enumerate(walk_ops(torch_module))
            if is_candidate(op_name(op)) and str(op.location) in where and (
                None in where[str(op.location)] or op_name(op) in where[str(op.location)])]
     verdicts, _complete = op_isolation.verdicts([op for _i, op in ops], target)
@@ -185,9 +187,9 @@ def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
     for (i, op), verdict in zip(ops, verdicts, strict=True):
         location = str(op.location)
         if verdict:
-            found.append(FoundOp(_display_name(op), location, verdict, i))
+            found.append(FoundOp(display_name(op), location, verdict, i))
         elif in_context and verdict == op_isolation.LOWERS:
-            found.append(FoundOp(_display_name(op), location, messages.get(location, ""), i,
+            found.append(FoundOp(display_name(op), location, messages.get(location, ""), i,
                                  lowers_alone=True))
     return found
 
@@ -197,14 +199,15 @@ def _about_our_calls(d: Diag) -> bool:
     return "backend contract" in d.message or "'func.call'" in d.message
 
 
-def _is_constant_op(owner: Any) -> bool:
+def is_constant_op(owner: Any) -> bool:
+    """Whether a value's owner is a constant, or an op computing only from constants."""
     if isinstance(owner, ir.Block):
         return False
     name = op_name(owner)
     if name.startswith("torch.constant.") or name == "torch.vtensor.literal":
         return True
     if name in _CONSTANT_NAMES:
-        return all(_is_constant_op(v.owner) for v in owner.operation.operands)
+        return all(is_constant_op(v.owner) for v in owner.operation.operands)
     return False
 
 
@@ -212,13 +215,13 @@ def find_by_isolation(torch_module: Any, target: str,
                       budget_s: float = ISOLATION_BUDGET_S) -> tuple[list[FoundOp], bool]:
     """Isolation recipe: ([failing ops], complete). Stops trying after `budget_s` seconds
     (verdicts cached from earlier modules still count)."""
-    ops = [(index, op) for index, op in enumerate(_walk(torch_module))
+    ops = [(index, op) for index, op in enumerate(walk_ops(torch_module))
            if is_candidate(op_name(op))]
     found_verdicts, complete = op_isolation.verdicts([op for _i, op in ops], target, budget_s)
     found: list[FoundOp] = []
     for (index, op), verdict in zip(ops, found_verdicts, strict=True):
         if verdict:  # neither lowers alone nor unknown
-            found.append(FoundOp(_display_name(op), str(op.location), verdict, index))
+            found.append(FoundOp(display_name(op), str(op.location), verdict, index))
     return found, complete
 
 
@@ -233,7 +236,7 @@ def find_unsupported(torch_module: Any, target: str,
     found = find_leftovers(torch_module, target)
     complete = True
     if found == []:  # nothing left over, yet the pipeline fails: look where it fails
-        errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+        errors = run_pipeline(torch_module.operation.clone(), BACKEND_PIPELINES[target])
         if errors:
             found = find_at_errors(torch_module, target, errors) or None
     if found is None:
@@ -241,7 +244,7 @@ def find_unsupported(torch_module: Any, target: str,
             return [], True
         found, complete = find_by_isolation(torch_module, target)
         if not found and complete:  # nothing fails alone: what fails is some op's context
-            errors = _run(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+            errors = run_pipeline(torch_module.operation.clone(), BACKEND_PIPELINES[target])
             found = find_at_errors(torch_module, target, errors or [], in_context=True)
     if resolver is not None:
         borrow_locations(torch_module, found, resolver)
@@ -257,7 +260,7 @@ def borrow_locations(module_op: Any, found: list[FoundOp], resolver: LocationRes
     lost = [f for f in found if not resolver.user_frames(f.location)]
     if not lost:
         return
-    ops = _walk(module_op)
+    ops = walk_ops(module_op)
     for f in lost:
         if not 0 <= f.index < len(ops):
             continue

@@ -39,7 +39,7 @@ class _LineCopy:
 
     def _needs_arg(self, value: Any) -> bool:
         owner = value.owner
-        return not self._inside(owner) and not illegal_ops._is_constant_op(owner) and not any(
+        return not self._inside(owner) and not illegal_ops.is_constant_op(owner) and not any(
             value == a for a in self.args)
 
     def collect_args(self) -> None:
@@ -103,13 +103,13 @@ def lowers_with_its_line(ops: list[Any], suspects: list[int], rejected: set[int]
         where = str(ops[index].location)
         line = [op for i, op in enumerate(ops)
                 if (i == index or i not in rejected) and illegal_ops.is_candidate(op_name(op))
-                and not illegal_ops._is_constant_op(op) and str(op.location) == where]
+                and not illegal_ops.is_constant_op(op) and str(op.location) == where]
         try:
             smalls.append(_LineCopy(line).build())
         except (RuntimeError, ValueError, KeyError):
             smalls.append(None)
     pipeline = targets.BACKEND_PIPELINES[target]
-    return [small is not None and illegal_ops._run(small.operation, pipeline) is None
+    return [small is not None and illegal_ops.run_pipeline(small.operation, pipeline) is None
             for small in smalls]
 
 

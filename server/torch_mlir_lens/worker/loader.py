@@ -433,7 +433,7 @@ def user_files_for(path: str) -> list[str]:
         if not file.startswith(folder + os.sep):
             continue
         real = os.path.realpath(file)
-        if "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes):
+        if in_installed_package(real) or any(real.startswith(p + os.sep) for p in prefixes):
             continue
         files.add(file)
     return sorted(files)

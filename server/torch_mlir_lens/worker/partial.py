@@ -115,7 +115,7 @@ def _no_verify_pipeline(target: str, ctx: ir.Context) -> str:
 
 
 def _leftovers(module_op: Any) -> list[str]:
-    return [op_name(op) for op in illegal_ops._walk(module_op)
+    return [op_name(op) for op in illegal_ops.walk_ops(module_op)
             if op_name(op).startswith(_LEFTOVER_PREFIXES)]
 
 
@@ -133,11 +133,11 @@ def _call_operands(op: Any) -> list[Any]:
     out: list[Any] = []
     for v in op.operands:
         owner = _owner(v)
-        if owner is not None and illegal_ops._is_constant_op(owner):
+        if owner is not None and illegal_ops.is_constant_op(owner):
             continue  # constants stay behind: the declared function stands for the op as used
         if owner is not None and op_name(owner) == "torch.prim.ListConstruct":
             out.extend(e for e in owner.operation.operands
-                       if _owner(e) is None or not illegal_ops._is_constant_op(_owner(e)))
+                       if _owner(e) is None or not illegal_ops.is_constant_op(_owner(e)))
             continue
         out.append(v)
     return out
@@ -214,7 +214,7 @@ def _outline_round(work: Any, found: list[FoundOp], culprits: list[Culprit],
                    outliner: _Outliner) -> bool:
     """Outline the ops of `found` (indices into a walk of `work`) in place; False if one of
     them cannot be outlined (its operand or result types have no backend equivalent)."""
-    ops = illegal_ops._walk(work)
+    ops = illegal_ops.walk_ops(work)
     walk_pos = {op.operation: i for i, op in enumerate(ops)}
     ids: dict[int, int] = {}
     fresh: list[tuple[Any, Culprit]] = []
@@ -266,7 +266,7 @@ def _find(ops: list[Any], f: FoundOp, taken: dict[int, int]) -> int | None:
     """The index of the op `f` names, by name and location (an op a pass re-created carries
     no index tag)."""
     for i, op in enumerate(ops):
-        if i not in taken and illegal_ops._display_name(op) == f.name and (
+        if i not in taken and illegal_ops.display_name(op) == f.name and (
                 illegal_ops.same_op_location(str(op.location), f.location)):
             return i
     return None
@@ -276,22 +276,22 @@ def _alike(work: Any, crashers: list[FoundOp]) -> list[FoundOp]:
     """Every op of `work` that is the same op as one of `crashers` (name, types, attributes,
     constant operands: op_isolation's key): each crashes the pass alone as the one found did,
     so all of them are outlined at once, or the next listing dies on the next one."""
-    ops = illegal_ops._walk(work)
+    ops = illegal_ops.walk_ops(work)
     keys = set()
     for crasher in crashers:
         index = _find(ops, crasher, {})
         if index is not None:
             keys.add(op_isolation.isolation_key(ops[index]))
     message = {c.name: c.message for c in crashers}
-    alike = [FoundOp(illegal_ops._display_name(op), str(op.location),
-                     message.get(illegal_ops._display_name(op), crashers[0].message), i)
+    alike = [FoundOp(illegal_ops.display_name(op), str(op.location),
+                     message.get(illegal_ops.display_name(op), crashers[0].message), i)
              for i, op in enumerate(ops)
              if illegal_ops.is_candidate(op_name(op)) and op_isolation.isolation_key(op) in keys]
     return alike or crashers
 
 
 def _erase_dead_lists(module_op: Any) -> None:
-    for op in reversed(illegal_ops._walk(module_op)):
+    for op in reversed(illegal_ops.walk_ops(module_op)):
         if op_name(op) == "torch.prim.ListConstruct" and not list(op.operation.results[0].uses):
             op.operation.erase()
 
@@ -306,7 +306,7 @@ def _settle_dependents(work: Any, found: list[FoundOp], target: str,
     round. Should the backend still reject it once its feeder is a call, the next round lists
     it again, and then it stays (`doubted` remembers it).
     """
-    ops = illegal_ops._walk(work)
+    ops = illegal_ops.walk_ops(work)
     walk_pos = {op.operation: i for i, op in enumerate(ops)}
     indices = {f.index: f.index for f in found if 0 <= f.index < len(ops)}
     dependent = [f for f in found if f.index in indices and (f.name, f.location) not in doubted
@@ -402,8 +402,8 @@ def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, 
     a clone of the raw module with those ops outlined, run to the Torch backend contract.
     (module, declared symbols), or None if that pipeline still fails."""
     work = raw_module.clone()
-    found = [FoundOp(illegal_ops._display_name(op), str(op.location), "", i)
-             for i, op in enumerate(illegal_ops._walk(work)) if op_name(op) == "torch.operator"]
+    found = [FoundOp(illegal_ops.display_name(op), str(op.location), "", i)
+             for i, op in enumerate(illegal_ops.walk_ops(work)) if op_name(op) == "torch.operator"]
     outliner = _Outliner(work)
     if not found or not _outline_round(work, found, [], outliner):
         return None

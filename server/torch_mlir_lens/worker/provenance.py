@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.worker import import_graph, loader
 from torch_mlir_lens.worker.loader import module_name_for, modules_loaded_since_start
 
@@ -47,8 +48,7 @@ def _distributions_of() -> dict[str, list[str]]:
 
 
 def _is_library(real: str) -> bool:
-    return "site-packages" in real or "dist-packages" in real or real.startswith(
-        _library_roots())
+    return in_installed_package(real) or real.startswith(_library_roots())
 
 
 def file_digest(path: str) -> str | None:
