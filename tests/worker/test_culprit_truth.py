@@ -207,7 +207,7 @@ def test_an_op_that_lowers_alone_is_reported_as_failing_in_its_context(
     from torch_mlir_lens.worker.mlir_diagnostics import Diag
 
     torch_module = cases["TimestepAndUpsample"].lowerer.torch_module()
-    cat = next(op for op in illegal_ops._walk(torch_module)
+    cat = next(op for op in illegal_ops.walk_ops(torch_module)
                if illegal_ops.op_name(op) == "torch.aten.cat")
     error = Diag("error", "failed to legalize operation 'torch.aten.cat'", str(cat.location))
     assert illegal_ops.find_at_errors(torch_module, "tosa", [error]) == []
