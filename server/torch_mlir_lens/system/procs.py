@@ -96,7 +96,41 @@ def _private_bytes(info: ProcInfo) -> int:
     return total if found else info.rss_bytes
 
 
+def _descendants(pid: int) -> list[ProcInfo] | None:
+    """pid and its descendants, through /proc/PID/task/*/children (reads only the family, not
+    every process on the machine); None when the kernel does not offer those files."""
+    found: list[ProcInfo] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        info = _read_stat(str(current))
+        if info is None:
+            continue
+        found.append(info)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", "rb") as f:
+                    stack.extend(int(c) for c in f.read().split())
+            except FileNotFoundError:
+                if current == pid and task == tasks[0]:
+                    return None  # no children files in this kernel
+            except OSError:
+                continue
+    return found
+
+
 def family_rss_bytes(pid: int) -> int:
     """Resident memory of the worker and everything it spawned: the worker's RSS plus what
-    each descendant holds of its own (a forked child's shared pages are counted once)."""
-    return sum(p.rss_bytes if p.pid == pid else _private_bytes(p) for p in family(pid))
+    each descendant holds of its own (a forked child's shared pages are counted once).
+
+    Polled while every job runs, so it reads the descendants only: the worker is a child
+    subreaper, so whatever it spawned (even after setsid or a double fork) descends from it."""
+    members = _descendants(pid)
+    if members is None:
+        members = family(pid)
+    return sum(p.rss_bytes if p.pid == pid else _private_bytes(p)
+               for p in members if p.state != "Z")
