@@ -274,6 +274,27 @@ async def test_quick_fix_adds_inputs_that_lower(client: LanguageClient, workspac
     )
 
 
+async def test_an_unreadable_inputs_comment_is_one_error_when_trusted_too(
+        client: LanguageClient, workspace: Path) -> None:
+    # The editor marks the comment from the text alone, and the worker refuses the module
+    # with the same message at the same line: the user sees it once, and no other inputs.
+    path = workspace / "bad_comment_trusted.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "# torch-mlir-lens: inputs=(torch.randn(4, 16),) init=(3,)\n"
+        "class Scaled(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    uri = open_doc(client, path)
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "Scaled", "target": "linalg"})
+    comment_line = line_of(path, "# torch-mlir-lens:")
+    assert answer["ok"] is False
+    assert (answer["error"]["kind"], answer["error"]["line"]) == ("bad-inputs", comment_line)
+    await settled(client)
+    found = diagnostics(client, uri)
+    assert [(d.code, d.range.start.line + 1) for d in found] == [("bad-inputs", comment_line)]
+    assert "separate `inputs=` and `init=` with `;`" in found[0].message
+
+
 async def test_crashing_module_leaves_server_answering(client: LanguageClient,
                                                        workspace: Path) -> None:
     path = workspace / "crashing.py"
