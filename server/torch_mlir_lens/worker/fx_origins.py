@@ -166,10 +166,8 @@ class FxCalls:
 
     @staticmethod
     def _root_key(root: Any) -> tuple[str, int]:
-        """A source node's identity: a NodeSource's name and graph, or a region's node."""
-        graph = getattr(root, "graph", None)
-        graph_id = id(graph) if graph is not None else getattr(root, "graph_id", 0)
-        return str(getattr(root, "name", "")), int(graph_id or 0)
+        """A source node's identity (a NodeSource, or a region_origins.RegionSource)."""
+        return str(getattr(root, "name", "")), int(getattr(root, "graph_id", 0) or 0)
 
     def origin(self, op: str, chain: Chain, ir_ops: set[str],
                rewrites: TorchRewrites | None = None) -> Origin:

@@ -15,13 +15,14 @@ op at no user line (or the helper's caller), and the culprit would name the wrap
 
 The generated frames name, subgraph by subgraph, the node each inlined node comes from. This
 module follows them through the program as exported (before the decompositions) and copies
-that node's stack trace and call back, and records the node itself as the op's origin
+that node's stack trace and call back, and records which node it was as the op's origin
 (`REGION_SOURCE`), so fx_origins can tell an alias from a decomposition as elsewhere.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 # Higher-order ops that only wrap a region: the decompositions inline their body.
@@ -29,6 +30,16 @@ REGION_WRAPPERS = frozenset({"wrap_with_set_grad_enabled", "wrap_with_autocast"}
 
 # The node of the program as exported that an inlined node comes from (meta key).
 REGION_SOURCE = "lens_region_source"
+
+
+@dataclass(frozen=True)
+class RegionSource:
+    """A region body's node, by the fields torch's `NodeSource` has (no reference to the
+    exported program, which the decomposed one must not keep alive)."""
+
+    name: str
+    target: str  # "aten.special_erfinv.default"
+    graph_id: int
 
 # One frame of generated FX code, with the node it assigns: `File "<eval_with_key>.7", line 5,
 # in forward\n    add = torch.ops.aten.add.Tensor(x, 1)`.
@@ -96,9 +107,11 @@ def restore_region_origins(exported: Any, decomposed: Any) -> int:
         for key in ("stack_trace", "torch_fn"):
             if source.meta.get(key) is not None:
                 node.meta[key] = source.meta[key]
-        node.meta[REGION_SOURCE] = source
+        node.meta[REGION_SOURCE] = RegionSource(source.name, str(source.target),
+                                                id(source.graph))
         restored += 1
     return restored
 
 
-__all__ = ["REGION_SOURCE", "REGION_WRAPPERS", "is_region_wrapper", "restore_region_origins"]
+__all__ = ["REGION_SOURCE", "REGION_WRAPPERS", "RegionSource", "is_region_wrapper",
+           "restore_region_origins"]
