@@ -41,6 +41,7 @@ class RegionSource:
     target: str  # "aten.special_erfinv.default"
     graph_id: int
 
+
 # One frame of generated FX code, with the node it assigns: `File "<eval_with_key>.7", line 5,
 # in forward\n    add = torch.ops.aten.add.Tensor(x, 1)`.
 _GENERATED_FRAME = re.compile(r'File "<eval_with_key>[^"]*", line \d+, in \w+\n\s*(\w+) = ')
