@@ -179,6 +179,16 @@ async def code_lenses(client: PytestLspClient, uri: str) -> list[types.CodeLens]
     return list(await asyncio.wait_for(client.text_document_code_lens_async(params), 30) or [])
 
 
+def write_unreadable_comment_module(path: Path, second_key: str) -> int:
+    """Write a module whose inputs comment has `inputs=` and `second_key` without the `;`
+    between them (so neither applies); the comment's line."""
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        f"# torch-mlir-lens: inputs=(torch.randn(4, 16),) {second_key}\n"
+        "class Scaled(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    return line_of(path, "# torch-mlir-lens:")
+
+
 def line_of(path: Path, needle: str) -> int:
     """The 1-based line of the first line containing `needle`."""
     for number, text in enumerate(path.read_text().splitlines(), start=1):

@@ -38,6 +38,7 @@ from .helpers import (
     server_info,
     settled,
     wait_until,
+    write_unreadable_comment_module,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -279,14 +280,10 @@ async def test_an_unreadable_inputs_comment_is_one_error_when_trusted_too(
     # The editor marks the comment from the text alone, and the worker refuses the module
     # with the same message at the same line: the user sees it once, and no other inputs.
     path = workspace / "bad_comment_trusted.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\n"
-        "# torch-mlir-lens: inputs=(torch.randn(4, 16),) init=(3,)\n"
-        "class Scaled(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    comment_line = write_unreadable_comment_module(path, "init=(3,)")
     uri = open_doc(client, path)
     answer = await request(client, "torchMlirLens/lower",
                            {"uri": uri, "module": "Scaled", "target": "linalg"})
-    comment_line = line_of(path, "# torch-mlir-lens:")
     assert answer["ok"] is False
     assert (answer["error"]["kind"], answer["error"]["line"]) == ("bad-inputs", comment_line)
     await settled(client)

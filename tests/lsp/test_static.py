@@ -30,6 +30,7 @@ from .helpers import (
     request,
     server_info,
     wait_until,
+    write_unreadable_comment_module,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -101,15 +102,12 @@ async def test_an_unreadable_inputs_comment_is_an_error_at_its_line(
     # Two keys without the `;` between them: nothing of the comment applies, and the module
     # must not quietly get other inputs (or "no example inputs"): the comment line is marked.
     path = workspace / "bad_comment.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\n"
-        "# torch-mlir-lens: inputs=(torch.randn(4, 16),) dynamic={\"x\": {0: \"batch\"}}\n"
-        "class Scaled(nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    comment_line = write_unreadable_comment_module(path, 'dynamic={"x": {0: "batch"}}')
     uri = open_doc(client, path)
     found = await wait_until(client, lambda: diagnostics(client, uri), timeout=30)
     (diag,) = found
     assert (diag.code, diag.severity, diag.range.start.line + 1) == (
-        "bad-inputs", types.DiagnosticSeverity.Error, line_of(path, "# torch-mlir-lens:"))
+        "bad-inputs", types.DiagnosticSeverity.Error, comment_line)
     assert "separate `inputs=` and `dynamic=` with `;`" in diag.message
 
 

@@ -7,6 +7,7 @@ double forks stay under it while it lives).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -96,9 +97,15 @@ def _private_bytes(info: ProcInfo) -> int:
     return total if found else info.rss_bytes
 
 
-def _descendants(pid: int) -> list[ProcInfo] | None:
-    """pid and its descendants, through /proc/PID/task/*/children (reads only the family, not
-    every process on the machine); None when the kernel does not offer those files."""
+@functools.cache
+def _has_children_files() -> bool:
+    """Whether the kernel lists a task's children in /proc (CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def _descendants(pid: int) -> list[ProcInfo]:
+    """pid and its descendants, through /proc/PID/task/*/children: reads only the family,
+    not every process on the machine."""
     found: list[ProcInfo] = []
     stack = [pid]
     while stack:
@@ -115,10 +122,7 @@ def _descendants(pid: int) -> list[ProcInfo] | None:
             try:
                 with open(f"/proc/{current}/task/{task}/children", "rb") as f:
                     stack.extend(int(c) for c in f.read().split())
-            except FileNotFoundError:
-                if current == pid and task == tasks[0]:
-                    return None  # no children files in this kernel
-            except OSError:
+            except OSError:  # the thread or process ended meanwhile
                 continue
     return found
 
@@ -129,8 +133,6 @@ def family_rss_bytes(pid: int) -> int:
 
     Polled while every job runs, so it reads the descendants only: the worker is a child
     subreaper, so whatever it spawned (even after setsid or a double fork) descends from it."""
-    members = _descendants(pid)
-    if members is None:
-        members = family(pid)
+    members = _descendants(pid) if _has_children_files() else family(pid)
     return sum(p.rss_bytes if p.pid == pid else _private_bytes(p)
                for p in members if p.state != "Z")
