@@ -9,8 +9,9 @@ user line that calls a whole library model holds thousands of nodes; the chain h
 - the node's own op: the op is what the call produced (named after the op, `aten.fmod`);
 - the node's op came from another one in torch.export (its `from_node` root): a decomposition
   when that root made several nodes or took other arguments (`Tensor.real` → `view_as_real`
-  and `select`), an alias when it made this one node with the same signature
-  (`torch.special.erfinv` → `aten.erfinv`);
+  and `select`), an alias when it made this one node with the same signature and torch's
+  docs call the two one op (`torch.special.erfinv` → `aten.erfinv`; `Tensor.reshape` →
+  `aten.view` is a decomposition that made one op: op_aliases.py);
 - no node at the chain has the op: torch-mlir rewrote a node that is gone from the IR at that
   chain (`torch.roll` → `aten.slice.Tensor`, `aten.cat`; `F.interpolate`'s
   `upsample_nearest2d` → `aten.__interpolate`): a decomposition, or the same op under another
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from torch_mlir_lens.rules.culprits import short_op
+from torch_mlir_lens.worker import op_aliases
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.region_origins import REGION_SOURCE, REGION_WRAPPERS
 
@@ -158,11 +160,18 @@ class FxCalls:
             origin = overload_free(target) if target else op
             how = SAME
             if origin != op:
-                alias = made[self._root_key(root)] == 1 and _signature(node.target) is not None \
-                    and _signature(node.target) == _signature(_overload(target))
-                how = ALIAS if alias else DECOMPOSED
+                how = ALIAS if self._is_alias(node, root, target, made) else DECOMPOSED
             call = FxCall(op, origin, _call_text(node, origin), how)
             self.by_chain.setdefault(node_chain(node), []).append(call)
+
+    @classmethod
+    def _is_alias(cls, node: Any, root: Any, target: str, made: Counter[tuple[str, int]]) -> bool:
+        """The call made only this node, with its signature, and torch documents the two ops
+        as one (`Tensor.reshape` → `aten.view` is a decomposition that made one op)."""
+        signature = _signature(node.target)
+        return (made[cls._root_key(root)] == 1 and signature is not None
+                and signature == _signature(_overload(target))
+                and op_aliases.are_aliases(target, str(node.target)))
 
     @staticmethod
     def _root_key(root: Any) -> tuple[str, int]:
