@@ -40,3 +40,5 @@ def test_cause_falls_back_to_the_short_op_and_knock_ons_are_listed_once() -> Non
                   {"op": "torch.runtime.assert", "file": "/w/model.py", "line": 9},
                   {"op": "torch.aten.size.int", "file": "/w/model.py", "line": 9}]
     assert knock_on_text(d) == "`aten.size.int`, `torch.runtime.assert` fail only because of it"
+    d.knock_on = d.knock_on[:1]
+    assert knock_on_text(d) == "`aten.size.int` fails only because of it"

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import torch
+from tests.worker.models import library_calls
+from torch import nn
 from torch.export import Dim
 from torch_mlir import ir
 
@@ -127,6 +129,40 @@ def test_an_alias_is_not_called_a_decomposition(cases: dict[str, Case]) -> None:
         [diag] = cases["AliasedCall"].errors(target)
         assert diag.cause == "`torch.special.erfinv` (an alias of `aten.erfinv`)"
         assert "decomposed" not in diag.message
+
+
+def test_an_op_torch_mlir_does_not_know_is_named_after_its_call(cases: dict[str, Case]) -> None:
+    for target in BACKENDS:
+        [diag] = cases["UnknownToTorchMlir"].errors(target)
+        assert diag.cause == "`torch.special.i0` (an alias of `aten.i0`)", diag.message
+        assert diag.message.endswith("torch-mlir does not support it"), diag.message
+
+
+class CallsALibraryHelper(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return library_calls.many_rejected_calls(x)  # every op of the helper lands here
+
+
+def test_many_calls_at_one_line_are_named_by_their_documented_names_and_counted() -> None:
+    """A library helper's calls are named as torch documents them (`torch.special.erfinv`,
+    not `torch.special_erfinv`; `F.interpolate`, not `torch.interpolate`), and a line with
+    many causes names the first three, then how many more: `ops` keeps them all."""
+    me = os.path.abspath(__file__)
+    program = export_program(CallsALibraryHelper(), (torch.rand(1, 2, 4, 4),), {},
+                             user_files={me})
+    lowerer = ProgramLowerer(program, module_name="CallsALibraryHelper", user_files={me})
+    [diag] = [d for d in lowerer.lower("tosa").diagnostics if d.severity == "error"]
+    with open(me) as f:
+        assert diag.line == next(n for n, text in enumerate(f, start=1)
+                                 if "return library_calls.many_rejected_calls(x)" in text)
+    assert diag.cause is not None
+    assert diag.cause.startswith("`torch.special.erfinv` (an alias of `aten.erfinv`), "
+                                 "`aten.fmod.Scalar`, "), diag.cause
+    more = re.search(r"and (\d+) more calls$", diag.cause)
+    assert more and int(more.group(1)) >= 2, diag.cause
+    assert len(diag.ops or []) >= 3 + int(more.group(1)), diag.ops
+    stablehlo = [d for d in lowerer.lower("stablehlo").diagnostics if d.severity == "error"]
+    assert any("`F.interpolate` (decomposed to" in (d.cause or "") for d in stablehlo), stablehlo
 
 
 @pytest.mark.parametrize(("name", "kind"), [("ReturnsWidth", "int"), ("ReturnsVerdict", "bool")])

@@ -69,8 +69,8 @@ def knock_on_text(diag: LensDiagnostic) -> str:
     """"`aten.size.int`, `torch.runtime.assert` fail only because of it" ("" when none)."""
     if not diag.knock_on:
         return ""
-    names = ", ".join(dict.fromkeys(f"`{short_op(k.get('op'))}`" for k in diag.knock_on))
-    return f"{names} fail only because of it"
+    names = list(dict.fromkeys(f"`{short_op(k.get('op'))}`" for k in diag.knock_on))
+    return f"{', '.join(names)} {'fails' if len(names) == 1 else 'fail'} only because of it"
 
 
 __all__ = ["cause_of", "culprit_diagnostics", "knock_on_text", "located", "short_op", "summary"]

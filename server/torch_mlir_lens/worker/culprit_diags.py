@@ -32,6 +32,9 @@ _SCALAR_OPS = re.compile(r"^torch\.(runtime\.|prim\.|aten\.(Int|Bool|Float|size|
 
 Line = tuple[str, int]
 MAX_NAMED = 4  # ops named in a decomposition's message; the diagnostic's `ops` has them all
+# Calls named in one line's message (a library model with dynamic sizes on TOSA gives 15);
+# `ops` and the related library lines have them all.
+MAX_CAUSES = 3
 
 
 @dataclass
@@ -90,7 +93,9 @@ def _root(r: Rejected, by_id: dict[int, Rejected]) -> Rejected | None:
     return None
 
 
-def _cause_text(origin: fx_origins.Origin, ops: list[str]) -> str:
+def cause_text(origin: fx_origins.Origin, ops: list[str]) -> str:
+    """"`F.interpolate` (decomposed to `aten.__interpolate...`)": the call, then how `ops`
+    (short names) came from it."""
     if origin.how == fx_origins.SAME or ops == [origin.call]:
         return f"`{origin.call}`"
     listed = ", ".join(f"`{o}`" for o in ops[:MAX_NAMED])
@@ -101,6 +106,13 @@ def _cause_text(origin: fx_origins.Origin, ops: list[str]) -> str:
     if origin.how == fx_origins.OVERLOAD:
         return f"`{origin.call}` (as {listed})"
     return f"`{origin.call}` (decomposed to {listed})"
+
+
+def _named_causes(texts: list[str]) -> str:
+    """The causes of one line as its message names them: the first few, then how many more."""
+    if len(texts) <= MAX_CAUSES + 1:  # "and 1 more call" would be no shorter
+        return ", ".join(texts)
+    return f"{', '.join(texts[:MAX_CAUSES])} and {len(texts) - MAX_CAUSES} more calls"
 
 
 def _causes(group: _Group, calls: fx_origins.FxCalls, resolver: LocationResolver,
@@ -116,7 +128,7 @@ def _causes(group: _Group, calls: fx_origins.FxCalls, resolver: LocationResolver
         names = causes.setdefault((origin.call, origin.how), [])
         if op not in names:
             names.append(op)
-    return [(_cause_text(fx_origins.Origin(call, how), ops), ops)
+    return [(cause_text(fx_origins.Origin(call, how), ops), ops)
             for (call, how), ops in causes.items()]
 
 
@@ -157,8 +169,8 @@ def diagnostics(rejected: Iterable[Rejected], target: str, resolver: LocationRes
         if all(r.lowers_alone for r in group.primaries):
             out.extend(_in_context(group, target, resolver, line_of))
             continue
-        causes = _causes(group, calls, resolver, ir_ops, rewrites)
-        cause = ", ".join(text for text, _ops in causes)
+        cause = _named_causes([text for text, _ops in _causes(group, calls, resolver, ir_ops,
+                                                              rewrites)])
         first = group.primaries[0]
         detail = first.message if first.message and not _LEGALIZE.search(first.message) else ""
         message = f"{cause} cannot be lowered to {title}" + (f" ({detail})" if detail else "")
@@ -191,4 +203,4 @@ def guess_tensor(name: str) -> bool:
     return not _SCALAR_OPS.match(name)
 
 
-__all__ = ["Rejected", "diagnostics", "guess_tensor"]
+__all__ = ["Rejected", "cause_text", "diagnostics", "guess_tensor"]

@@ -113,14 +113,17 @@ class Failures:
                 return list(cache[target][1])
         return []
 
-    def _group(self, rejected: list[culprit_diags.Rejected], target: str,
-               resolver: LocationResolver, module: Any) -> list[LensDiagnostic]:
+    def _fx_calls(self) -> fx_origins.FxCalls:
         if self._calls is None:
             self._calls = fx_origins.FxCalls(self.program)
+        return self._calls
+
+    def _group(self, rejected: list[culprit_diags.Rejected], target: str,
+               resolver: LocationResolver, module: Any) -> list[LensDiagnostic]:
         ir_ops = fx_origins.ir_ops_by_chain(module, resolver)
         rewrites = fx_origins.TorchRewrites(self.raw_module(), resolver) \
             if self.raw_module is not None else None
-        diags = culprit_diags.diagnostics(rejected, target, resolver, self._calls, ir_ops,
+        diags = culprit_diags.diagnostics(rejected, target, resolver, self._fx_calls(), ir_ops,
                                           rewrites)
         add_library_frames(diags, [(r.name, r.location) for r in rejected], resolver)
         return diags
@@ -248,7 +251,8 @@ class Failures:
             sent, pipeline, diags = _forked_twice(listing, "the listing of what torch-mlir rejects")
         except crash_guard.Crash as crash:
             sent, pipeline = None, ""
-            diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
+            diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target,
+                                                 self._call_namer(raw_module, resolver))
             diags += illegal_ops.error_diagnostics(
                 [Diag("error", crash.message(), "loc(unknown)")], target, resolver)
         shown: Shown | None = None
@@ -259,10 +263,25 @@ class Failures:
                 shown = ir.Module.parse(sent[0], context=ctx).operation, sent[1]
         return shown, diags
 
+    def _call_namer(self, raw_module: Any, resolver: LocationResolver
+                    ) -> Callable[[str, str], str]:
+        """(short op name, MLIR location) → the Python call it comes from, as culprits name
+        it: an op torch-mlir does not know is named like any other culprit."""
+        calls = self._fx_calls()
+        ir_ops = fx_origins.ir_ops_by_chain(raw_module, resolver)
+
+        def name(op: str, location: str) -> str:
+            chain = fx_origins.first_chain(resolver, location)
+            origin = calls.origin(op, chain, ir_ops.get(chain, set()))
+            return culprit_diags.cause_text(origin, [op])
+
+        return name
+
     def _torch_listing(self, target: str, raw_module: Any, errors: list[Diag],
                        resolver: LocationResolver, listed: bool,
                        ) -> tuple[Shown | None, list[LensDiagnostic]]:
-        diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target)
+        diags = illegal_ops.list_torch_level(raw_module, errors, resolver, target,
+                                             self._call_namer(raw_module, resolver))
         shown: Shown | None = None
         try:
             outlined = partial.outline_torch_operators(raw_module, TORCH_BACKEND_PIPELINE)

@@ -133,6 +133,26 @@ def _call_text(node: Any, op: str) -> str:
         dotted = m.group(1)
         if dotted.split(".")[-1] == name or dotted.replace(".", "_").endswith(name):
             return dotted
+    return _public_name(kind, name)
+
+
+# torch's namespaces whose functions are builtins named `<namespace>_<name>`
+_NAMESPACES = ("special", "linalg", "fft")
+
+
+def _public_name(kind: str, name: str) -> str:
+    """The documented name of a torch function known only by its `torch_fn` (the call is not
+    on the innermost recorded line: it is in a library helper, which non-strict export leaves
+    out of stack traces): `special_erfinv` → `torch.special.erfinv`, the Python function
+    `interpolate` → `F.interpolate`."""
+    import torch
+    import torch.nn.functional as F
+
+    head, _, rest = name.partition("_")
+    if head in _NAMESPACES and rest and hasattr(getattr(torch, head, None), rest):
+        return f"torch.{head}.{rest}"
+    if kind == "function" and hasattr(F, name):
+        return f"F.{name}"
     return f"torch.{name}"
 
 

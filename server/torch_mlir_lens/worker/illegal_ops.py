@@ -429,20 +429,27 @@ def drop_contract_errors(diags: list[LensDiagnostic]) -> list[LensDiagnostic]:
 
 
 def list_torch_level(raw_module: Any, errors: list[Diag],
-                     resolver: LocationResolver, target: str) -> list[LensDiagnostic]:
+                     resolver: LocationResolver, target: str,
+                     name_call: Callable[[str, str], str] | None = None) -> list[LensDiagnostic]:
     """Ops that fail before any backend: `torch.operator`s, else the ops at the error's
     location that torch-mlir's own pipeline fails on alone (a decomposition that makes a
-    type the module contradicts), plus errors that name no op."""
+    type the module contradicts), plus errors that name no op. `name_call(op, location)`
+    names the Python call an op comes from ("`torch.special.i0` (an alias of `aten.i0`)")."""
     found = torch_operator_ops(raw_module)
     at_errors = [] if found else find_at_errors(raw_module, "torch", errors)
     diags = unsupported_diagnostics(found + at_errors, target, resolver)
     reasons = {f.name: f.message for f in at_errors}
+    location_of: dict[tuple[str, str | None, int | None], str] = {}
+    for f in found + at_errors:
+        location_of.setdefault((f.name, *_located(resolver, f.location)), f.location)
     for d in diags:
         short = d.op[len("torch."):] if d.op and d.op.startswith("torch.aten.") else d.op
-        d.cause, d.ops = f"`{short}`", [d.op or ""]
+        location = location_of.get((d.op or "", d.file, d.line))
+        cause = name_call(short or "", location) if name_call and location else f"`{short}`"
+        d.cause, d.ops = cause, [d.op or ""]
         why = "does not support it" if d.op not in reasons else \
             f"fails on it alone ({reasons[d.op or '']})"
-        d.message = f"`{short}` cannot be lowered to {target_title(target)}: torch-mlir {why}"
+        d.message = f"{cause} cannot be lowered to {target_title(target)}: torch-mlir {why}"
     known = {_IN_FUNCTION.sub("", f.message) for f in at_errors}
     others = [d for d in errors if not (found and _names_an_op(d))
               and _IN_FUNCTION.sub("", _first_line(d.message)) not in known]

@@ -38,6 +38,14 @@ class AliasedCall(nn.Module):
         return y + 1.0
 
 
+class UnknownToTorchMlir(nn.Module):
+    """aten.i0 is no op of torch-mlir's Torch dialect: it fails before any backend."""
+
+    def forward(self, x):
+        y = torch.special.i0(x)  # culprit: linalg tosa stablehlo
+        return y + 1
+
+
 class ReturnsWidth(nn.Module):
     """Returns a Python int: a constant with no location in the IR."""
 
@@ -81,6 +89,7 @@ INPUTS = {
     "TimestepAndUpsample": lambda: (torch.tensor([3, 7]), torch.randn(2, 4, 4, 4)),
     "TwoCallsOneLine": lambda: (torch.randn(1, 4, 4, 4),),
     "AliasedCall": lambda: (torch.rand(4, 4),),
+    "UnknownToTorchMlir": lambda: (torch.rand(4, 4),),
     "ReturnsWidth": lambda: (torch.rand(3, 4),),
     "ReturnsVerdict": lambda: (torch.rand(3, 4),),
     "SliceBeforeStart": lambda: (torch.rand(6, 4, 7),),
