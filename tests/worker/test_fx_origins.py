@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from tests.worker.models import library_calls
 from torch import nn
 
 from torch_mlir_lens.worker import fx_origins, op_aliases
@@ -43,3 +44,19 @@ def test_documented_names_map_to_aten_ops() -> None:
     assert op_aliases.aten_name("torch.linalg.det") == "linalg_det"
     assert op_aliases.are_aliases("aten.linalg_det.default", "aten.det.default")
     assert not op_aliases.are_aliases("aten.flatten.using_ints", "aten.view.default")
+
+
+class CallsALibrary(nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return library_calls.builtins_and_python_functions(x, w)
+
+
+def test_calls_in_a_library_helper_get_their_documented_names() -> None:
+    """The helper's frames are not in the stack traces: the names come from torch_fn alone."""
+    program = export_program(CallsALibrary(), (torch.rand(1, 2, 4, 4), torch.rand(4, 4)),
+                             user_files={__file__})
+    calls = {c.call for made in fx_origins.FxCalls(program).by_chain.values() for c in made}
+    assert {"F.linear", "torch.special.erfinv", "F.scaled_dot_product_attention",
+            "F.interpolate"} <= calls, calls
+    assert not any(c.startswith(("torch.special_", "torch.linear", "torch.interpolate"))
+                   for c in calls), calls

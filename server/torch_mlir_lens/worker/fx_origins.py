@@ -151,8 +151,8 @@ def _public_name(kind: str, name: str) -> str:
     head, _, rest = name.partition("_")
     if head in _NAMESPACES and rest and hasattr(getattr(torch, head, None), rest):
         return f"torch.{head}.{rest}"
-    if kind == "function" and hasattr(F, name):
-        return f"F.{name}"
+    if hasattr(F, name) and (kind == "function" or not hasattr(torch, name)):
+        return f"F.{name}"  # F.interpolate (Python), F.linear (torch._C._nn's builtin)
     return f"torch.{name}"
 
 

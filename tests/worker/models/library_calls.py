@@ -14,3 +14,10 @@ def many_rejected_calls(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     e = torch.cumprod(x, 1)
     f = torch.logcumsumexp(x, 1)
     return a + b + c + e + f, d
+
+
+def builtins_and_python_functions(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    a = F.linear(x, w)  # a builtin of torch._C._nn: torch has no `linear`
+    b = torch.special.erfinv(a * 0.1)  # the builtin `special_erfinv`
+    c = F.scaled_dot_product_attention(b, b, b)
+    return F.interpolate(c, scale_factor=2.0)  # a Python function
