@@ -59,7 +59,9 @@ def attributes_for_list_uses(program: Any, state: Mapping[str, Any]) -> int:
         if node.op != "placeholder" or node.name not in lifted:
             continue
         value = state.get(lifted[node.name])
-        users = [u for u in node.users if _in_a_list(node, u)]
+        # Only calls: the output node's tuple is the importer's own to read (a returned
+        # buffer must stay the frozen tensor, or `main` declares that result `none`).
+        users = [u for u in node.users if u.op == "call_function" and _in_a_list(node, u)]
         if value is None or not users:
             continue
         attr = f"{ATTR_PREFIX}{index}"
