@@ -138,6 +138,16 @@ def test_an_op_torch_mlir_does_not_know_is_named_after_its_call(cases: dict[str,
         assert diag.message.endswith("torch-mlir does not support it"), diag.message
 
 
+def test_an_op_that_crashes_torch_mlir_alone_is_a_culprit_not_the_listings_end(
+        cases: dict[str, Case]) -> None:
+    """The first listing dies (SIGFPE); the second, with every run forked, pins it on the op."""
+    for target in ("tosa", "stablehlo"):
+        [diag] = cases["UnevenAdaptiveMaxPool"].errors(target)
+        assert diag.cause is not None and diag.cause.startswith(
+            "`F.adaptive_max_pool2d` (decomposed to "), diag.message
+        assert "crashed" not in diag.message, diag.message
+
+
 class CallsALibraryHelper(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return library_calls.many_rejected_calls(x)  # every op of the helper lands here

@@ -16,6 +16,7 @@ from typing import Any
 
 from torch_mlir import ir
 
+from torch_mlir_lens.worker import crash_guard
 from torch_mlir_lens.worker.illegal_ops import nearest_located
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
@@ -88,7 +89,8 @@ def culprits_lowering_alone(torch_module: Any, target: str, diagnostics: Iterabl
 
     torch_module.operation.walk(visit)
     found = list(at.items())
-    all_verdicts, _complete = verdicts([op for _k, ops in found for op in ops], target)
+    with crash_guard.guarded():  # an op that kills torch-mlir alone does not lower alone
+        all_verdicts, _complete = verdicts([op for _k, ops in found for op in ops], target)
     out: list[AloneCheck] = []
     i = 0
     for (name, file, line), ops in found:

@@ -31,7 +31,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
-from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE
+from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE, target_title
+from torch_mlir_lens.worker import crash_guard
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
@@ -194,7 +195,21 @@ def isolate(op: Any) -> Any:
 
 def _errors(module: Any, target: str) -> list[Diag] | None:
     """`target`'s whole backend pipeline (for "torch", torch-mlir's own pipeline to the
-    backend contract) on a small module: None when it lowers, else its errors."""
+    backend contract) on a small module: None when it lowers, else its errors.
+
+    When passes are guarded (a listing that crashed is run again so), the run forks: an op
+    that kills torch-mlir alone (TOSA's adaptive max-pool: SIGFPE) is a culprit of its own,
+    "torch-mlir crashed (SIGFPE) in TOSA's pipeline on it alone", not the listing's end."""
+    if not crash_guard.guarding_passes():
+        return _pipeline_errors(module, target)
+    try:
+        return crash_guard.run_forked(lambda: _pipeline_errors(module, target),
+                                      step=f"{target_title(target)}'s pipeline on it alone")
+    except crash_guard.Crash as crash:
+        return [Diag("error", crash.message(), "loc(unknown)")]
+
+
+def _pipeline_errors(module: Any, target: str) -> list[Diag] | None:
     pipeline = TORCH_BACKEND_PIPELINE if target == "torch" else BACKEND_PIPELINES[target]
     ctx = module.context
     with ctx, captured(ctx) as diags:

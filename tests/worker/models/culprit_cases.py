@@ -46,6 +46,18 @@ class UnknownToTorchMlir(nn.Module):
         return y + 1
 
 
+class UnevenAdaptiveMaxPool(nn.Module):
+    """torch-mlir's TOSA conversion of the max-pool it decomposes this into divides by zero
+    (SIGFPE) when tried alone: the listing must survive it and still name the call."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AdaptiveMaxPool2d(output_size=(7, 13))
+
+    def forward(self, x):
+        return self.pool(x)  # culprit: linalg tosa stablehlo
+
+
 class ReturnsWidth(nn.Module):
     """Returns a Python int: a constant with no location in the IR."""
 
@@ -90,6 +102,7 @@ INPUTS = {
     "TwoCallsOneLine": lambda: (torch.randn(1, 4, 4, 4),),
     "AliasedCall": lambda: (torch.rand(4, 4),),
     "UnknownToTorchMlir": lambda: (torch.rand(4, 4),),
+    "UnevenAdaptiveMaxPool": lambda: (torch.rand(1, 8, 10, 9),),
     "ReturnsWidth": lambda: (torch.rand(3, 4),),
     "ReturnsVerdict": lambda: (torch.rand(3, 4),),
     "SliceBeforeStart": lambda: (torch.rand(6, 4, 7),),
