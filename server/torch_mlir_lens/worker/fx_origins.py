@@ -136,10 +136,6 @@ def _call_text(node: Any, op: str) -> str:
     return _public_name(kind, name)
 
 
-# torch's namespaces whose functions are builtins named `<namespace>_<name>`
-_NAMESPACES = ("special", "linalg", "fft")
-
-
 def _public_name(kind: str, name: str) -> str:
     """The documented name of a torch function known only by its `torch_fn` (the call is not
     on the innermost recorded line: it is in a library helper, which non-strict export leaves
@@ -149,7 +145,7 @@ def _public_name(kind: str, name: str) -> str:
     import torch.nn.functional as F
 
     head, _, rest = name.partition("_")
-    if head in _NAMESPACES and rest and hasattr(getattr(torch, head, None), rest):
+    if head in op_aliases.NAMESPACES and rest and hasattr(getattr(torch, head, None), rest):
         return f"torch.{head}.{rest}"
     if hasattr(F, name) and (kind == "function" or not hasattr(torch, name)):
         return f"F.{name}"  # F.interpolate (Python), F.linear (torch._C._nn's builtin)

@@ -18,7 +18,7 @@ from typing import Any
 # "Alias for :meth:`~Tensor.clamp_`"
 _ALIAS_FOR = re.compile(r"Alias (?:for|of) :(?:func|meth):`~?([\w.]+)`")
 # aten's names for the functions of torch's namespaces: torch.special.erfinv is special_erfinv.
-_NAMESPACES = ("special", "linalg", "fft")
+NAMESPACES = ("special", "linalg", "fft")
 
 
 def aten_name(python_name: str) -> str:
@@ -27,7 +27,7 @@ def aten_name(python_name: str) -> str:
     name = python_name.removeprefix("torch.").removeprefix("Tensor.")
     name = name.removeprefix("nn.functional.")
     head, _, rest = name.partition(".")
-    if rest and head in _NAMESPACES:
+    if rest and head in NAMESPACES:
         return f"{head}_{rest}"
     return name.rsplit(".", 1)[-1]
 
@@ -39,7 +39,7 @@ def _python_functions(op_name: str) -> list[Any]:
     found = [getattr(torch, op_name, None), getattr(torch.Tensor, op_name, None),
              getattr(torch.nn.functional, op_name, None)]
     head, _, rest = op_name.partition("_")
-    if head in _NAMESPACES and rest:
+    if head in NAMESPACES and rest:
         found.append(getattr(getattr(torch, head, None), rest, None))
     return [f for f in found if f is not None]
 
