@@ -21,6 +21,7 @@ the other targets carry on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -267,12 +268,13 @@ class Failures:
                     ) -> Callable[[str, str], str]:
         """(short op name, MLIR location) → the Python call it comes from, as culprits name
         it: an op torch-mlir does not know is named like any other culprit."""
-        calls = self._fx_calls()
-        ir_ops = fx_origins.ir_ops_by_chain(raw_module, resolver)
+        @functools.cache
+        def ir_ops() -> dict[fx_origins.Chain, set[str]]:  # a walk of the module: only if asked
+            return fx_origins.ir_ops_by_chain(raw_module, resolver)
 
         def name(op: str, location: str) -> str:
             chain = fx_origins.first_chain(resolver, location)
-            origin = calls.origin(op, chain, ir_ops.get(chain, set()))
+            origin = self._fx_calls().origin(op, chain, ir_ops().get(chain, set()))
             return culprit_diags.cause_text(origin, [op])
 
         return name

@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir import ir
-from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
 from torch_mlir_lens.worker import op_isolation
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
-from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, pipeline_errors
 
 # Ops that are never the culprit: constants and list plumbing are lowered with their users.
 _SKIP_PREFIXES = ("torch.constant.", "torch_c.")
@@ -119,19 +118,6 @@ def torch_operator_ops(module_op: Any) -> list[FoundOp]:
     ]
 
 
-def run_pipeline(module_op: Any, pipeline: str) -> list[Diag] | None:
-    """Run a pipeline on a module; None on success, else its error diagnostics."""
-    ctx = module_op.context
-    with ctx, captured(ctx) as diags:
-        try:
-            PassManager.parse(pipeline, context=ctx).run(module_op.operation)
-        except ir.MLIRError as exc:
-            from torch_mlir_lens.worker.mlir_diagnostics import error_diags
-
-            return error_diags(exc, diags)
-    return None
-
-
 def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     """Leftover recipe; None when it does not apply or its own run fails. Each leftover is
     tried alone too: one that lowers so has `lowers_alone` set (its context left it over)."""
@@ -145,7 +131,7 @@ def find_leftovers(torch_module: Any, target: str) -> list[FoundOp] | None:
     asserts = [op for op in walk_ops(clone) if op_name(op) == _ASSERT]
     for op in asserts:
         op.operation.erase()
-    if run_pipeline(clone, pipeline) is not None:
+    if pipeline_errors(clone, pipeline) is not None:
         return None
     found = leftover_ops(clone)
     originals = walk_ops(torch_module)
@@ -236,7 +222,7 @@ def find_unsupported(torch_module: Any, target: str,
     found = find_leftovers(torch_module, target)
     complete = True
     if found == []:  # nothing left over, yet the pipeline fails: look where it fails
-        errors = run_pipeline(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+        errors = pipeline_errors(torch_module.operation.clone(), BACKEND_PIPELINES[target])
         if errors:
             found = find_at_errors(torch_module, target, errors) or None
     if found is None:
@@ -244,7 +230,7 @@ def find_unsupported(torch_module: Any, target: str,
             return [], True
         found, complete = find_by_isolation(torch_module, target)
         if not found and complete:  # nothing fails alone: what fails is some op's context
-            errors = run_pipeline(torch_module.operation.clone(), BACKEND_PIPELINES[target])
+            errors = pipeline_errors(torch_module.operation.clone(), BACKEND_PIPELINES[target])
             found = find_at_errors(torch_module, target, errors or [], in_context=True)
     if resolver is not None:
         borrow_locations(torch_module, found, resolver)

@@ -17,6 +17,7 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir_lens.rules import targets
 from torch_mlir_lens.worker import illegal_ops
 from torch_mlir_lens.worker.illegal_ops import op_name
+from torch_mlir_lens.worker.mlir_diagnostics import pipeline_errors
 
 
 def _tensor(value: Any) -> bool:
@@ -109,7 +110,7 @@ def lowers_with_its_line(ops: list[Any], suspects: list[int], rejected: set[int]
         except (RuntimeError, ValueError, KeyError):
             smalls.append(None)
     pipeline = targets.BACKEND_PIPELINES[target]
-    return [small is not None and illegal_ops.run_pipeline(small.operation, pipeline) is None
+    return [small is not None and pipeline_errors(small.operation, pipeline) is None
             for small in smalls]
 
 

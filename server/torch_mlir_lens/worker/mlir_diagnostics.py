@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
 
 
 @dataclass
@@ -62,3 +63,15 @@ def error_diags(exc: ir.MLIRError, collected: list[Diag]) -> list[Diag]:
     if errors:
         return errors
     return [Diag("error", str(exc).strip() or "pass pipeline failed", "loc(unknown)")]
+
+
+def pipeline_errors(module_op: Any, pipeline: str) -> list[Diag] | None:
+    """Run `pipeline` on `module_op` in place, diagnostics captured: None when it succeeds,
+    else its error diagnostics."""
+    ctx = module_op.context
+    with ctx, captured(ctx) as diags:
+        try:
+            PassManager.parse(pipeline, context=ctx).run(module_op.operation)
+        except ir.MLIRError as exc:
+            return error_diags(exc, diags)
+    return None

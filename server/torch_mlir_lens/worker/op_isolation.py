@@ -29,11 +29,10 @@ from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
-from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE, target_title
 from torch_mlir_lens.worker import crash_guard
-from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, pipeline_errors
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
 UNKNOWN = None  # no verdict: the op cannot be copied out, or the time budget ran out
@@ -200,24 +199,14 @@ def _errors(module: Any, target: str) -> list[Diag] | None:
     When passes are guarded (a listing that crashed is run again so), the run forks: an op
     that kills torch-mlir alone (TOSA's adaptive max-pool: SIGFPE) is a culprit of its own,
     "torch-mlir crashed (SIGFPE) in TOSA's pipeline on it alone", not the listing's end."""
+    pipeline = TORCH_BACKEND_PIPELINE if target == "torch" else BACKEND_PIPELINES[target]
     if not crash_guard.guarding_passes():
-        return _pipeline_errors(module, target)
+        return pipeline_errors(module, pipeline)
     try:
-        return crash_guard.run_forked(lambda: _pipeline_errors(module, target),
+        return crash_guard.run_forked(lambda: pipeline_errors(module, pipeline),
                                       step=f"{target_title(target)}'s pipeline on it alone")
     except crash_guard.Crash as crash:
         return [Diag("error", crash.message(), "loc(unknown)")]
-
-
-def _pipeline_errors(module: Any, target: str) -> list[Diag] | None:
-    pipeline = TORCH_BACKEND_PIPELINE if target == "torch" else BACKEND_PIPELINES[target]
-    ctx = module.context
-    with ctx, captured(ctx) as diags:
-        try:
-            PassManager.parse(pipeline, context=ctx).run(module.operation)
-        except ir.MLIRError as exc:
-            return error_diags(exc, diags)
-    return None
 
 
 def run_alone(module: Any, target: str) -> str:

@@ -96,7 +96,7 @@ def timeout_error(timeout: float, file: str | None, line: int | None) -> LensErr
 # an op tried alone): a crash dump whose current thread holds one died inside a torch-mlir pass.
 _IN_A_PASS = re.compile(
     r'torch_mlir_lens[/\\]worker[/\\](lowering[/\\]pipeline\.py", line \d+ in _run_parsed|'
-    r'op_isolation\.py", line \d+ in _pipeline_errors)')
+    r'op_isolation\.py", line \d+ in _errors)')
 
 
 def crashed_in_a_pass(text: str) -> bool:
