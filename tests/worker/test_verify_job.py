@@ -6,10 +6,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
+from torch import nn
 
 from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.worker.verify.job import run_verify_job
+from torch_mlir_lens.worker.verify.job import run_verify_job, verify_callable
 
 USER_FILE = textwrap.dedent(
     """\
@@ -111,3 +113,25 @@ def test_run_job_dispatches_verify(user_file: Path) -> None:
     # ... an unknown module is the job's error.
     unknown = jobs.run_job({"id": 9, "op": "verify", "path": str(user_file), "module": "Nope"})
     assert not unknown["ok"] and unknown["error"]["kind"] == ErrorKind.UNKNOWN_MODULE
+
+
+class UpdatesItsState(nn.Module):
+    """A forward that writes buffers (a cache filled in place, a call counter): torch.export
+    returns the written state before the output, eager keeps it in the module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(16, 8), persistent=False)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.cache[: x.shape[0]] = torch.sin(x)
+        self.calls += 1
+        return self.cache[: x.shape[0]] * 2 + x
+
+
+def test_state_a_forward_writes_is_not_taken_for_an_output() -> None:
+    result = verify_callable(UpdatesItsState(), (torch.randn(4, 8),),
+                             module_name="UpdatesItsState", user_files=[__file__])
+    assert result.ok, result.message
+    assert len(result.outputs) == 1

@@ -91,6 +91,7 @@ def verify_lowerer(
     result = verify_linalg_module(
         linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
         opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir, sizes=runs,
+        state_results=_state_writes(lowerer.program),
     )
     if locate and result.kind == ErrorKind.VERIFY_MISMATCH:
         failing = next((run for run, check in zip(runs, result.sizes, strict=False)
@@ -102,6 +103,13 @@ def verify_lowerer(
     result.timings = {"lower": lower_s, **result.timings}
     result.timings["total"] = round(result.timings.get("total", 0.0) + lower_s, 6)
     return result
+
+
+def _state_writes(program: Any) -> int:
+    """How many of the program's results are state it writes back (buffers and inputs its
+    forward updates in place): torch.export puts them before the user's outputs."""
+    return sum(1 for spec in program.graph_signature.output_specs
+               if spec.kind.name.endswith("_MUTATION"))
 
 
 def _size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -144,6 +144,7 @@ def verify_linalg_module(
     context: ir.Context | None = None,
     user_files: Iterable[str] | UserFiles | None = None,
     sizes: Sequence[SizeInputs] = (),
+    state_results: int = 0,
 ) -> VerifyResult:
     """Lower linalg-on-tensors IR to LLVM, JIT it, run it on the inputs, compare with eager.
 
@@ -152,8 +153,10 @@ def verify_linalg_module(
     `user_files` places lowering diagnostics at the innermost frame in those files.
     `rtol`/`atol` override the per-dtype defaults for floating outputs. `sizes` (a module
     with dynamic dims): run the one compilation at each of these sizes instead, the example's
-    first, and report each (`VerifyResult.sizes`). Problems come back in the result (`ok`
-    False, `kind`, `diagnostics`), not as exceptions.
+    first, and report each (`VerifyResult.sizes`). `state_results`: how many leading results
+    are state the program writes back (a buffer its forward updates: a cache, running
+    statistics), which eager keeps in the module, not in its outputs; they are not compared.
+    Problems come back in the result (`ok` False, `kind`, `diagnostics`), not as exceptions.
     """
     kwargs = dict(kwargs or {})
     timings: dict[str, float] = {}
@@ -179,7 +182,7 @@ def verify_linalg_module(
         for run in runs:
             try:
                 outcome: list[VerifyOutput] | LensError = _run_and_compare(
-                    engine, sig, fn, run, rtol, atol, lap)
+                    engine, sig, fn, run, rtol, atol, lap, state_results)
             except LensError as exc:
                 if not run.dims or run is runs[0]:
                     raise  # the example's own run: the verdict itself
@@ -210,12 +213,14 @@ def verify_linalg_module(
 
 def _run_and_compare(engine: Any, sig: FuncSig, fn: Callable[..., Any], run: SizeInputs,
                      rtol: float | None, atol: float | None,
-                     lap: Callable[[str, float], float]) -> list[VerifyOutput]:
-    """Run the compiled function and eager on one size's inputs; compare every output."""
+                     lap: Callable[[str, float], float],
+                     state_results: int = 0) -> list[VerifyOutput]:
+    """Run the compiled function and eager on one size's inputs; compare every output (the
+    leading `state_results`, written-back state, are not outputs)."""
     t = time.perf_counter()
     inputs = flat_tensors((run.args, run.kwargs))
     _check_inputs(sig, inputs)
-    actual = run_compiled(engine, sig, inputs)
+    actual = run_compiled(engine, sig, inputs)[state_results:]
     t = lap("run", t)
     try:
         expected = run_eager(fn, run.args, run.kwargs)
