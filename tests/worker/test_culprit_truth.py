@@ -328,3 +328,46 @@ def test_an_op_inside_no_grad_and_autocast_regions_keeps_its_call_and_line() -> 
     linalg = lowerer.lower("raw")
     lines = {m.line for m in linalg.map if m.depth == 0}
     assert {add_line, erfinv_line} <= lines, sorted(lines)
+
+
+def test_a_constant_a_call_was_folded_into_is_a_culprit_when_it_fails_alone(
+        cases: dict[str, Case]) -> None:
+    """No op of the call is left, only the empty literal TOSA rejects: it is named, after the
+    call it comes from. Linalg and StableHLO take the same literal."""
+    [diag] = cases["FoldedToAnEmptyConstant"].errors("tosa")
+    assert diag.ops == ["torch.vtensor.literal"], diag
+    assert diag.cause == "`torch.ops.aten.tril_indices` (decomposed to `torch.vtensor.literal`)"
+
+
+def test_a_while_loop_is_named_where_the_backend_has_no_loops(cases: dict[str, Case]) -> None:
+    """The loop is the culprit (copied out with its body, it fails alone), not the constant
+    StableHLO's last pass trips on, and not the loop's condition (its terminator)."""
+    for target in ("tosa", "stablehlo"):
+        [diag] = cases["CountsInAWhileLoop"].errors(target)
+        assert diag.cause is not None and diag.cause.startswith("`while_loop` (imported as "), diag
+        assert "torch.prim.Loop" in (diag.ops or []), diag
+        named = (diag.ops or []) + [k["op"] for k in diag.knock_on or []]
+        assert "torch.prim.Loop.condition" not in named, diag
+    assert cases["CountsInAWhileLoop"].results["linalg"].ok
+
+
+def test_an_op_with_a_body_is_copied_out_with_what_its_body_takes_from_above(
+        cases: dict[str, Case]) -> None:
+    """The loop's body uses constants made before the loop: the copy makes its own, so the
+    small module stands alone (it verifies) and lowers on Linalg, as the module does."""
+    torch_module = cases["CountsInAWhileLoop"].lowerer.torch_module()
+    loops: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if str(op.operation.name) == "torch.prim.Loop":
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    torch_module.operation.walk(visit)
+    [loop] = loops
+    assert any(not isinstance(v.owner, ir.Block) and v.owner.operation.parent != loop.operation
+               for inner in op_isolation.nested_ops(loop.operation) for v in inner.operands)
+    small = op_isolation.isolate(loop)
+    assert small.operation.verify()
+    assert op_isolation.run_alone(small, "linalg") == op_isolation.LOWERS
+    assert op_isolation.run_alone(small, "stablehlo") != op_isolation.LOWERS

@@ -105,6 +105,8 @@ def cause_text(origin: fx_origins.Origin, ops: list[str]) -> str:
         return f"`{origin.call}` (an alias of {listed})"
     if origin.how == fx_origins.OVERLOAD:
         return f"`{origin.call}` (as {listed})"
+    if origin.how == fx_origins.IMPORTED:
+        return f"`{origin.call}` (imported as {listed})"
     return f"`{origin.call}` (decomposed to {listed})"
 
 

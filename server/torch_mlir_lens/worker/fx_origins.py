@@ -39,6 +39,11 @@ SAME = "same"  # the op is the node's own, as the call produced it
 ALIAS = "alias"  # another name of the same op (`torch.special.erfinv` is `aten.erfinv`)
 OVERLOAD = "overload"  # the same op under another overload (`add.Tensor` → `add.Scalar`)
 DECOMPOSED = "decomposed"  # one of the ops a decomposition made of the call
+IMPORTED = "imported"  # made by torch-mlir's FX importer for a higher-order op (`while_loop`)
+
+# Higher-order ops → the ops torch-mlir's FX importer writes for them, besides their bodies'
+# (`FxImporter._import_hop_while_loop`: the loop, and a `Bool.Tensor` per condition).
+_IMPORTED_HOPS = {"while_loop": ("torch.prim.Loop", "aten.Bool.Tensor")}
 
 
 @dataclass
@@ -48,7 +53,7 @@ class FxCall:
     op: str  # "aten.roll"
     origin: str  # the op before torch.export's decompositions ("aten.special_erfinv")
     call: str  # "torch.roll", "F.interpolate", "Tensor.scatter_add", or the origin op
-    how: str = SAME  # how `op` came from `origin`: SAME, ALIAS or DECOMPOSED
+    how: str = SAME  # how `op` came from `origin`: SAME, ALIAS, DECOMPOSED or IMPORTED
 
 
 @dataclass
@@ -56,7 +61,7 @@ class Origin:
     """How to name a rejected op: the call, and how the op came from it."""
 
     call: str  # "F.interpolate", or the op itself ("aten.erfinv")
-    how: str  # SAME, ALIAS, OVERLOAD or DECOMPOSED
+    how: str  # SAME, ALIAS, OVERLOAD, DECOMPOSED or IMPORTED
 
 
 def overload_free(target: str) -> str:
@@ -179,6 +184,11 @@ class FxCalls:
                 how = ALIAS if self._is_alias(node, root, target, made) else DECOMPOSED
             call = FxCall(op, origin, _call_text(node, origin), how)
             self.by_chain.setdefault(node_chain(node), []).append(call)
+        for node in program.graph.nodes:
+            hop = getattr(node.target, "namespace", None) == "higher_order" and str(node.target)
+            for op in _IMPORTED_HOPS.get(hop or "", ()):
+                call = FxCall(op, f"higher_order.{hop}", str(hop), IMPORTED)
+                self.by_chain.setdefault(node_chain(node), []).append(call)
 
     @classmethod
     def _is_alias(cls, node: Any, root: Any, target: str, made: Counter[tuple[str, int]]) -> bool:
@@ -311,6 +321,6 @@ def first_chain(resolver: LocationResolver, location: str) -> Chain:
     return tuple(chains[0]) if chains else ()
 
 
-__all__ = ["ALIAS", "DECOMPOSED", "OVERLOAD", "SAME", "Chain", "FxCall", "FxCalls", "Origin",
-           "TorchRewrites",
+__all__ = ["ALIAS", "DECOMPOSED", "IMPORTED", "OVERLOAD", "SAME", "Chain", "FxCall", "FxCalls",
+           "Origin", "TorchRewrites",
            "first_chain", "ir_ops_by_chain", "node_chain", "overload_free"]

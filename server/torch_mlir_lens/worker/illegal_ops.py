@@ -31,11 +31,14 @@ from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, pipeline_errors
 
-# Ops that are never the culprit: constants and list plumbing are lowered with their users.
+# Ops that are never the culprit: constants and list plumbing are lowered with their users,
+# a region's terminator with the op owning the region (a `while_loop`'s `torch.prim.Loop`).
 _SKIP_PREFIXES = ("torch.constant.", "torch_c.")
-_SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
+_SKIP_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal",
+               "torch.prim.Loop.condition", "torch.prim.If.yield"}
 _CONSTANT_NAMES = {"torch.prim.ListConstruct", "torch.vtensor.literal"}
 _ASSERT = "torch.runtime.assert"
+_LITERAL = "torch.vtensor.literal"
 _LEGALIZE = re.compile(r"failed to legalize operation '([^']+)'")
 _OP_PREFIX = re.compile(r"^'([\w.]+)' op ")
 _IN_FUNCTION = re.compile(r" in function @[\w.$-]+")  # the module's @main or a copy's name
@@ -165,8 +168,7 @@ def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
             named = m.group(1) if m and m.group(1).startswith("torch.") else None
             where.setdefault(d.location, set()).add(named)
     ops = [(i, op) for i, op in enumerate(walk_ops(torch_module))
-           if is_candidate(op_name(op)) and str(op.location) in where and (
-               None in where[str(op.location)] or op_name(op) in where[str(op.location)])]
+           if str(op.location) in where and _tried_at_error(op_name(op), where[str(op.location)])]
     verdicts, _complete = op_isolation.verdicts([op for _i, op in ops], target)
     messages = {d.location: _first_line(d.message) for d in errors}
     found = []
@@ -174,10 +176,20 @@ def find_at_errors(torch_module: Any, target: str, errors: list[Diag],
         location = str(op.location)
         if verdict:
             found.append(FoundOp(display_name(op), location, verdict, i))
-        elif in_context and verdict == op_isolation.LOWERS:
+        elif in_context and verdict == op_isolation.LOWERS and is_candidate(op_name(op)):
             found.append(FoundOp(display_name(op), location, messages.get(location, ""), i,
                                  lowers_alone=True))
     return found
+
+
+def _tried_at_error(name: str, named: set[str | None]) -> bool:
+    """Whether an op at an error's location is tried alone: a candidate the error names or
+    that an error naming no op may be about; a literal only when an error names it (a
+    constant torch.export folded a call into, `tril_indices(0, 0, 0)`'s empty `2x0`, that
+    TOSA rejects; a constant left behind by a culprit lowers alone and is not reported)."""
+    if is_candidate(name):
+        return None in named or name in named
+    return name == _LITERAL and name in named
 
 
 def _about_our_calls(d: Diag) -> bool:

@@ -3,7 +3,9 @@
 An op is copied into a function of its own, with its operand and result types as in the
 module: values made elsewhere become the function's arguments (the tensors inside a list of
 tensors too, the list itself rebuilt inside, as a `cat` of two computed tensors needs), and
-constant operands are copied along. The backend's whole pipeline runs on it. An op that
+constant operands are copied along; an op with regions (a `torch.prim.Loop` from `while_loop`)
+is copied with its body, the values its body takes from above handled the same way. The
+backend's whole pipeline runs on it. An op that
 lowers so is not what a backend rejects, whatever the module's own run says: that failure
 comes from its context (an outlined feeder, a type at a call's boundary).
 
@@ -96,11 +98,42 @@ def _operand_key(value: Any) -> str:
     return str(value.type)
 
 
+def nested_ops(operation: Any) -> list[Any]:
+    """The ops inside `operation`'s regions, at any depth (none for most ops)."""
+    found: list[Any] = []
+    for region in operation.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                found.append(inner.operation)
+                found.extend(nested_ops(inner.operation))
+    return found
+
+
+def _used_values(operation: Any) -> list[Any]:
+    """The values `operation` uses: its operands, then those its body takes from above."""
+    used = list(operation.operands)
+    inner = nested_ops(operation)
+    if not inner:
+        return used
+    made_inside = [r for o in inner for r in o.results]
+    made_inside += [a for region in operation.regions for block in region.blocks
+                    for a in block.arguments]
+    made_inside += [a for o in inner for region in o.regions for block in region.blocks
+                    for a in block.arguments]
+    for o in inner:
+        used.extend(v for v in o.operands
+                    if not any(v == m for m in made_inside) and not any(v == u for u in used))
+    return used
+
+
 def isolation_key(op: Any) -> str:
     """Ops with the same name, result types, attributes and operands (types, or the text of
-    constant ones) behave the same when lowered alone."""
+    constant ones) behave the same when lowered alone. An op with regions counts by its body
+    too (printed: such ops are few)."""
     operation = op.operation
     parts = [op_name(op), str([str(r.type) for r in operation.results])]
+    if len(operation.regions):
+        parts.append(hashlib.sha1(str(operation).encode()).hexdigest())
     attrs = operation.attributes
     for i in range(len(attrs)):  # iterating yields names only in some binding versions
         named = attrs[i]
@@ -126,12 +159,18 @@ class _Copy:
         self.pairs.extend(zip(old, new, strict=True))
 
     def clone(self, operation: Any) -> Any:
-        """A copy of `operation` at the insertion point, its operands mapped (copying the
-        constants and lists it uses first)."""
+        """A copy of `operation` at the insertion point, its operands and the values its body
+        takes from above mapped (copying the constants and lists it uses first)."""
         operands = [self.value(v) for v in operation.operands]
+        from_above = [(v, self.value(v)) for v in _used_values(operation)[len(operands):]]
         clone = operation.clone()
         for i, new in enumerate(operands):
             clone.operands[i] = new
+        for inner in nested_ops(clone) if from_above else []:
+            for i, v in enumerate(inner.operands):
+                new = next((n for old, n in from_above if v == old), None)
+                if new is not None:
+                    inner.operands[i] = new
         self.add(operation.results, clone.results)
         return clone
 
@@ -160,7 +199,7 @@ def _arguments(operation: Any) -> list[Any]:
         else:
             args.append(value)
 
-    for v in operation.operands:
+    for v in _used_values(operation):
         need(v)
     return args
 
@@ -316,7 +355,7 @@ def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
         try:  # a copy that cannot be made gets no verdict rather than a guess
             isolate(item.op)
             buildable.append(item)
-        except (RuntimeError, ValueError, KeyError):
+        except (RuntimeError, ValueError, KeyError, IndexError):
             continue
     complete = True
     for item in _in_batches(buildable, target, deadline, cache):

@@ -7,6 +7,7 @@ DYNAMIC marks the inputs exported with every dimension dynamic.
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._higher_order_ops.while_loop import while_loop
 
 
 class TimestepAndUpsample(nn.Module):
@@ -97,6 +98,28 @@ class EmptyTrilinear(nn.Module):
         return y
 
 
+class FoldedToAnEmptyConstant(nn.Module):
+    """torch-mlir folds `tril_indices(0, 0, 0)` into an empty `2x0` literal, which TOSA
+    rejects: the culprit is a constant, the only thing left of the call."""
+
+    def forward(self, x):
+        return x + 1, torch.ops.aten.tril_indices(0, 0, 0)  # culprit: tosa
+
+
+class CountsInAWhileLoop(nn.Module):
+    """`while_loop` becomes a `torch.prim.Loop` (its condition a `Bool.Tensor`), which only
+    Linalg lowers; its body, on other lines, lowers everywhere."""
+
+    def forward(self, x):
+        def cond(i, y):
+            return i < 3
+
+        def body(i, y):
+            return i + 1, y * 2
+
+        return while_loop(cond, body, (torch.tensor(0), x))  # culprit: tosa stablehlo
+
+
 INPUTS = {
     "TimestepAndUpsample": lambda: (torch.tensor([3, 7]), torch.randn(2, 4, 4, 4)),
     "TwoCallsOneLine": lambda: (torch.randn(1, 4, 4, 4),),
@@ -108,5 +131,7 @@ INPUTS = {
     "SliceBeforeStart": lambda: (torch.rand(6, 4, 7),),
     "DynamicWidth": lambda: (torch.rand(3, 4),),
     "EmptyTrilinear": lambda: (torch.rand(2, 3, 4), torch.rand(2, 3, 4), torch.rand(2, 3, 4)),
+    "FoldedToAnEmptyConstant": lambda: (torch.rand(3, 4),),
+    "CountsInAWhileLoop": lambda: (torch.rand(3, 4),),
 }
 DYNAMIC = {"DynamicWidth"}
