@@ -23,6 +23,7 @@ import contextlib
 import inspect
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -135,8 +136,9 @@ def _row(test: Any) -> dict[str, Any]:
     return row
 
 
-def run_chunk(suite: str, start: int, stop: int, every: int) -> None:
-    """Print one JSON row per test of tests[start:stop:every] (sorted by name)."""
+def run_chunk(suite: str, start: int, stop: int, every: int, only: str | None = None) -> None:
+    """Print one JSON row per test of tests[start:stop:every] (sorted by name; with `only`,
+    of the tests whose name it matches)."""
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -146,7 +148,9 @@ def run_chunk(suite: str, start: int, stop: int, every: int) -> None:
     from torch_mlir_e2e_test.registry import GLOBAL_TEST_REGISTRY
 
     suite_module.register_all_tests()
-    tests = sorted(GLOBAL_TEST_REGISTRY, key=lambda t: t.unique_name)[start:stop:every]
+    tests = sorted((t for t in GLOBAL_TEST_REGISTRY
+                    if only is None or re.search(only, t.unique_name)),
+                   key=lambda t: t.unique_name)[start:stop:every]
 
     def too_long(*_args: Any) -> None:
         raise TimeoutError(f"longer than {TEST_TIMEOUT_S} s")
@@ -199,12 +203,13 @@ def main() -> None:
     ap.add_argument("--suite", required=True,
                     help="a torch-mlir checkout's projects/pt1/python folder")
     ap.add_argument("--every", type=int, default=1, help="every Nth test (default: all)")
+    ap.add_argument("--only", metavar="REGEX", help="only the tests whose name matches")
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "e2e_rows.jsonl")
     ap.add_argument("--chunk", help=argparse.SUPPRESS)  # "start:stop", in a child process
     args = ap.parse_args()
     if args.chunk:
         start, stop = map(int, args.chunk.split(":"))
-        run_chunk(args.suite, start, stop, args.every)
+        run_chunk(args.suite, start, stop, args.every, args.only)
         return
     args.rows.parent.mkdir(parents=True, exist_ok=True)
     args.rows.write_text("")
@@ -214,7 +219,8 @@ def main() -> None:
             try:
                 code: int | str = subprocess.run(
                     [sys.executable, "-m", "bench.e2e_suite", "--suite", args.suite,
-                     "--every", str(every), "--chunk", f"{start}:{start + CHUNK}"],
+                     "--every", str(every), "--chunk", f"{start}:{start + CHUNK}",
+                     *(["--only", args.only] if args.only else [])],
                     stdout=out, stderr=subprocess.DEVNULL, cwd=REPO, timeout=CHUNK_TIMEOUT_S,
                     check=False).returncode
             except subprocess.TimeoutExpired:
