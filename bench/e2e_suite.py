@@ -13,7 +13,9 @@ the test's own invoker (stopped at its first call), and then:
 
 Rows go to a JSON-lines file; the summary counts failing (test, backend) pairs, those with no
 culprit, errors without a line, and failures where plain torch-mlir lowers. Tests run in child
-processes of CHUNK tests each, so a hang or crash costs one chunk's time-out, not the run.
+processes of CHUNK tests each, so a hang or crash costs one chunk's time-out, not the run. A
+test that kills its process (a torch-mlir pass segfaults) runs again as the product's worker
+client runs a job again after such a crash: in a process whose passes run forked.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ BACKENDS = {"linalg": "linalg-on-tensors", "tosa": "tosa", "stablehlo": "stableh
 CHUNK = 300
 CHUNK_TIMEOUT_S = 1800
 TEST_TIMEOUT_S = 240  # the suite has a module whose forward never returns (TimeOutModule)
-CRASHED = "crashed this process (the product's worker is retried with forked passes)"
+CRASHED = "crashed this process"  # also when run again with its passes forked
+GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/crash_guard.py reads it
 
 
 def _stub_suite_imports() -> None:
@@ -91,15 +94,25 @@ class _Recorder:
 
 
 def _plain_lowers(test: Any, args: tuple[Any, ...], kwargs: dict[str, Any], target: str) -> bool:
+    """Whether plain torch-mlir lowers the test's module to `target`: in a forked child, as
+    its passes can kill the process (int8 `mm` segfaults on Linalg), which counts as no."""
     import torch
     from torch_mlir import fx
 
+    from torch_mlir_lens.worker import crash_guard
+
+    def lowers() -> bool:
+        try:
+            program = torch.export.export(test.program_factory(), args, kwargs)
+            fx.export_and_import(program, output_type=BACKENDS[target])
+        except Exception:
+            return False
+        return True
+
     try:
-        program = torch.export.export(test.program_factory(), args, kwargs)
-        fx.export_and_import(program, output_type=BACKENDS[target])
-    except Exception:
+        return crash_guard.run_forked(lowers, step="plain torch-mlir")
+    except crash_guard.Crash:
         return False
-    return True
 
 
 def _row(test: Any) -> dict[str, Any]:
@@ -158,7 +171,7 @@ def run_chunk(suite: str, start: int, stop: int, every: int, only: str | None = 
     signal.signal(signal.SIGALRM, too_long)
     for test in tests:
         # A test that kills this process (torch-mlir segfaults in its passes here; the worker
-        # is retried with forked passes) is left with this row alone: see `_last_rows`.
+        # runs it again with forked passes, as main() does) is left with this row alone.
         print(json.dumps({"test": test.unique_name, "skip": CRASHED}), flush=True)
         signal.alarm(TEST_TIMEOUT_S)
         try:
@@ -213,18 +226,10 @@ def main() -> None:
         return
     args.rows.parent.mkdir(parents=True, exist_ok=True)
     args.rows.write_text("")
-    start, every, rows = 0, args.every, []
+    start, every = 0, args.every
+    rows: list[dict[str, Any]] = []
     while True:  # chunk after chunk, until one finds no test left
-        with args.rows.open("a") as out:
-            try:
-                code: int | str = subprocess.run(
-                    [sys.executable, "-m", "bench.e2e_suite", "--suite", args.suite,
-                     "--every", str(every), "--chunk", f"{start}:{start + CHUNK}",
-                     *(["--only", args.only] if args.only else [])],
-                    stdout=out, stderr=subprocess.DEVNULL, cwd=REPO, timeout=CHUNK_TIMEOUT_S,
-                    check=False).returncode
-            except subprocess.TimeoutExpired:
-                code = "timed out"
+        code = _run_chunk(args.suite, args.rows, f"{start}:{start + CHUNK}", every, args.only)
         before = len(rows)
         rows = _last_rows(args.rows.read_text().splitlines())
         done = len(rows) - before
@@ -233,7 +238,27 @@ def main() -> None:
             break
         # A chunk cut short by a crash goes on after the test that crashed.
         start = start + CHUNK if code == 0 else start + done * every
+    for row in [r for r in rows if r.get("skip") == CRASHED]:
+        print(f"[e2e] {row['test']} again, passes forked", file=sys.stderr, flush=True)
+        _run_chunk(args.suite, args.rows, "0:1", 1, f"^{re.escape(row['test'])}$",
+                   env={**os.environ, GUARD_PASSES_ENV: "1"})
+    rows = _last_rows(args.rows.read_text().splitlines())
     print(json.dumps(summary(rows), indent=1))
+
+
+def _run_chunk(suite: str, rows: Path, span: str, every: int, only: str | None,
+               env: dict[str, str] | None = None) -> int | str:
+    """One child process running tests[span] (`--chunk`), its rows appended to `rows`: its
+    exit code, or "timed out"."""
+    with rows.open("a") as out:
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "bench.e2e_suite", "--suite", suite,
+                 "--every", str(every), "--chunk", span, *(["--only", only] if only else [])],
+                stdout=out, stderr=subprocess.DEVNULL, cwd=REPO, timeout=CHUNK_TIMEOUT_S,
+                env=env, check=False).returncode
+        except subprocess.TimeoutExpired:
+            return "timed out"
 
 
 if __name__ == "__main__":
