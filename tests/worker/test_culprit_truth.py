@@ -348,6 +348,12 @@ def test_a_while_loop_is_named_where_the_backend_has_no_loops(cases: dict[str, C
         assert "torch.prim.Loop" in (diag.ops or []), diag
         named = (diag.ops or []) + [k["op"] for k in diag.knock_on or []]
         assert "torch.prim.Loop.condition" not in named, diag
+        # Shown partially lowered, the loop a call; no declaration is left for the calls
+        # made of its body's ops, which went with it.
+        shown = cases["CountsInAWhileLoop"].results[target]
+        declared = re.findall(r"func\.func private @([\w.]+)", shown.ir)
+        assert shown.partial and "torch.prim.Loop" in declared, shown.ir
+        assert all(f"call @{symbol}(" in shown.ir for symbol in declared), shown.ir
     assert cases["CountsInAWhileLoop"].results["linalg"].ok
 
 

@@ -205,9 +205,25 @@ class _Outliner:
             call = func_d.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), args)
         for old, new in zip(operation.results, call.results, strict=True):
             old.replace_all_uses_with(new)
+        had_body = len(operation.regions) > 0
         operation.erase()
         culprit.symbol = symbol
         self.callee_ids.setdefault(symbol, culprit.id)
+        if had_body:  # a loop outlined whole takes the calls made of its body's ops along
+            self._drop_uncalled()
+
+    def _drop_uncalled(self) -> None:
+        """Erase the declarations no call uses any more."""
+        called = {str(op.attributes["callee"]).lstrip("@")
+                  for op in illegal_ops.walk_ops(self.module_op) if op_name(op) == "func.call"}
+        for key, symbol in list(self.symbols.items()):
+            if symbol in called:
+                continue
+            for op in list(self.body.operations):
+                if "sym_name" in op.attributes and \
+                        str(op.attributes["sym_name"]).strip('"') == symbol:
+                    op.operation.erase()
+            del self.symbols[key]
 
 
 def _outline_round(work: Any, found: list[FoundOp], culprits: list[Culprit],
