@@ -64,6 +64,19 @@ class Case:
         return [d for d in self.results[target].diagnostics if d.severity == "error"]
 
 
+def ops_named(module: Any, name: str) -> list[Any]:
+    """The ops of `module` called `name`, nested ones included, in walk order."""
+    ops: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if str(op.operation.name) == name:
+            ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return ops
+
+
 @pytest.fixture(scope="module")
 def cases() -> dict[str, Case]:
     ns = runpy.run_path(CASES)
@@ -91,15 +104,7 @@ def test_one_culprit_per_marked_line_and_every_error_located(cases: dict[str, Ca
 def test_cat_of_computed_tensors_lowers_alone_on_tosa(cases: dict[str, Case]) -> None:
     """The timestep embedding's cat: copied out with its list rebuilt inside, it lowers (the
     list itself at the function's boundary is what TOSA could not take). Verdicts are cached."""
-    torch_module = cases["TimestepAndUpsample"].lowerer.torch_module()
-    ops: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        if str(op.operation.name) == "torch.aten.cat":
-            ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    torch_module.operation.walk(visit)
+    ops = ops_named(cases["TimestepAndUpsample"].lowerer.torch_module(), "torch.aten.cat")
     assert len(ops) == 1
     small = op_isolation.isolate(ops[0])
     assert "!torch.list" not in str(small.body.operations[0].type)  # the function's signature
@@ -361,16 +366,7 @@ def test_an_op_with_a_body_is_copied_out_with_what_its_body_takes_from_above(
         cases: dict[str, Case]) -> None:
     """The loop's body uses constants made before the loop: the copy makes its own, so the
     small module stands alone (it verifies) and lowers on Linalg, as the module does."""
-    torch_module = cases["CountsInAWhileLoop"].lowerer.torch_module()
-    loops: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        if str(op.operation.name) == "torch.prim.Loop":
-            loops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    torch_module.operation.walk(visit)
-    [loop] = loops
+    [loop] = ops_named(cases["CountsInAWhileLoop"].lowerer.torch_module(), "torch.prim.Loop")
     assert any(not isinstance(v.owner, ir.Block) and v.owner.operation.parent != loop.operation
                for inner in op_isolation.nested_ops(loop.operation) for v in inner.operands)
     small = op_isolation.isolate(loop)
