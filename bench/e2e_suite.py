@@ -1,7 +1,7 @@
 """torch-mlir's own e2e test suite through the product: does every lowering error name a
 culprit at a line, and does the product lower everything plain torch-mlir lowers?
 
-    python -m bench.e2e_suite --suite PATH [--every N] [--rows FILE]
+    python -m bench.e2e_suite --suite PATH [--every N] [--only REGEX] [--rows FILE]
 
 PATH is the `projects/pt1/python` folder of a torch-mlir source checkout (the suite is not in
 the PyPI wheel). Each registered test's module is built, its `forward` inputs are taken from
