@@ -5,9 +5,9 @@ module: values made elsewhere become the function's arguments (the tensors insid
 tensors too, the list itself rebuilt inside, as a `cat` of two computed tensors needs), and
 constant operands are copied along; an op with regions (a `torch.prim.Loop` from `while_loop`)
 is copied with its body, the values its body takes from above handled the same way. The
-backend's whole pipeline runs on it. An op that
-lowers so is not what a backend rejects, whatever the module's own run says: that failure
-comes from its context (an outlined feeder, a type at a call's boundary).
+backend's whole pipeline runs on it. An op that lowers so is not what a backend rejects,
+whatever the module's own run says: that failure comes from its context (an outlined feeder,
+a type at a call's boundary).
 
 Verdicts are kept for the worker's lifetime per (op, types, constant operands, backend): the
 same `cat` of two `[1,4]` tensors is tried once, in every module and every job. A constant
