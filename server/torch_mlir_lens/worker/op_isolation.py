@@ -115,14 +115,15 @@ def _used_values(operation: Any) -> list[Any]:
     inner = nested_ops(operation)
     if not inner:
         return used
-    made_inside = [r for o in inner for r in o.results]
-    made_inside += [a for region in operation.regions for block in region.blocks
-                    for a in block.arguments]
-    made_inside += [a for o in inner for region in o.regions for block in region.blocks
-                    for a in block.arguments]
+    made_inside = {r for o in inner for r in o.results}
+    made_inside.update(a for o in [operation, *inner] for region in o.regions
+                       for block in region.blocks for a in block.arguments)
+    seen = set(used)
     for o in inner:
-        used.extend(v for v in o.operands
-                    if not any(v == m for m in made_inside) and not any(v == u for u in used))
+        for v in o.operands:
+            if v not in made_inside and v not in seen:
+                seen.add(v)
+                used.append(v)
     return used
 
 
@@ -162,15 +163,14 @@ class _Copy:
         """A copy of `operation` at the insertion point, its operands and the values its body
         takes from above mapped (copying the constants and lists it uses first)."""
         operands = [self.value(v) for v in operation.operands]
-        from_above = [(v, self.value(v)) for v in _used_values(operation)[len(operands):]]
+        from_above = {v: self.value(v) for v in _used_values(operation)[len(operands):]}
         clone = operation.clone()
         for i, new in enumerate(operands):
             clone.operands[i] = new
         for inner in nested_ops(clone) if from_above else []:
             for i, v in enumerate(inner.operands):
-                new = next((n for old, n in from_above if v == old), None)
-                if new is not None:
-                    inner.operands[i] = new
+                if v in from_above:
+                    inner.operands[i] = from_above[v]
         self.add(operation.results, clone.results)
         return clone
 

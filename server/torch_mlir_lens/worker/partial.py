@@ -54,7 +54,7 @@ from torch_mlir_lens.worker import (
 )
 from torch_mlir_lens.worker.illegal_ops import FoundOp, op_name
 from torch_mlir_lens.worker.locations import LocationResolver
-from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured
+from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, pipeline_errors
 
 # Listings per partial lowering (a round lists what is still rejected and outlines it).
 MAX_ROUNDS = 4
@@ -371,16 +371,11 @@ def _run_guarded(module_op: Any, pipeline: str, step: str) -> list[str]:
     """Run `pipeline` on `module_op` in place, in a forked child when guarding: its error
     messages ([] when it passes). A crash raises _Crashed (an op crashes alone) or StepCrash."""
     def run() -> list[str]:
-        ctx = module_op.context
-        with ctx, captured(ctx) as diags:
-            try:
-                PassManager.parse(pipeline, context=ctx).run(module_op.operation)
-            except ir.MLIRError as exc:
-                messages = [str(d.message) for d in getattr(exc, "error_diagnostics", [])]
-                return messages or [d.message for d in diags if d.severity == "error"]
-            except crash_guard.THROWN as exc:  # a C++ exception from a pass: a crash
-                raise crash_guard.Crash.thrown(step, exc) from exc
-        return []
+        try:
+            errors = pipeline_errors(module_op, pipeline)
+        except crash_guard.THROWN as exc:  # a C++ exception from a pass: a crash
+            raise crash_guard.Crash.thrown(step, exc) from exc
+        return [d.message for d in errors or []]
 
     if not crash_guard.guarding_passes():
         return run()  # a crash ends the listing's child, which runs again guarded
