@@ -49,12 +49,13 @@ STDERR_TAIL_BYTES = 64 * 1024
 
 
 def server_command(*extra_args: str, python: str | None = None) -> list[str]:
-    """How to start the server: `python -m torch_mlir_lens serve` (this interpreter unless
-    `python`), or the shell words of `TORCH_MLIR_LENS_SERVER` to try another build."""
+    """How to start the server as the clients do: `python -P -m torch_mlir_lens serve` (this
+    interpreter unless `python`), or the shell words of `TORCH_MLIR_LENS_SERVER` to try
+    another build."""
     override = os.environ.get("TORCH_MLIR_LENS_SERVER")
     if override:
         return [*override.split(), *extra_args]
-    return [python or sys.executable, "-m", "torch_mlir_lens", "serve", *extra_args]
+    return [python or sys.executable, "-P", "-m", "torch_mlir_lens", "serve", *extra_args]
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -16,6 +16,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
+
 # The distributions every lowering depends on; libraries a module imports are checked per
 # entry (worker/provenance.py).
 CORE_DISTRIBUTIONS = ("torch", "torch-mlir")
@@ -63,8 +65,9 @@ def _interpreter_facts(python: str) -> tuple[str, dict[str, str | None]] | None:
                 versions[dist] = None
         return sys.version, versions
     try:
-        done = subprocess.run([python, "-c", _VERSIONS_SCRIPT, *CORE_DISTRIBUTIONS],
-                              capture_output=True, text=True, timeout=30, check=True)
+        done = subprocess.run(
+            [python, SAFE_PATH_FLAG, "-c", _VERSIONS_SCRIPT, *CORE_DISTRIBUTIONS],
+            capture_output=True, text=True, timeout=30, check=True)
         version, found = json.loads(done.stdout)
         return str(version), dict(found)
     except (OSError, subprocess.SubprocessError, ValueError, TypeError):

@@ -92,6 +92,7 @@ def run(data: dict[str, Any]) -> Reply:
         release_evicted()  # when run in-process, nobody called it after the last job
         try:
             with _restored_process_state():
+                _add_import_root(job)
                 result = _HANDLERS[job.op](job)
         finally:
             _end_job()
@@ -151,6 +152,19 @@ def _unexpected(exc: BaseException) -> LensError:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return LensError(ErrorKind.LOWERING_ERROR, f"{type(exc).__name__}: {text}{where}")
+
+
+def _add_import_root(job: Job) -> None:
+    """The job's workspace folder goes on sys.path for this job (restored after it).
+
+    The worker starts with nothing of any workspace importable (`-P`, a neutral working
+    directory): a workspace's packages (`from mypkg.layers import Block` in a file below the
+    root) resolve only inside a job, which the server sends only for a trusted folder. The
+    loader puts the file's own folder before it, as `python file.py` would.
+    """
+    workspace = getattr(job, "workspace", None)
+    if workspace and os.path.isdir(workspace) and workspace not in sys.path:
+        sys.path.insert(0, workspace)
 
 
 @contextlib.contextmanager

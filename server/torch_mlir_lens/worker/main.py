@@ -11,6 +11,11 @@ The loop ends on EOF of the input fd.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before any other import: see system/safe_path.py
+    from torch_mlir_lens.system.safe_path import drop_working_directory
+
+    drop_working_directory()
+
 import argparse
 import contextlib
 import faulthandler

@@ -20,6 +20,7 @@ from typing import Any
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.system.procs import family_pids
+from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,9 @@ def worker_env(env: dict[str, str] | None) -> dict[str, str]:
 
 def worker_argv(python: str, in_fd: int, out_fd: int) -> list[str]:
     """The worker's command line, its channel on the given fds."""
-    return [python, "-m", "torch_mlir_lens.worker.main", "--in-fd", str(in_fd),
+    # -P: nothing is imported from the working directory (system/safe_path.py); a job's own
+    # folders go on sys.path for that job only (worker/jobs.py).
+    return [python, SAFE_PATH_FLAG, "-m", "torch_mlir_lens.worker.main", "--in-fd", str(in_fd),
             "--out-fd", str(out_fd)]
 
 

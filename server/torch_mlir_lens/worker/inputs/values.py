@@ -111,15 +111,16 @@ def load_inputs_file(file: str, path: str, what: str) -> Any:
 
 
 def locate(file: str, path: str, workspace: str | None) -> str:
-    """A relative inputs file: from the current folder, else the workspace, else the file's
-    folder (the worker's current folder need not be the caller's)."""
+    """A relative inputs file: from the workspace, else the file's folder (never the worker's
+    own working directory, which is no folder of the user's)."""
     file = os.path.expanduser(file)
     if os.path.isabs(file):
         return file
-    for base in (os.getcwd(), workspace, os.path.dirname(path)):
-        if base and os.path.exists(os.path.join(base, file)):
+    bases = [b for b in (workspace, os.path.dirname(path)) if b]
+    for base in bases:
+        if os.path.exists(os.path.join(base, file)):
             return os.path.abspath(os.path.join(base, file))
-    return os.path.abspath(file)
+    return os.path.abspath(os.path.join(bases[0], file)) if bases else os.path.abspath(file)
 
 
 def settings_value(value: str, ns: dict[str, Any], path: str, workspace: str | None,
