@@ -1,5 +1,5 @@
 // One language server (`python -m torch_mlir_lens serve`) for one workspace folder, or for the
-// files outside every folder: its own interpreter, settings, working directory and output.
+// files outside every folder: its own interpreter, settings and output.
 //
 // Start, stop, restart and trust changes run one at a time through a queue: a trust grant
 // during start-up waits for the start to finish, two restarts never overlap, and a trust
@@ -18,6 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { documentSelector } from './documentScope';
 import { resolveInterpreter, type Interpreter } from './interpreter';
+import { SERVER_ARGS } from './launch';
 import { SetTrustedNotification, StatusNotification } from './protocol';
 import { checkInterpreter, offerFix } from './serverCheck';
 import { serverSettings } from './settings';
@@ -30,7 +31,7 @@ export type Phase = 'stopping' | 'interpreter' | 'check' | 'spawn' | 'initialize
 export interface FolderServerOptions {
   key: string;
   folder: vscode.WorkspaceFolder | undefined;
-  /** Working directory of the server (and of its worker). */
+  /** Working directory of the server (and of its worker): a neutral folder, never the workspace. */
   cwd: string | undefined;
   log: vscode.LogOutputChannel;
   trust: Trust;
@@ -120,7 +121,7 @@ export class FolderServer implements vscode.Disposable {
       if (!this.client) return; // never started: it reads the trust when it starts
       if (this.running) {
         try {
-          await this.client.sendNotification(SetTrustedNotification, { trusted });
+          await this.client.sendNotification(SetTrustedNotification, { trusted, folders: this.trustedFolders() });
           return;
         } catch (e) {
           this.log.warn(`could not tell the server about workspace trust (${String(e)}): restarting it`);
@@ -129,6 +130,20 @@ export class FolderServer implements vscode.Disposable {
       await this.doStop();
       await this.doStart();
     });
+  }
+
+  /**
+   * Trust is per folder on the server: a folder's server trusts its folder only (a folder
+   * added to the window later gets a server of its own, started with the trust of that
+   * moment); the server for files outside every folder trusts the folders of the files VS
+   * Code opens in it (VS Code asks about each such file as it is opened), never others.
+   */
+  private trustedFolders(): string[] {
+    return this.folder ? [this.folder.uri.toString()] : [];
+  }
+
+  private trustOptions(trusted: boolean): { trusted: boolean; trustedFolders: string[]; trustOpenedDocuments: boolean } {
+    return { trusted, trustedFolders: trusted ? this.trustedFolders() : [], trustOpenedDocuments: !this.folder };
   }
 
   async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
@@ -187,9 +202,10 @@ export class FolderServer implements vscode.Disposable {
     this.notifiedFor = undefined;
 
     const trusted = this.options.trust.trusted;
+    // Nothing of the workspace is importable by the server or its worker (launch.ts).
     const serverOptions: ServerOptions = {
       command: python.path,
-      args: ['-m', 'torch_mlir_lens', 'serve'],
+      args: SERVER_ARGS,
       options: { cwd: this.options.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const clientOptions: LanguageClientOptions = {
@@ -198,7 +214,7 @@ export class FolderServer implements vscode.Disposable {
       outputChannel: this.log,
       // One collection per server: their names must differ.
       diagnosticCollectionName: this.folder ? `torchMlirLens.${this.folder.index}.${this.folder.name}` : 'torchMlirLens',
-      initializationOptions: { trusted, settings: serverSettings(resource) },
+      initializationOptions: { ...this.trustOptions(trusted), settings: serverSettings(resource) },
       middleware: this.middleware(),
     };
     const name = this.folder ? `Torch-MLIR Lens (${this.folder.name})` : 'Torch-MLIR Lens';

@@ -3,11 +3,10 @@
 // server starts when its first Python file opens and stops when the folder is removed.
 // Everything that talks to a server goes through `LensClient`, which routes by document.
 
-import * as os from 'node:os';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { DEFAULT_KEY, folderOf, isServed, keyOfFolder, ownerKey } from './documentScope';
 import { FolderServer } from './folderServer';
+import { neutralDirectory } from './launch';
 import { onDidChangePythonInterpreter, resolveInterpreter } from './interpreter';
 import { SERVER_COMMANDS } from './protocol';
 import { SECTION } from './settings';
@@ -81,7 +80,7 @@ export class LensClient implements vscode.Disposable {
       server = new FolderServer({
         key,
         folder,
-        cwd: folder?.uri.fsPath ?? (u.scheme === 'file' ? path.dirname(u.fsPath) : os.homedir()),
+        cwd: neutralDirectory(),
         log: this.logFor(folder),
         trust: this.trust,
         extensionPath: this.context.extensionPath,

@@ -257,7 +257,8 @@ export interface ServerInfoResponse {
   version: string;
   torchImported: boolean;
   torchMlirImported: boolean;
-  trusted: boolean;
+  trusted: boolean; // some folder (or the documents the client opens) is trusted
+  trustedFolders: string[]; // the trusted folders' real paths
   status: StatusParams; // as the last torchMlirLens/status
   settings: ServerSettings;
   engine: EngineStats | null; // null: no engine (untrusted, not started)
@@ -270,6 +271,7 @@ export interface StatusParams {
 
 export interface SetTrustedParams {
   trusted: boolean;
+  folders?: string[] | null; // URIs; omitted: every workspace folder of the server
 }
 
 export interface ModuleArgs {

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import type { Interpreter } from './interpreter';
+import { neutralDirectory } from './launch';
 
 /** Python import name → what to call it in the message. */
 const REQUIRED: Record<string, string> = {
@@ -14,8 +15,12 @@ const REQUIRED: Record<string, string> = {
   pygls: 'pygls',
 };
 
+// The first line drops the working directory `-c` puts first on sys.path, before anything is
+// imported: a repository's own json.py must not run when its interpreter is checked. (Not `-P`:
+// the probe must run, and report its version, on interpreters older than 3.11 too.)
 const PROBE = `
-import importlib.util, json, sys
+import sys; sys.path[:1] == [""] and sys.path.pop(0)
+import importlib.util, json
 mods = ${JSON.stringify(Object.keys(REQUIRED))}
 print(json.dumps({"version": list(sys.version_info[:3]),
                   "missing": [m for m in mods if importlib.util.find_spec(m) is None]}))
@@ -34,7 +39,7 @@ export function describeMissing(missing: readonly string[]): string {
 
 export function checkInterpreter(python: Interpreter, log: vscode.LogOutputChannel): Promise<CheckResult> {
   return new Promise((resolve) => {
-    execFile(python.path, ['-c', PROBE], { timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(python.path, ['-c', PROBE], { timeout: 30_000, cwd: neutralDirectory() }, (err, stdout, stderr) => {
       if (err) {
         const notFound = (err as NodeJS.ErrnoException).code === 'ENOENT';
         log.error(`interpreter check failed for ${python.path}: ${err.message} ${stderr}`);

@@ -4,6 +4,7 @@
 // language client gets), and opening it starts that server only.
 
 import assert from 'node:assert/strict';
+import * as os from 'node:os';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { DEFAULT_KEY } from '../../client/src/documentScope';
 import type { FolderServer } from '../../client/src/folderServer';
@@ -31,7 +32,7 @@ async function reaches(server: FolderServer, doc: TextDocument): Promise<boolean
   return opened;
 }
 
-/** The directory a server (and its worker) runs in: where relative paths in settings resolve. */
+/** The directory a server (and its worker) runs in. */
 const workingDirectory = (server: FolderServer) => (server as unknown as { options: { cwd?: string } }).options.cwd;
 
 describe('which server serves a document', () => {
@@ -85,19 +86,19 @@ describe('which server serves a document', () => {
     assert.equal(await reaches(h.client.serverFor(Uri.file('/ws/alpha/a.py')), solo), false);
   });
 
-  it("a window without folders: the default server, working in the first file's directory", async () => {
+  it('a window without folders: one default server, working in a neutral directory', async () => {
     h = await harness();
     const doc = fake.open(Uri.file('/home/me/models/model.py'));
     fake.open(Uri.file('/tmp/other.py'));
     await settle();
     assert.deepEqual(h.on('start'), ['no folder']);
-    assert.equal(workingDirectory(h.client.serverFor(doc.uri)), '/home/me/models');
+    assert.equal(workingDirectory(h.client.serverFor(doc.uri)), os.tmpdir());
   });
 
-  it("a folder's server works in its folder", async () => {
+  it("a folder's server never works in its folder (nothing of it is importable before trust)", async () => {
     fake.setFolders(Uri.file('/ws/alpha'));
     h = await harness();
-    assert.equal(workingDirectory(h.client.serverFor(Uri.file('/ws/alpha/sub/model.py'))), '/ws/alpha');
+    assert.equal(workingDirectory(h.client.serverFor(Uri.file('/ws/alpha/sub/model.py'))), os.tmpdir());
   });
 
   it("a notebook cell goes to its notebook's folder, though its scheme is not the folder's", async () => {
@@ -168,5 +169,16 @@ describe('which server serves a document', () => {
     fake.setFolders(Uri.file('/ws/alpha'));
     h = await harness();
     assert.equal(h.client.serverFor(Uri.file('/ws/alpha/a.py')).log, h.client.log);
+  });
+  it("trust is per folder: a folder's server trusts its folder only; the default server the files it is given", async () => {
+    fake.setFolders(Uri.file('/ws/alpha'), Uri.file('/ws/beta'));
+    h = await harness();
+    const options = (server: FolderServer, trusted: boolean) =>
+      (server as unknown as { trustOptions(t: boolean): unknown }).trustOptions(trusted);
+    const alpha = h.client.serverFor(Uri.file('/ws/alpha/a.py'));
+    const outside = h.client.serverFor(Uri.file('/x/b.py'));
+    assert.deepEqual(options(alpha, true), { trusted: true, trustedFolders: [Uri.file('/ws/alpha').toString()], trustOpenedDocuments: false });
+    assert.deepEqual(options(alpha, false), { trusted: false, trustedFolders: [], trustOpenedDocuments: false });
+    assert.deepEqual(options(outside, true), { trusted: true, trustedFolders: [], trustOpenedDocuments: true });
   });
 });

@@ -26,7 +26,7 @@ def test_helix_language_server() -> None:
     server = languages["language-server"]["torch-mlir-lens"]
     assert set(server) <= HELIX_SERVER_KEYS, set(server) - HELIX_SERVER_KEYS
     assert isinstance(server["command"], str)
-    assert server["args"] == ["-m", "torch_mlir_lens", "serve"]
+    assert server["args"] == ["-P", "-m", "torch_mlir_lens", "serve"]  # nothing from the cwd
     assert isinstance(server["timeout"], int) and server["timeout"] > 20  # Helix's default
     # config becomes initializationOptions: settings only, never trust (see the docs).
     assert set(server["config"]) == {"settings"}
@@ -75,7 +75,7 @@ def test_eglot_snippet() -> None:
     assert len(lisp) == 1
     text = lisp[0]
     assert _balanced(text)
-    assert '"-m" "torch_mlir_lens" "serve"' in text
+    assert '"-P" "-m" "torch_mlir_lens" "serve"' in text  # nothing from the cwd
     assert "eglot-server-programs" in text and ":initializationOptions" in text
     assert '"torchMlirLens.setTrusted"' in text and "eglot-execute-command" in text
     assert ":torchMlirLens/lower" in text and "jsonrpc-request" in text

@@ -24,7 +24,7 @@ from torch_mlir_lens.lsp import cell_positions
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.output_budget import OutputBudget
 from torch_mlir_lens.lsp.progress import progress as progress_of
-from torch_mlir_lens.lsp.trust import UNTRUSTED
+from torch_mlir_lens.lsp.trust import UNTRUSTED, holds, real_folder
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
@@ -206,9 +206,27 @@ class EngineHost:
             text=cell_positions.job_text(self._server, doc, module),
             module=module,
             settings_inputs=dict(settings.example_inputs),
-            workspace=self._server.workspace_root,
+            workspace=self._import_root(doc.path),
             strict=settings.strict_export,
         )
+
+    def _import_root(self, path: str) -> str | None:
+        """The folder a job of `path` may import from (the worker puts it on sys.path): the
+        workspace root when it holds the file, else the trusted folder that does; refused
+        (once told to the user) when no trusted folder holds it."""
+        trust = self._server.trust
+        root = trust.root_of(path)
+        if root is None:
+            message = trust.folder_refusal(path)
+            if trust.first_refusal(path):
+                self._server.show(message, types.MessageType.Warning)
+                log.warning("%s", message)
+            raise LensError(UNTRUSTED, message)
+        workspace = self._server.workspace_root
+        if workspace and trust.covers(workspace) and holds(real_folder(workspace),
+                                                             real_folder(path)):
+            return workspace
+        return root
 
     async def lower(
         self,

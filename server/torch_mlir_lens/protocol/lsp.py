@@ -374,7 +374,8 @@ class ServerInfoResponse:
     version: str
     torch_imported: bool
     torch_mlir_imported: bool
-    trusted: bool
+    trusted: bool  # some folder (or the documents the client opens) is trusted
+    trusted_folders: list[str]  # the trusted folders' real paths
     status: StatusParams  # as the last `torchMlirLens/status`
     settings: ServerSettings
     engine: EngineStats | None  # None: no engine (untrusted, not started)
@@ -385,9 +386,11 @@ class ServerInfoResponse:
 
 @attrs.define
 class SetTrustedParams:
-    """`torchMlirLens/setTrusted` (client → server): the workspace's trust changed."""
+    """`torchMlirLens/setTrusted` (client → server): the trust of `folders` (URIs), or of
+    every workspace folder when omitted, changed."""
 
     trusted: bool
+    folders: list[str] | None = None
 
 
 # --- server commands ---------------------------------------------------------------------------

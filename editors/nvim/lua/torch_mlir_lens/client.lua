@@ -149,12 +149,15 @@ local function start(bufnr, root)
   local settings = config.settings()
   local client_config = {
     name = NAME,
-    cmd = { python, '-m', 'torch_mlir_lens', 'serve' },
-    cmd_cwd = root,
+    -- `-P` and a neutral working directory: nothing of the project is importable by the
+    -- server or its worker before the project is trusted (a project's own json.py would run).
+    cmd = { python, '-P', '-m', 'torch_mlir_lens', 'serve' },
+    cmd_cwd = vim.loop.os_tmpdir(),
     cmd_env = config.options.cmd_env,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = { trusted = trust.get(root) == true, settings = settings },
+    -- Trust is per folder on the server: this client trusts its project root only.
+    init_options = { trusted = trust.get(root) == true, trustedFolders = { vim.uri_from_fname(root) }, settings = settings },
     settings = config.section(), -- what Neovim ≥ 0.8 answers `workspace/configuration` with
     handlers = handlers(),
     on_init = function(client)
@@ -256,7 +259,7 @@ end
 function M.tell_trust(root, trusted)
   local client = live(by_root[root])
   if client then
-    compat.notify(client, 'torchMlirLens/setTrusted', { trusted = trusted })
+    compat.notify(client, 'torchMlirLens/setTrusted', { trusted = trusted, folders = { vim.uri_from_fname(root) } })
   end
 end
 

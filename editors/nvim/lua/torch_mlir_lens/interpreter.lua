@@ -20,8 +20,12 @@ local REQUIRED = {
 -- Without these the server cannot start at all; without the others it starts but lowers nothing.
 local NEEDED_TO_START = { torch_mlir_lens = true, pygls = true }
 
+-- The first line drops the working directory `-c` puts first on sys.path, before anything is
+-- imported: a project's own json.py must not run when its interpreter is checked. (Not `-P`:
+-- the probe must report its version on interpreters older than 3.11 too.)
 local PROBE = [[
-import importlib.util, json, sys
+import sys; sys.path[:1] == [""] and sys.path.pop(0)
+import importlib.util, json
 mods = %s
 print(json.dumps({"version": list(sys.version_info[:3]),
                   "missing": [m for m in mods if importlib.util.find_spec(m) is None]}))

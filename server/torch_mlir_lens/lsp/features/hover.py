@@ -79,7 +79,7 @@ async def hover_line(
 
     found = _from_cache(doc, order, target, line)
     # Library code opened for reading (an installed package) is never lowered on demand.
-    if found is None and server.trusted and not in_installed_package(doc.path):
+    if found is None and server.trust.covers(doc.path) and not in_installed_package(doc.path):
         stamp = doc.stamp()
         if _no_ops_here(doc, modules, line, target):
             return None

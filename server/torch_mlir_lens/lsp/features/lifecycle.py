@@ -1,7 +1,8 @@
 """Life cycle: initialize, initialized, shutdown.
 
-- `initialize` reads `initializationOptions` (`trusted`, `settings`): trust is `trust.py`'s,
-  settings `configuration.py`'s.
+- `initialize` reads the workspace's folders and `initializationOptions` (`trusted`,
+  `trustedFolders`, `trustOpenedDocuments`, `settings`): trust is `trust.py`'s, settings
+  `configuration.py`'s.
 - `initialized` starts the lowering worker in the background (trusted workspaces only), pulls
   the settings and watches the project's pyproject.toml.
 - `shutdown` stops the worker.
@@ -31,12 +32,16 @@ def register(server: LensServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
         options = convert.json_object(params.initialization_options) or {}
-        # A client that says nothing about trust gets none: see lsp/trust.py.
-        server.trust.state(options.get("trusted"))
+        server.init_settings = dict(section_of(options.get("settings")) or {})
+        folders = _workspace_folders(params)
+        server.workspace_root = folders[0] if folders else None
+        # A client that says nothing about trust gets none; trust is per folder: lsp/trust.py.
+        server.trust.initialize(
+            options.get("trusted"), folders,
+            trust.folder_paths(options.get("trustedFolders")),
+            options.get("trustOpenedDocuments"))
         if not server.trusted:
             server.host.discard_prespawned()  # spawned before we knew: no user code ran
-        server.init_settings = dict(section_of(options.get("settings")) or {})
-        server.workspace_root = _workspace_root(params)
         configuration.apply_settings(server, None, initial=True)
 
     @server.feature(types.INITIALIZED)
@@ -58,9 +63,10 @@ def register(server: LensServer) -> None:
         await server.host.stop()
 
 
-def _workspace_root(params: types.InitializeParams) -> str | None:
+def _workspace_folders(params: types.InitializeParams) -> list[str]:
+    """The workspace's folders as paths (the first is the root relative settings use)."""
     if params.workspace_folders:
-        return convert.uri_to_path(params.workspace_folders[0].uri)
-    if params.root_uri:
-        return convert.uri_to_path(params.root_uri)
-    return params.root_path
+        paths = [convert.uri_to_path(f.uri) for f in params.workspace_folders]
+        return [p for p in paths if p]
+    root = convert.uri_to_path(params.root_uri) if params.root_uri else params.root_path
+    return [root] if root else []

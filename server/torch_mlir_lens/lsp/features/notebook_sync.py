@@ -39,6 +39,7 @@ def register(server: LensServer) -> None:
         if program is None:
             return
         doc = server.store.open(uri, program.text, params.notebook_document.version)
+        server.trust.document_opened(doc.path)
         _adopt(server, doc, program)
         diagnostics.on_open(server, doc)
 

@@ -42,6 +42,7 @@ def register(server: LensServer) -> None:
             torch_imported="torch" in sys.modules,
             torch_mlir_imported="torch_mlir" in sys.modules,
             trusted=server.trusted,
+            trusted_folders=sorted(server.trust.roots),
             status=lens_types.StatusParams(**server.host.status),
             settings=server_settings(server.settings),
             engine=await server.host.stats(120.0 if wait else 2.0),

@@ -39,6 +39,7 @@ def register(server: LensServer) -> None:
         if _notebook_cell(server, item.uri):
             return
         doc = server.store.open(item.uri, item.text, item.version)
+        server.trust.document_opened(doc.path)
         diagnostics.on_open(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

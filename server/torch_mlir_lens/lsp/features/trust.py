@@ -1,21 +1,24 @@
-"""Workspace trust: the `torchMlirLens/setTrusted` notification and command, and what an
-untrusted server tells the user.
+"""Trust: the `torchMlirLens/setTrusted` notification and command, workspace folders coming
+and going, and what an untrusted server tells the user.
 
-`initialize` takes the client's `initializationOptions.trusted` (`status.py`); no statement
-means untrusted (`lsp/trust.py`). Trust can be granted or withdrawn later, without a restart,
-by the notification (the VS Code client) or by the command (`workspace/executeCommand`, for
-clients that can run a server command but not send a custom notification, e.g. Helix's
-`:lsp-workspace-command`). Only the client can say it: nothing the workspace contains does.
+`initialize` takes the client's statement (`lifecycle.py`); no statement means untrusted, and
+trust is per folder (`lsp/trust.py`). Trust can be granted or withdrawn later, without a
+restart, by the notification (the VS Code client) or by the command (`workspace/executeCommand`,
+for clients that can run a server command but not send a custom notification, e.g. Helix's
+`:lsp-workspace-command`). Only the client can say it: nothing the workspace contains does. A
+folder added to the workspace later runs nothing until the client trusts it too.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.protocol import lsp as lens_types
@@ -25,22 +28,54 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COMMAND_USAGE = 'expected one argument: {"trusted": true | false, "folders"?: [URI, ...]}'
+
 
 def register(server: LensServer) -> None:
-    """Register the notification and the command."""
+    """Register the notification, the command and the folder changes."""
 
     @server.feature(lens_types.SET_TRUSTED)
     def on_set_trusted(params: lens_types.SetTrustedParams) -> None:
-        set_trusted(server, params.trusted)
+        set_trusted(server, params.trusted, folder_paths(params.folders))
 
     @server.command(lens_types.SET_TRUSTED_COMMAND)
     def set_trusted_command(*args: Any) -> lens_types.SetTrustedResponse:
         arg = args[0] if args else None
         trusted = arg.get("trusted") if isinstance(arg, dict) else None
-        if not isinstance(trusted, bool):
-            raise JsonRpcInvalidParams('expected one argument: {"trusted": true | false}')
-        set_trusted(server, trusted)
+        folders = arg.get("folders") if isinstance(arg, dict) else None
+        if not isinstance(trusted, bool) or (
+                folders is not None and folder_paths(folders) is None):
+            raise JsonRpcInvalidParams(COMMAND_USAGE)
+        set_trusted(server, trusted, folder_paths(folders))
         return lens_types.SetTrustedResponse(trusted=server.trusted)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def on_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
+        added = _paths(params.event.added)
+        server.trust.folders_changed(added, _paths(params.event.removed))
+        for folder in added:
+            if not server.trust.covers(folder) and server.trust.first_refusal(folder):
+                server.show(
+                    f"Torch-MLIR Lens: the added folder {folder} is not trusted: no code of it "
+                    "runs until your editor says it is trusted.", types.MessageType.Warning)
+
+
+def folder_paths(value: object) -> list[str] | None:
+    """Folders as the client names them (`file:` URIs or paths) → paths; None unless a list
+    of strings."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    out = []
+    for item in value:
+        path = convert.uri_to_path(item) if item.startswith("file:") else item
+        if path:
+            out.append(path)
+    return out
+
+
+def _paths(folders: Sequence[types.WorkspaceFolder] | None) -> list[str]:
+    paths = [convert.uri_to_path(f.uri) for f in folders or []]
+    return [p for p in paths if p]
 
 
 def announce_untrusted(server: LensServer) -> None:
@@ -52,21 +87,24 @@ def announce_untrusted(server: LensServer) -> None:
     log.warning("%s", server.trust.detail)
 
 
-def set_trusted(server: LensServer, trusted: bool) -> None:
-    """Turn user-code execution on (start the worker, check open files) or off."""
-    before = server.trusted
-    server.trust.state(trusted)
-    if trusted == before:
-        if not trusted:  # "unknown" may have become "not trusted": the status says which
+def set_trusted(server: LensServer, trusted: bool, folders: list[str] | None = None) -> None:
+    """Trust (or stop trusting) `folders` (every workspace folder when None); start or stop
+    the worker as some trust exists or none is left, and check the open files again."""
+    before = (server.trusted, frozenset(server.trust.roots))
+    server.trust.state(trusted, folders)
+    for doc in server.store:
+        server.trust.document_opened(doc.path)
+    if (server.trusted, frozenset(server.trust.roots)) == before:
+        if not server.trusted:  # "unknown" may have become "not trusted": the status says so
             server.host.set_status(UNTRUSTED, server.trust.detail)
         return
-    if trusted:
-        log.info("workspace trusted: starting the lowering worker")
+    if server.trusted:
+        log.info("trusted folders: %s", ", ".join(sorted(server.trust.roots)) or "(opened files)")
         server.host.start()
-        diagnostics.recheck_all(server, lowering=True)
     else:
         server.background(server.host.stop())
         announce_untrusted(server)
-        for doc in server.store:
+    for doc in server.store:
+        if not server.trust.covers(doc.path):
             doc.forget_results()
-        diagnostics.recheck_all(server, lowering=True)
+    diagnostics.recheck_all(server, lowering=True)
