@@ -39,14 +39,18 @@ class RawServer:
         workspace: Path,
         tmpdir: Path | None = None,
         settings: dict[str, Any] | None = None,
+        *,
+        command: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """`command` and `cwd`: how to start it (default: as the clients do, in `workspace`)."""
         env = child_env({"TMPDIR": str(tmpdir)} if tmpdir is not None else None)
         self.proc = subprocess.Popen(
-            server_command(),
+            command or server_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=workspace,
+            cwd=cwd or workspace,
             env=env,
         )
         self.workspace = workspace

@@ -30,6 +30,7 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.source import notebook_program
 from torch_mlir_lens.source.decoding import SourceError, read_source
+from torch_mlir_lens.source.reading import UnreadableFile
 
 _BAD_INPUT_KINDS = {
     ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
@@ -162,12 +163,14 @@ class Source:
 def load_source(file: str) -> Source:
     """Read and parse `file` (a .py or a notebook); CliError when it cannot be."""
     path = os.path.abspath(file)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise CliError("no such file", file=file)
     if notebook_program.is_notebook(path):
         return _load_notebook(path, file)
     try:
         text = read_source(path)
+    except UnreadableFile as exc:  # a device, a FIFO, a folder, too large
+        raise CliError(str(exc), file=file) from exc
     except OSError as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
     except SourceError as exc:
@@ -186,6 +189,8 @@ def _load_notebook(path: str, file: str) -> Source:
     """A notebook's program; cells that do not parse are left out, with a warning each."""
     try:
         program = notebook_locations.read(path)
+    except UnreadableFile as exc:
+        raise CliError(str(exc), file=file) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"cannot read the file: {exc}", file=file) from exc
     except notebook_program.NotebookError as exc:

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from torch_mlir_lens.discovery.model import ModuleInfo
+from torch_mlir_lens.source.reading import read_text
 
 # Per-node results, valid as long as the node object is alive in the chunk cache: the entry
 # holds the node, so its id cannot be reused while the entry exists.
@@ -108,8 +109,7 @@ def read_stamped(path: str) -> str | None:
     text = _TEXT_CACHE.get(key)
     if text is None:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            text = read_text(path, errors="replace")  # bounded, regular files only
         except OSError:
             return None
         if len(_TEXT_CACHE) > 256:

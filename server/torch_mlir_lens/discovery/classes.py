@@ -20,6 +20,7 @@ from torch_mlir_lens.discovery.names import (
     qualify,
 )
 from torch_mlir_lens.discovery.parsing import parse_tolerant
+from torch_mlir_lens.source.reading import read_text
 
 # Module class names of the files imported from, by (path, mtime, size).
 
@@ -48,8 +49,7 @@ def _module_classes_of_file(path: str, depth: int) -> frozenset[str]:
         note_stamp(path, st)
         if key in _SIBLING_CACHE:
             return _SIBLING_CACHE[key]
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        text = read_text(path, errors="replace")  # bounded, regular files only
     except OSError:
         return frozenset()
     body = parse_tolerant(text)

@@ -10,6 +10,7 @@ from torch_mlir_lens.discovery.fingerprint import job_fingerprint
 from torch_mlir_lens.engine.cache import content_key
 from torch_mlir_lens.protocol.jobs import Job, ModuleJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source.reading import read_text
 
 
 def filled(job: ModuleJob) -> ModuleJob:
@@ -23,7 +24,7 @@ def filled(job: ModuleJob) -> ModuleJob:
     out.path = path = os.path.abspath(job.path)
     if out.text is None:
         try:
-            out.text = Path(path).read_text(encoding="utf-8")
+            out.text = read_text(path)
         except FileNotFoundError as exc:
             raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {path}", file=path) from exc
         except (OSError, UnicodeDecodeError) as exc:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
+from torch_mlir_lens.source.reading import read_text
+
 MAX_FILES = 64
 MAX_BYTES = 4 * 1024 * 1024  # a bigger "source" is not worth showing lines of
 
@@ -27,12 +29,10 @@ def lines_of(path: str) -> list[str] | None:
         _cache.move_to_end(key)
         return _cache[key]
     lines: list[str] | None = None
-    if st.st_size <= MAX_BYTES:
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except (OSError, UnicodeDecodeError):
-            lines = None
+    try:
+        lines = read_text(path, MAX_BYTES).splitlines()  # a FIFO or device is not read
+    except (OSError, UnicodeDecodeError):
+        lines = None
     _cache[key] = lines
     while len(_cache) > MAX_FILES:
         _cache.popitem(last=False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import tokenize
 
+from torch_mlir_lens.source.reading import read_bytes
+
 
 class SourceError(Exception):
     """A file whose bytes are not text in its encoding (`line`: where, when known)."""
@@ -38,6 +40,6 @@ def decode_source(data: bytes) -> str:
 
 
 def read_source(path: str) -> str:
-    """The text of the Python file at `path` (OSError, SourceError)."""
-    with open(path, "rb") as f:
-        return decode_source(f.read())
+    """The text of the Python file at `path` (OSError, SourceError); bounded and regular
+    files only (`reading.py`)."""
+    return decode_source(read_bytes(path))

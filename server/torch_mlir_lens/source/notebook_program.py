@@ -34,6 +34,9 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from torch_mlir_lens.defaults import MAX_NOTEBOOK_BYTES
+from torch_mlir_lens.source.reading import read_bytes
+
 SUFFIX = ".ipynb"
 _PY_CELL_MAGICS = {"time", "capture"}  # cell magics whose body is Python
 _HELP = re.compile(r"^(\?{1,2}\s*[\w.]+|[\w.\[\]()'\"]+\?{1,2})$")
@@ -211,8 +214,7 @@ def _language(metadata: object) -> str | None:
 def read_program(path: str) -> Program:
     """The program of the notebook file at `path`. Raises OSError, UnicodeDecodeError or
     NotebookError."""
-    with open(path, encoding="utf-8-sig") as f:
-        return synthesize(read_cells(f.read()))
+    return synthesize(read_cells(read_bytes(path, MAX_NOTEBOOK_BYTES).decode("utf-8-sig")))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source.reading import read_text as read_text_bounded
 
 
 def read_text(path: str) -> str:
     """A user's file from disk; LensError("load-error") when it cannot be read."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_text_bounded(path)  # regular files only, bounded
     except (OSError, UnicodeDecodeError) as exc:
         raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source.reading import read_text
 
 USER_PACKAGE = "torch_mlir_lens_user"
 SKIPPED_ATTR = "__torch_mlir_lens_skipped__"  # [(line, message)] of assignments that failed
@@ -289,8 +290,7 @@ def _siblings_changed(entry: _Loaded) -> bool:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8-sig") as f:  # a BOM is not part of the source
-            return f.read()
+        return read_text(path)  # bounded, regular files only; a BOM is not part of the source
     except (OSError, UnicodeDecodeError) as exc:
         raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NewType
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
 from torch_mlir_lens.discovery import fingerprint
 from torch_mlir_lens.lsp.document.line_moves import map_lines, shift_record
 from torch_mlir_lens.lsp.document.records import DiagRecord, Verdict, verdict_of
@@ -71,7 +72,13 @@ class Document:
 
     @property
     def lines(self) -> list[str]:
-        return self._text.splitlines()
+        """The text's lines; none for a document too large to analyse."""
+        return [] if self.too_large else self._text.splitlines()
+
+    @property
+    def too_large(self) -> bool:
+        """Too large to analyse (`MAX_ANALYSED_BYTES`): kept in sync, never parsed."""
+        return len(self._text) > MAX_ANALYSED_BYTES
 
     @property
     def generation(self) -> int:
@@ -97,6 +104,8 @@ class Document:
         `changes` are the client's content changes (LSP ranges), when it sent some.
         """
         kept = {k: v for k, v in self._diagnostics.items() if k != STATIC and v}
+        if kept and (self.too_large or len(text) > MAX_ANALYSED_BYTES):
+            kept = {}  # no line diff of megabytes: the next check publishes again
         if kept:
             line_map = map_lines(self._text.splitlines(), text.splitlines(), changes)
             kept = {
@@ -119,7 +128,10 @@ class Document:
 
     def modules(self, settings_inputs: dict[str, str],
                 workspace: str | None) -> list[discovery.ModuleInfo]:
-        """The modules of this text (static discovery, cached per text)."""
+        """The modules of this text (static discovery, cached per text); none when the text
+        is too large to analyse."""
+        if self._modules is None and self.too_large:
+            self._modules = []
         if self._modules is None:
             self._settings = (dict(settings_inputs), workspace)
             self._modules = discovery.find_modules(

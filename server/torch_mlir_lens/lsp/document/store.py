@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from torch_mlir_lens.lsp.convert import uri_to_path
 from torch_mlir_lens.lsp.document.document import Document
 from torch_mlir_lens.source.notebook_program import NotebookError, is_notebook, read_program
+from torch_mlir_lens.source.reading import read_text
 
 
 class DocumentStore:
@@ -63,6 +64,5 @@ def load_document(store: DocumentStore, uri: str) -> Document:
             raise OSError(str(exc)) from exc
         return Document(uri=uri, text=program.text, version=None, path=path,
                         notebook=program, transient=True)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path)  # regular files only, bounded: never /dev/zero or a FIFO
     return Document(uri=uri, text=text, version=None, path=path, transient=True)

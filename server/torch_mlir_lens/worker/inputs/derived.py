@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from torch_mlir_lens.discovery import ModuleInfo
 from torch_mlir_lens.discovery.fingerprint import fingerprint
 from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.source.reading import read_text
 from torch_mlir_lens.worker import loader
 from torch_mlir_lens.worker.inputs.construction import lookup
 from torch_mlir_lens.worker.inputs.recording import Recorded, clone, record, weights_policy
@@ -95,8 +96,7 @@ def _pick(recording: dict[str, Recorded] | LensError, qualname: str, path: str,
 
 
 def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    return read_text(path)  # bounded, regular files only
 
 
 def _recording(

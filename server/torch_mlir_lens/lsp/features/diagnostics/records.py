@@ -10,18 +10,28 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord, Document
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.source.reading import size_text
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
 INPUTS_MISSING = str(ErrorKind.INPUTS_MISSING)
 BAD_INPUTS = str(ErrorKind.BAD_INPUTS)
+TOO_LARGE = "too-large"
 # Failures of the worker itself: shown on the module's name, not on a line.
 _WORKER_KINDS = {ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT}
+
+
+def too_large_message(length: int) -> str:
+    """Why a document is not analysed."""
+    return (f"Torch-MLIR Lens does not analyse this file: it holds {size_text(length)} of "
+            f"text, more than the {size_text(MAX_ANALYSED_BYTES)} it parses in the editor "
+            "(the command line reads it: `torch-mlir-lens check FILE`).")
 
 
 def module_infos(server: LensServer, doc: Document) -> list[discovery.ModuleInfo]:
@@ -32,6 +42,11 @@ def module_infos(server: LensServer, doc: Document) -> list[discovery.ModuleInfo
 def static_records(server: LensServer, doc: Document) -> list[DiagRecord]:
     """What the text alone tells: an error at each part of a `# torch-mlir-lens:` comment
     that cannot be read, one Information diagnostic per module class without example inputs."""
+    if doc.too_large:
+        return [DiagRecord(range=convert.line_range([], 1),
+                           severity=types.DiagnosticSeverity.Warning,
+                           message=too_large_message(len(doc.text)), kind=TOO_LARGE,
+                           module="")]
     lines = doc.lines
     out = []
     for info in module_infos(server, doc):
