@@ -1,7 +1,7 @@
 """torch-mlir's own e2e test suite through the product: does every lowering error name a
 culprit at a line, and does the product lower everything plain torch-mlir lowers?
 
-    python -m bench.e2e_suite --suite PATH [--every N] [--only REGEX] [--rows FILE]
+    python -m bench.e2e_suite --suite PATH [--every N] [--only REGEX] [--rows FILE] [--rewrites]
 
 PATH is the `projects/pt1/python` folder of a torch-mlir source checkout (the suite is not in
 the PyPI wheel). Each registered test's module is built, its `forward` inputs are taken from
@@ -10,6 +10,9 @@ the test's own invoker (stopped at its first call), and then:
 1. the product: `export_program` + `ProgramLowerer` on Linalg, TOSA and StableHLO, as the
    worker lowers a module (static shapes: the examples' sizes);
 2. plain torch-mlir, only where the product failed: `fx.export_and_import` on that backend.
+
+With `--rewrites`, each failing pair also gets the product's proven rewrites and whether the
+module, lowered with them, verifies (bench/rewrites_figure.py, figure 14).
 
 Rows go to a JSON-lines file; the summary counts failing (test, backend) pairs, those with no
 culprit, errors without a line, and failures where plain torch-mlir lowers. Tests run in child
@@ -115,8 +118,9 @@ def _plain_lowers(test: Any, args: tuple[Any, ...], kwargs: dict[str, Any], targ
         return False
 
 
-def _row(test: Any) -> dict[str, Any]:
-    """One test through the product (and plain torch-mlir where the product fails)."""
+def _row(test: Any, rewrites: bool = False) -> dict[str, Any]:
+    """One test through the product (and plain torch-mlir where the product fails); with
+    `rewrites`, each failing backend's proven rewrites (bench/rewrites_figure.py)."""
     from torch_mlir_e2e_test.framework import TestUtils
 
     from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
@@ -142,14 +146,23 @@ def _row(test: Any) -> dict[str, Any]:
         errors = [d for d in result.diagnostics if d.severity == "error"]
         row[target] = {
             "ok": result.ok,
-            "plain": None if result.ok else _plain_lowers(test, args, kwargs, target),
+            "plain": None if result.ok or rewrites else _plain_lowers(test, args, kwargs,
+                                                                       target),
             "errors": [{"kind": d.kind, "line": d.line, "cause": d.cause,
                         "message": d.message[:200]} for d in errors],
         }
+        if rewrites and not result.ok:
+            from bench.rewrites_figure import outcome
+
+            try:
+                row[target]["rewrites"] = outcome(lowerer, module, args, kwargs, target)
+            except Exception as exc:  # the figure counts it as not fixed, with why
+                row[target]["rewrites"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
     return row
 
 
-def run_chunk(suite: str, start: int, stop: int, every: int, only: str | None = None) -> None:
+def run_chunk(suite: str, start: int, stop: int, every: int, only: str | None = None,
+              rewrites: bool = False) -> None:
     """Print one JSON row per test of tests[start:stop:every] (sorted by name; with `only`,
     of the tests whose name it matches)."""
     import warnings
@@ -175,7 +188,7 @@ def run_chunk(suite: str, start: int, stop: int, every: int, only: str | None = 
         print(json.dumps({"test": test.unique_name, "skip": CRASHED}), flush=True)
         signal.alarm(TEST_TIMEOUT_S)
         try:
-            row = _row(test)
+            row = _row(test, rewrites)
         except Exception as exc:  # the test's own module or inputs could not be built
             row = {"test": test.unique_name, "skip": f"build: {type(exc).__name__}: {exc}"[:200]}
         finally:
@@ -218,18 +231,21 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=1, help="every Nth test (default: all)")
     ap.add_argument("--only", metavar="REGEX", help="only the tests whose name matches")
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "e2e_rows.jsonl")
+    ap.add_argument("--rewrites", action="store_true",
+                    help="prove rewrites for each failing pair (figure 14)")
     ap.add_argument("--chunk", help=argparse.SUPPRESS)  # "start:stop", in a child process
     args = ap.parse_args()
     if args.chunk:
         start, stop = map(int, args.chunk.split(":"))
-        run_chunk(args.suite, start, stop, args.every, args.only)
+        run_chunk(args.suite, start, stop, args.every, args.only, args.rewrites)
         return
     args.rows.parent.mkdir(parents=True, exist_ok=True)
     args.rows.write_text("")
     start, every = 0, args.every
     rows: list[dict[str, Any]] = []
     while True:  # chunk after chunk, until one finds no test left
-        code = _run_chunk(args.suite, args.rows, f"{start}:{start + CHUNK}", every, args.only)
+        code = _run_chunk(args.suite, args.rows, f"{start}:{start + CHUNK}", every, args.only,
+                          rewrites=args.rewrites)
         before = len(rows)
         rows = _last_rows(args.rows.read_text().splitlines())
         done = len(rows) - before
@@ -241,20 +257,25 @@ def main() -> None:
     for row in [r for r in rows if r.get("skip") == CRASHED]:
         print(f"[e2e] {row['test']} again, passes forked", file=sys.stderr, flush=True)
         _run_chunk(args.suite, args.rows, "0:1", 1, f"^{re.escape(row['test'])}$",
-                   env={**os.environ, GUARD_PASSES_ENV: "1"})
+                   env={**os.environ, GUARD_PASSES_ENV: "1"}, rewrites=args.rewrites)
     rows = _last_rows(args.rows.read_text().splitlines())
     print(json.dumps(summary(rows), indent=1))
+    if args.rewrites:
+        from bench.rewrites_figure import summary as rewrites_summary
+
+        print(json.dumps(rewrites_summary(rows), indent=1))
 
 
 def _run_chunk(suite: str, rows: Path, span: str, every: int, only: str | None,
-               env: dict[str, str] | None = None) -> int | str:
+               env: dict[str, str] | None = None, rewrites: bool = False) -> int | str:
     """One child process running tests[span] (`--chunk`), its rows appended to `rows`: its
     exit code, or "timed out"."""
     with rows.open("a") as out:
         try:
             return subprocess.run(
                 [sys.executable, "-m", "bench.e2e_suite", "--suite", suite,
-                 "--every", str(every), "--chunk", span, *(["--only", only] if only else [])],
+                 "--every", str(every), "--chunk", span, *(["--only", only] if only else []),
+                 *(["--rewrites"] if rewrites else [])],
                 stdout=out, stderr=subprocess.DEVNULL, cwd=REPO, timeout=CHUNK_TIMEOUT_S,
                 env=env, check=False).returncode
         except subprocess.TimeoutExpired:

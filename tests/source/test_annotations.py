@@ -142,3 +142,14 @@ def test_format_then_parse_round_trips(inputs, init, dynamic, indent, decorators
     assert ann is not None and ann.errors == []
     assert (ann.inputs, ann.init, ann.dynamic) == (inputs, init, dynamic)
     assert ann.line == 2
+
+
+def test_rewrites_key_lists_names_and_backends():
+    ann = _parse("# torch-mlir-lens: inputs=(x,); rewrites=erfinv@tosa, histc\nclass M:\n  pass\n")
+    assert ann is not None and ann.errors == []
+    assert ann.rewrites == "erfinv@tosa, histc" and ann.key_lines["rewrites"] == 1
+    bad = _parse("# torch-mlir-lens: rewrites=erfinv@tosa histc\nclass M:\n  pass\n")
+    assert bad is not None and bad.rewrites is None
+    assert "NAME@BACKEND" in bad.errors[0].message
+    assert format_annotation(inputs="(x,)", rewrites="erfinv@tosa") == (
+        "# torch-mlir-lens: inputs=(x,)\n# torch-mlir-lens: rewrites=erfinv@tosa")

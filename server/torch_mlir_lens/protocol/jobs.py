@@ -51,10 +51,15 @@ class ModuleJob(Job):
     construct: str = "auto"  # "auto" | "meta" | "real": how the module is built
     # The module's fingerprint (discovery/fingerprint.py), when known.
     fingerprint: str | None = None
+    # Rewrites to lower with, beyond those of the module's comment (rules/rewrite_specs.py:
+    # "erfinv@tosa", "histc", "auto"): the command line's and the project's.
+    rewrites: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """Absolute paths; `construct` and `fingerprint` only when set."""
+        """Absolute paths; `construct`, `fingerprint` and `rewrites` only when set."""
         data = super().to_json()
+        if not self.rewrites:
+            del data["rewrites"]
         data["path"] = os.path.abspath(self.path)
         if self.inputs_file is not None:
             data["inputs_file"] = os.path.abspath(self.inputs_file)
@@ -108,12 +113,39 @@ class ReproJob(ModuleJob):
 
 @dataclass(kw_only=True)
 class VerifyJob(ModuleJob):
-    """JIT the Linalg IR, run it, compare with eager → `VerifyResult.to_json()`."""
+    """JIT the Linalg IR (or `target`'s IR converted to Linalg), run it, compare with eager
+    → `VerifyResult.to_json()`."""
 
     op: ClassVar[str] = "verify"
     rtol: float | None = None
     atol: float | None = None
     opt_level: int = 0
+    target: str = "linalg"  # the backend whose IR runs: linalg, tosa or stablehlo
+
+    def to_json(self) -> dict[str, Any]:
+        """`target` only when not Linalg (an older worker reads the job as before)."""
+        data = super().to_json()
+        if self.target == "linalg":
+            del data["target"]
+        return data
+
+
+@dataclass(kw_only=True)
+class RewritesJob(ModuleJob):
+    """Prove the rewrites of every op `targets` reject → `RewriteReport.to_json()`
+    (protocol/rewrite_results.py)."""
+
+    op: ClassVar[str] = "rewrites"
+    targets: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class ExportCodeJob(ModuleJob):
+    """Python that reproduces the module's IR at `target` with plain torch-mlir, its
+    rewrites inlined → `{"code": str, "rewrites": [...]}`."""
+
+    op: ClassVar[str] = "export-code"
+    target: str = "linalg"
 
 
 @dataclass(kw_only=True)
@@ -200,9 +232,11 @@ class WorkerStats:
 
 
 JOB_TYPES: dict[str, type[Job]] = {cls.op: cls for cls in (
-    LowerJob, ExportJob, ReproJob, VerifyJob, ModulesJob, PingJob, StatsJob)}
+    LowerJob, ExportJob, ReproJob, VerifyJob, RewritesJob, ExportCodeJob, ModulesJob, PingJob,
+    StatsJob)}
 
-AnyJob = LowerJob | ExportJob | ReproJob | VerifyJob | ModulesJob | PingJob | StatsJob
+AnyJob = (LowerJob | ExportJob | ReproJob | VerifyJob | RewritesJob | ExportCodeJob | ModulesJob
+          | PingJob | StatsJob)
 
 
 @dataclass

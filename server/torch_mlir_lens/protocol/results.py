@@ -73,11 +73,15 @@ class LensDiagnostic:
     cause: str | None = None
     ops: list[str] | None = None
     knock_on: list[dict[str, Any]] | None = None
+    # Why the backend refuses the op: its own words, else a rule's (rules/refusals.py).
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         if not self.related:
             del data["related"]  # the usual case: keep the JSON as it was
+        if self.reason is None:
+            del data["reason"]
         return data
 
     @classmethod
@@ -89,6 +93,7 @@ class LensDiagnostic:
             related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
                      for r in data.get("related") or []],
             cause=data.get("cause"), ops=data.get("ops"), knock_on=data.get("knock_on"),
+            reason=data.get("reason"),
         )
 
 
@@ -168,6 +173,8 @@ class LowerResult:
     # ok=False and partial=True: `ir` is the target IR of everything the backend accepts, each
     # rejected op kept in place as a call (worker/partial.py); the diagnostics name them.
     partial: bool = False
+    # The rewrites this lowering went through (worker/rewrites/), by name: each made some ops.
+    rewrites: list[str] = field(default_factory=list)
 
     def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
         """The result as JSON; `compact_map` (the worker's replies) sends the source map as
@@ -191,6 +198,7 @@ class LowerResult:
             "passes": None if self.passes is None else [asdict(p) for p in self.passes],
             "inputs_source": self.inputs_source,
             "partial": self.partial,
+            **({"rewrites": list(self.rewrites)} if self.rewrites else {}),
         }
 
     @classmethod
@@ -210,6 +218,7 @@ class LowerResult:
             frames=(FrameTable.from_json(data["frames"]) if "frames" in data
                     else _chains_from_map(data.get("map"))),
             partial=bool(data.get("partial", False)),
+            rewrites=[str(r) for r in data.get("rewrites") or []],
         )
 
 

@@ -137,3 +137,19 @@ LLVM_PIPELINE = (
 DIALECT_LOADING_PIPELINE = (
     "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-tmtensor))"
 )
+
+
+# A backend's own IR → linalg-on-tensors, so that Verify runs what that backend produced
+# (a rewrite's TOSA or StableHLO ops, not Linalg's). The passes torch-mlir's e2e suite uses
+# to run those backends on its reference backend (torch_mlir_e2e_test/tosa_backends,
+# stablehlo_backends): TOSA constants become arith first, named ops before the rest.
+LINALG_FROM_BACKEND: dict[str, str] = {
+    "tosa": (
+        "builtin.module(func.func(tosa-to-arith,tosa-to-scf,tosa-optional-decompositions,"
+        "tosa-to-linalg-named,tosa-to-linalg,tosa-to-tensor,tosa-to-arith))"
+    ),
+    "stablehlo": (
+        "builtin.module(func.func(stablehlo-aggressive-simplification),"
+        "stablehlo-legalize-to-linalg,stablehlo-convert-to-signless,canonicalize)"
+    ),
+}

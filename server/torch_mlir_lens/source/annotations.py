@@ -7,6 +7,7 @@ Syntax (documented in the README):
     # torch-mlir-lens: inputs=(torch.randn(2, 16),)
     # torch-mlir-lens: init=(16, 4)
     # torch-mlir-lens: dynamic={"x": {0: "batch"}}
+    # torch-mlir-lens: rewrites=erfinv@tosa, histc
     @some_decorator
     class MLP(nn.Module):
         ...
@@ -14,8 +15,10 @@ Syntax (documented in the README):
 - The comment lines sit in the comment block *directly* above the class/def (no blank line in
   between); decorators may come between the comments and the `class`/`def` line. Other, ordinary
   comment lines may be mixed into that block.
-- Keys: `inputs`, `init`, `dynamic`. Several keys may share one line, separated by `;` at
-  bracket depth 0 outside strings: `# torch-mlir-lens: inputs=(x,); init=(16, 4)`.
+- Keys: `inputs`, `init`, `dynamic`, `rewrites` (the rewrites a backend lowers the module
+  with: `NAME@BACKEND` or `NAME` for every backend, comma-separated; not an expression).
+  Several keys may share one line, separated by `;` at bracket depth 0 outside strings:
+  `# torch-mlir-lens: inputs=(x,); init=(16, 4)`.
 - A value whose brackets are not closed at the end of its line continues on the following comment
   lines (with or without their own `torch-mlir-lens:` prefix), so long expressions can be wrapped.
 - A later occurrence of a key overrides an earlier one. Unknown keys and values that are not
@@ -31,7 +34,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-KEYS = ("inputs", "init", "dynamic")
+KEYS = ("inputs", "init", "dynamic", "rewrites")
 
 # "# torch-mlir-lens: rest" (spaces optional, case-insensitive prefix).
 _PREFIX_RE = re.compile(r"^\s*#\s*torch-mlir-lens\s*:\s*(?P<rest>.*)$", re.IGNORECASE)
@@ -52,7 +55,8 @@ class AnnotationError:
 class InputAnnotation:
     """What the `# torch-mlir-lens:` comments above one class or function say.
 
-    `inputs`, `init`, `dynamic` are the raw Python expression strings (None when absent).
+    `inputs`, `init`, `dynamic` are the raw Python expression strings (None when absent);
+    `rewrites` the raw `NAME@BACKEND, ...` list.
     `line` is the 1-based line of the first `torch-mlir-lens` comment; `key_lines` the line of
     each key (for diagnostics on a bad expression); `errors` messages for unparsable parts.
     """
@@ -60,6 +64,7 @@ class InputAnnotation:
     inputs: str | None = None
     init: str | None = None
     dynamic: str | None = None
+    rewrites: str | None = None
     line: int = 0
     key_lines: dict[str, int] = field(default_factory=dict)
     errors: list[AnnotationError] = field(default_factory=list)
@@ -137,8 +142,18 @@ def _comment_body(line: str) -> str:
 _NEXT_KEY_RE = re.compile(r"[)\]}\s]\s*(" + "|".join(KEYS) + r")\s*=[^=]")
 
 
+# `rewrites=`: NAME or NAME@BACKEND items (names may be dotted: `decomp.slice.Tensor`).
+_REWRITE_ITEM = r"[A-Za-z_][\w.]*(?:\s*@\s*[A-Za-z_]\w*)?"
+REWRITES_RE = re.compile(rf"^\s*{_REWRITE_ITEM}(?:\s*,\s*{_REWRITE_ITEM})*\s*,?\s*$")
+
+
 def _check_expr(key: str, value: str) -> str | None:
     """An error message if `value` is not a Python expression, else None."""
+    if key == "rewrites":
+        if REWRITES_RE.match(value):
+            return None
+        return ("`rewrites=` of the `# torch-mlir-lens:` comment lists rewrites as NAME@BACKEND "
+                f"(or NAME for every backend), separated by commas: {value}")
     try:
         ast.parse(value.strip(), mode="eval")
     except SyntaxError as exc:
@@ -212,8 +227,9 @@ def parse_annotation_block(lines: list[str], def_line: int) -> InputAnnotation |
 
 def format_annotation(
     inputs: str | None = None, init: str | None = None, dynamic: str | None = None,
-    indent: str = "",
+    indent: str = "", rewrites: str | None = None,
 ) -> str:
     """The comment line(s) stating the given keys, one key per line (no trailing newline)."""
-    parts = [(k, v) for k, v in (("inputs", inputs), ("init", init), ("dynamic", dynamic)) if v]
+    parts = [(k, v) for k, v in (("inputs", inputs), ("init", init), ("dynamic", dynamic),
+                                 ("rewrites", rewrites)) if v]
     return "\n".join(f"{indent}# torch-mlir-lens: {k}={v}" for k, v in parts)

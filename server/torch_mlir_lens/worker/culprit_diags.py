@@ -182,6 +182,7 @@ def diagnostics(rejected: Iterable[Rejected], target: str, resolver: LocationRes
             severity=Severity.ERROR, message=message, kind=ErrorKind.UNSUPPORTED_OP,
             file=line[0] if line else None, line=line[1] if line else None, op=first.name,
             target=target, cause=cause, ops=ops, knock_on=knock or None,
+            reason=detail or None,
         ))
     return out
 

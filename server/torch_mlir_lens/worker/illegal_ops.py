@@ -30,6 +30,7 @@ from torch_mlir_lens.worker import op_isolation
 from torch_mlir_lens.worker.library_diags import add_library_frames
 from torch_mlir_lens.worker.locations import LocationResolver
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, pipeline_errors
+from torch_mlir_lens.worker.rewrites.reasons import explained
 
 # Ops that are never the culprit: constants and list plumbing are lowered with their users,
 # a region's terminator with the op owning the region (a `while_loop`'s `torch.prim.Loop`).
@@ -112,10 +113,11 @@ def _tag_candidates(module_op: Any) -> None:
                 op.operation.attributes[INDEX_ATTR] = ir.IntegerAttr.get(i64, index)
 
 
-def torch_operator_ops(module_op: Any) -> list[FoundOp]:
-    """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level."""
+def torch_operator_ops(module_op: Any, backend: str = "") -> list[FoundOp]:
+    """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level.
+    With a `backend`, each says why when a rule knows (`antialias=True`)."""
     return [
-        FoundOp(display_name(op), str(op.location), "")
+        FoundOp(display_name(op), str(op.location), explained("", op, backend) if backend else "")
         for op in walk_ops(module_op)
         if op_name(op) == "torch.operator"
     ]
@@ -433,8 +435,9 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
     location that torch-mlir's own pipeline fails on alone (a decomposition that makes a
     type the module contradicts), plus errors that name no op. `name_call(op, location)`
     names the Python call an op comes from ("`torch.special.i0` (an alias of `aten.i0`)")."""
-    found = torch_operator_ops(raw_module)
+    found = torch_operator_ops(raw_module, target)
     at_errors = [] if found else find_at_errors(raw_module, "torch", errors)
+    said = {(f.name, f.location): f.message for f in found if f.message}
     diags = unsupported_diagnostics(found + at_errors, target, resolver)
     reasons = {f.name: f.message for f in at_errors}
     location_of: dict[tuple[str, str | None, int | None], str] = {}
@@ -447,6 +450,9 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
         d.cause, d.ops = cause, [d.op or ""]
         why = "does not support it" if d.op not in reasons else \
             f"fails on it alone ({reasons[d.op or '']})"
+        d.reason = reasons.get(d.op or "") or said.get((d.op or "", location or "")) or None
+        if d.reason and d.op not in reasons:
+            why += f" ({d.reason})"
         d.message = f"{cause} cannot be lowered to {target_title(target)}: torch-mlir {why}"
     known = {_IN_FUNCTION.sub("", f.message) for f in at_errors}
     others = [d for d in errors if not (found and _names_an_op(d))

@@ -18,7 +18,7 @@ Decisions:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,11 +134,14 @@ def _is_empty_resource_section(lines: list[str]) -> bool:
 
 
 def render(asm: str, user_files: Iterable[str] | UserFiles, *,
-           strip_locations: bool = True) -> RenderedIr:
+           strip_locations: bool = True,
+           mark: Callable[[tuple[Chain, ...]], str | None] | None = None) -> RenderedIr:
     """Turn `print_asm` output into text for people plus its ir_line → source map.
 
     With `strip_locations` the location clutter (`loc(...)`, the `#loc` alias table, an empty
     resource section) is removed; otherwise the text is kept as printed and mapped as is.
+    `mark(frames)`, given every frame of an op's location, may return a note that ends the
+    op's first line as a comment (`// rewrite erfinv`).
     """
     users = as_user_files(user_files)
     src = asm.split("\n")
@@ -199,13 +202,17 @@ def render(asm: str, user_files: Iterable[str] | UserFiles, *,
     if resource_block and not (strip_locations and _is_empty_resource_section(resource_block)):
         out.extend(resource_block)
 
-    return _finish(out, ops, resolver)
+    return _finish(out, ops, resolver, mark)
 
 
-def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver) -> RenderedIr:
+def _finish(out: list[str], ops: list[_Op], resolver: LocationResolver,
+            mark: Callable[[tuple[Chain, ...]], str | None] | None = None) -> RenderedIr:
     for op in ops:
         op.chains = resolver.user_chains(op.loc)
         op.full = resolver.full_chains(op.loc)
+        note = mark(resolver.all_chains(op.loc)) if mark is not None else None
+        if note:
+            out[op.first] += f"  // {note}"
     # Parents close after their children, so resolve inheritance from the outside in.
     for op in reversed(ops):
         if op.chains or op.parent is None or op.name in _STRUCTURAL:

@@ -31,6 +31,7 @@ from torch_mlir_lens.protocol.jobs import (
     ModulesJob,
     Reply,
     ReproJob,
+    RewritesJob,
     VerifyJob,
     parse_job,
 )
@@ -61,6 +62,7 @@ class _Program:
     # lowering this program depends on them too (provenance.py).
     loaded: frozenset[str] = frozenset()
     dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
+    variants: Any = None  # worker.rewrites.variants.Variants: its lowerers with rewrites
 
 
 _programs: OrderedDict[str, _Program] = OrderedDict()
@@ -304,11 +306,25 @@ def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str |
     return None
 
 
+def _rewriting(job: ModuleJob, program: _Program) -> Any:
+    """The rewrites the job's module asks for (its comment, the job's), on this program."""
+    from torch_mlir_lens.worker.rewrites.jobs import Rewriting
+    from torch_mlir_lens.worker.rewrites.variants import Variants, requested
+
+    text = job.text if job.text is not None else read_text(job.path)
+    if program.variants is None:
+        program.variants = Variants(program.lowerer)
+    specs = requested(job.path, text, job.module, job.rewrites)
+    return Rewriting(program.variants, program.fn, program.args, program.kwargs, specs)
+
+
 def _lower(job: LowerJob) -> dict[str, Any]:
     wanted = _job_targets(job)
     options = _lower_options(job)
     try:
-        program = _program(job, _weights_needed(options, wanted))
+        program = _program(job, _weights_needed(options, wanted) or (
+            "--rewrites auto" if "auto" in job.rewrites else None))
+        rewriting = _rewriting(job, program)
     except LensError as err:
         # An export failure is a result (the module does not export, here is why and where);
         # bad requests, load and input errors stay errors.
@@ -319,7 +335,16 @@ def _lower(job: LowerJob) -> dict[str, Any]:
     first_timings = dict(program.timings)
     program.timings = {}  # a later job reusing the program did not pay for it
     for target, pipeline in wanted:
-        res: LowerResult = program.lowerer.lower(target, pipeline=pipeline, options=options)
+        try:
+            lowerer, used = rewriting.lowerer("linalg" if target == "llvm" else target)
+        except LensError as err:  # a rewrite that cannot be applied to this program
+            if err.kind != ErrorKind.EXPORT_ERROR:
+                raise
+            results.append(LowerResult(module=job.module, target=target, ok=False,
+                                       diagnostics=[err.to_diagnostic(target)]).to_json())
+            continue
+        res: LowerResult = lowerer.lower(target, pipeline=pipeline, options=options)
+        res.rewrites = used
         res.inputs_source = res.inputs_source or program.inputs_source
         res.stats = {**res.stats, **program.construction}
         for name, seconds in first_timings.items():
@@ -361,11 +386,26 @@ def _verify(job: VerifyJob) -> dict[str, Any]:
 
     check_options(job)
     program = _program(job, "verify")
-    result = verify_lowerer(program.lowerer, program.fn, program.args, program.kwargs,
+    lowerer, _used = _rewriting(job, program).lowerer(job.target)
+    result = verify_lowerer(lowerer, program.fn, program.args, program.kwargs,
                             rtol=job.rtol, atol=job.atol, opt_level=job.opt_level,
-                            dynamic_shapes=program.dynamic_shapes)
+                            dynamic_shapes=program.dynamic_shapes, backend=job.target)
     result.inputs_source = program.inputs_source
     return result.to_json()
+
+
+def _rewrites(job: RewritesJob) -> dict[str, Any]:
+    """Prove the rewrites of every culprit of the job's targets (worker/rewrites/)."""
+    from torch_mlir_lens.rules.targets import BACKENDS
+
+    targets = job.targets or list(BACKENDS)
+    for target in targets:
+        if target not in BACKENDS:
+            raise LensError(ErrorKind.BAD_REQUEST, f"rewrites are proven for a backend "
+                            f"({', '.join(BACKENDS)}), not {target!r}")
+    program = _program(job, "rewrites")  # Verify runs the module: real weights
+    report = _rewriting(job, program).report(targets)
+    return {**report.to_json(), "provenance": provenance(job.path, program.loaded)}
 
 
 def _modules(job: ModulesJob) -> dict[str, Any]:
@@ -396,6 +436,7 @@ _HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "export": _export,
     "repro": _repro,
     "verify": _verify,
+    "rewrites": _rewrites,
     "modules": _modules,
     "ping": _ping,
     "stats": _stats_job,

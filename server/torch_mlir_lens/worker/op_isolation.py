@@ -35,6 +35,7 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE, target_title
 from torch_mlir_lens.worker import crash_guard
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, pipeline_errors
+from torch_mlir_lens.worker.rewrites.reasons import explained
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
 UNKNOWN = None  # no verdict: the op cannot be copied out, or the time budget ran out
@@ -364,7 +365,10 @@ def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
             break
         cache.put(item.key, target, run_alone(isolate(item.op), target))
         cache.runs += 1
-    return [cache.peek(key, target) for key in keys], complete
+    found = [cache.peek(key, target) for key in keys]
+    # A failure says why: the backend's words, else a rule's reading of the op (its types).
+    return [explained(v, op, target) if v else v for v, op in zip(found, ops, strict=True)], \
+        complete
 
 
 __all__ = ["CACHE", "LOWERS", "UNKNOWN", "Verdict", "VerdictCache",

@@ -32,6 +32,7 @@ from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.literals import mark_elided
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.export import FILE_LINE
+from torch_mlir_lens.worker.rewrites.apply import made_by
 
 _ASSIGN = re.compile(r"^\s*(\w+)(?:\s*:\s*\"[^\"]*\")?\s*=")
 
@@ -77,7 +78,13 @@ def render(module_op: Any, users: UserFiles, *, keep_weights: bool,
     asm = ir_text.print_asm(module_op, keep_weights=keep_weights)
     if not keep_weights:  # say plainly which weights the text does not hold
         asm = mark_elided(asm)
-    return ir_text.render(asm, users, strip_locations=not debug_info)
+    return ir_text.render(asm, users, strip_locations=not debug_info, mark=rewrite_note)
+
+
+def rewrite_note(chains: tuple[Any, ...]) -> str | None:
+    """"rewrite erfinv" for an op a rewrite made (its location has the rewrite's frame)."""
+    name = made_by(frame for chain in chains for frame in chain)
+    return f"rewrite {name}" if name else None
 
 
 def lower_result(module_name: str, target: str, ok: bool, rendered: ir_text.RenderedIr | None,

@@ -31,6 +31,7 @@ from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering.pipeline import new_context
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 from torch_mlir_lens.worker.region_origins import restore_region_origins
+from torch_mlir_lens.worker.rewrites.apply import remember
 from torch_mlir_lens.worker.scatter_dims import positive_scatter_dims
 from torch_mlir_lens.worker.slice_bounds import clamped_slice_scatters
 from torch_mlir_lens.worker.sym_minmax import prim_min_max
@@ -152,6 +153,7 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
                 exported = program
                 program = run_decompositions(exported, get_decomposition_table())
                 restore_region_origins(exported, program)  # no_grad bodies' lines and calls
+                remember(program, exported)  # rewrites decompose it again (worker/rewrites)
     except Exception as exc:  # torch raises many unrelated types here
         file, line = _user_location(exc, users)
         err = LensError(ErrorKind.EXPORT_ERROR, _export_message(exc), file=file, line=line)

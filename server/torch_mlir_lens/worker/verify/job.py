@@ -26,6 +26,7 @@ from torch_mlir_lens.protocol.verify_results import DimSize, VerifyResult, dims_
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.worker.job_fields import read_text
 from torch_mlir_lens.worker.verify import sizes
+from torch_mlir_lens.worker.verify.backends import linalg_of
 from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module
 
 MAX_OPT_LEVEL = 3
@@ -61,8 +62,12 @@ def verify_lowerer(
     locate: bool = True,
     mutate_ir: Callable[[str], str] | None = None,
     dynamic_shapes: Any = None,
+    backend: str = "linalg",
 ) -> VerifyResult:
     """Verify the linalg lowering of an existing `worker.lowering.ProgramLowerer`.
+
+    `backend` "tosa" or "stablehlo": run that backend's IR instead, converted to Linalg
+    (backends.py), so what is checked is what that backend produced.
 
     `fn` must be the instance that was exported. The lowerer's cached linalg module is not
     modified (verify lowers a copy). A program with dynamic dims runs at several sizes of
@@ -74,17 +79,20 @@ def verify_lowerer(
     name = lowerer.module_name
     start = time.perf_counter()
     try:
-        linalg = lowerer.module_for("linalg")
+        linalg = linalg_of(lowerer, backend)
     except LensError as err:
         if err.kind == ErrorKind.BAD_REQUEST:
             raise
-        # lower() lists every unsupported op with its line, not just the first error.
-        listed = lowerer.lower("linalg")
-        diags = listed.diagnostics or [err.to_diagnostic("linalg")]
         lower_s = round(time.perf_counter() - start, 6)
+        if err.kind == ErrorKind.VERIFY_ERROR:  # the backend's IR does not convert to run
+            return _failed(name, [err.to_diagnostic(backend)], err.message, err.kind, rtol,
+                           atol, {"lower": lower_s, "total": lower_s})
+        # lower() lists every unsupported op with its line, not just the first error.
+        listed = lowerer.lower(backend)
+        diags = listed.diagnostics or [err.to_diagnostic(backend)]
         timings = {"lower": lower_s, "total": lower_s}
         # The same words as `lower`, `export` and `check`: every culprit at its line.
-        return _failed(name, diags, culprits.summary(diags, "linalg"), diags[0].kind,
+        return _failed(name, diags, culprits.summary(diags, backend), diags[0].kind,
                        rtol, atol, timings)
     lower_s = round(time.perf_counter() - start, 6)
     runs = _size_inputs(lowerer.program, fn, args, kwargs or {}, dynamic_shapes)

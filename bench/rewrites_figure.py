@@ -1,0 +1,121 @@
+"""Figure 14: rewrites past rejected ops, over torch-mlir's e2e suite and the broad sweep.
+
+For each (module, backend) pair that fails, the product's own proof (worker/rewrites/) runs on
+it as the `rewrites` job does: every culprit's candidates are tried, the proven ones offered.
+Then the module is lowered with every offered rewrite and, when the backend takes it whole,
+Verify runs that backend's IR (converted to Linalg, on LLVM) against eager PyTorch.
+
+    outcome(lowerer, module, args, kwargs, target)   → the row part of one failing pair
+    summary(pairs)                                   → the figure's counts, per backend
+    python -m bench.rewrites_figure ROWS.jsonl...    → the figure of rows already written
+
+Rows come from `python -m bench.e2e_suite --rewrites` and `python -m bench.broad_sweep
+--rewrites`: each failing backend of a row carries `rewrites` (this module's `outcome`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("linalg", "tosa", "stablehlo")
+
+
+def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+            target: str) -> dict[str, Any]:
+    """Offers for one failing pair, then the module lowered with all of them and verified."""
+    from torch_mlir_lens.worker.rewrites.candidates import by_name
+    from torch_mlir_lens.worker.rewrites.offers import target_offers
+    from torch_mlir_lens.worker.rewrites.proof import Prover
+
+    start = time.perf_counter()
+    prover = Prover(lowerer, module, args, kwargs)
+    offers = target_offers(prover, target)
+    names = sorted({n for o in offers if o.offered for n in o.rewrites})
+    row: dict[str, Any] = {
+        "culprits": [{"ops": o.ops, "offered": o.offered, "rewrites": o.rewrites,
+                      "why": o.why[:200], "max_abs": o.max_abs} for o in offers],
+        "checks": [{"rewrite": c.rewrite, "op": c.op, "ok": c.ok, "why": c.why[:200]}
+                   for o in offers for c in o.checks],
+        "offered": names, "lowers": False, "verified": False, "verify": "",
+    }
+    if names and all(o.offered for o in offers):
+        proof = prover.module([r for r in map(by_name, names) if r is not None], target)
+        row["lowers"] = bool(proof.result is not None and proof.result.ok)
+        row["verified"] = row["lowers"] and proof.verified
+        row["verify"] = proof.verify.message if proof.verify else proof.why[:200]
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    return row
+
+
+def _pairs(rows: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(module, backend, its result) of every failing pair of the rows."""
+    out = []
+    for row in rows:
+        for target in BACKENDS:
+            res = row.get(target)
+            if isinstance(res, dict) and res.get("ok") is False:
+                out.append((row.get("test") or row.get("model") or "?", target, res))
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per backend: failing pairs, pairs that lower and verify with rewrites, distinct culprit
+    ops with a rewrite, rewrites offered that fail Verify, and the rejected candidates by why."""
+    out: dict[str, Any] = {}
+    for target in BACKENDS:
+        pairs = [(m, res) for m, t, res in _pairs(rows) if t == target]
+        tried = [(m, res["rewrites"]) for m, res in pairs if isinstance(res.get("rewrites"), dict)]
+        fixed = [m for m, r in tried if r["verified"]]
+        wrong = [m for m, r in tried if r["lowers"] and r["offered"] and not r["verified"]]
+        ops_with = {op for _m, r in tried for c in r["culprits"] if c["offered"]
+                    for op in c["ops"]}
+        ops_all = {op for _m, r in tried for c in r["culprits"] for op in c["ops"]}
+        rejected: Counter[str] = Counter()
+        for _m, r in tried:
+            for c in r["checks"]:
+                if not c["ok"]:
+                    rejected[_why_kind(c["why"])] += 1
+        out[target] = {
+            "failing": len(pairs), "tried": len(tried), "lower_and_verify": len(fixed),
+            "offered_failing_verify": wrong, "culprit_ops": len(ops_all),
+            "culprit_ops_with_rewrite": sorted(ops_with),
+            "rejected_by_proof": dict(rejected.most_common()),
+        }
+    return out
+
+
+def _why_kind(why: str) -> str:
+    """A rejected candidate's reason, by kind (the figure counts them)."""
+    for needle, kind in (("does not lower alone", "does not lower alone"),
+                         ("differs from the op on the example", "differs on the example inputs"),
+                         ("differs from the op on edge", "differs on edge cases"),
+                         ("fails on edge", "fails on edge cases"),
+                         ("cannot be traced", "cannot be traced"),
+                         ("dynamic", "dynamic sizes: not tried"),
+                         ("made by torch-mlir", "made by torch-mlir's decompositions")):
+        if needle in why:
+            return kind
+    return why.split(":")[0][:60] or "other"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.rewrites_figure", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rows", nargs="+", type=Path, help="JSON-lines rows with `rewrites`")
+    args = ap.parse_args()
+    rows: dict[str, dict[str, Any]] = {}
+    for path in args.rows:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows[row.get("test") or row.get("model") or str(len(rows))] = row
+    print(json.dumps(summary(list(rows.values())), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Why a backend refuses an op, when torch-mlir does not say (no torch, no MLIR).
+
+torch-mlir's conversions mostly answer "failed to legalize operation 'torch.aten.slice.Tensor'"
+and keep their reason in a debug log. What decides is usually visible in the op as the Torch
+dialect holds it: its operand and result types and its constant operands. Each rule below reads
+those facts (`OpFacts`, filled by worker/rewrites/reasons.py from the op lowered alone) and
+names the one that the backend cannot take: a zero-sized result on TOSA, a dynamic size, a
+64-bit float, a grouped convolution, `antialias=True`.
+
+A rule speaks only of an op that failed alone: it explains a verdict, it never makes one. A
+reason that is a fact of the backend (TOSA has no zero-sized tensors) stands as it is; one that
+is only likely (a dynamic size, a 64-bit float) comes with the types the op would have
+without it (`Refusal.instead`), and the worker keeps it only when the op lowers alone so
+(worker/rewrites/reasons.py). tests/rules/test_refusals.py checks each rule's words,
+tests/worker/test_refusal_reasons.py sees them in real lowerings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_VTENSOR = re.compile(r"^!torch\.vtensor<\[([^\]]*)\],(.+)>$")
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """An op as a rule reads it: names and types as the Torch dialect prints them."""
+
+    name: str  # "aten.slice.Tensor" (without the dialect's `torch.` prefix)
+    operands: tuple[str, ...]  # each operand's type: "!torch.vtensor<[2,0],f32>", "!torch.int"
+    results: tuple[str, ...]
+    constants: tuple[str | None, ...]  # each operand's constant value ("4", "true"), or None
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A `!torch.vtensor` type: its sizes (None: dynamic) and element type."""
+
+    sizes: tuple[int | None, ...]
+    dtype: str
+
+    @property
+    def builtin(self) -> str:
+        """As the backend's IR prints it: `tensor<1x4x16x0xf32>`."""
+        dims = "x".join("?" if s is None else str(s) for s in self.sizes)
+        return f"tensor<{dims}x{self.dtype}>" if dims else f"tensor<{self.dtype}>"
+
+
+def tensor_type(text: str) -> Tensor | None:
+    """A `!torch.vtensor<[2,?],f32>` type read, or None for any other type."""
+    m = _VTENSOR.match(text.strip())
+    if m is None:
+        return None
+    sizes = tuple(None if s.strip() in ("?", "-1") else int(s) for s in m.group(1).split(",")
+                  if s.strip())
+    return Tensor(sizes, m.group(2).strip())
+
+
+def _tensors(facts: OpFacts) -> list[tuple[str, Tensor]]:
+    """("its result" / "its operand", tensor) for each tensor the op makes or takes."""
+    out = [("its result", t) for t in map(tensor_type, facts.results) if t is not None]
+    out += [("its operand", t) for t in map(tensor_type, facts.operands) if t is not None]
+    return out
+
+
+def _zero_sized(facts: OpFacts) -> str | None:
+    for role, t in _tensors(facts):
+        if 0 in t.sizes:
+            return f"TOSA has no zero-sized tensors, and {role} is `{t.builtin}`"
+    return None
+
+
+def _dynamic(facts: OpFacts) -> str | None:
+    for role, t in _tensors(facts):
+        if None in t.sizes:
+            return (f"{role} `{t.builtin}` has a dynamic size, which TOSA's conversion of it "
+                    "does not take")
+    return None
+
+
+def _f64(facts: OpFacts) -> str | None:
+    for role, t in _tensors(facts):
+        if t.dtype == "f64":
+            return f"TOSA has no 64-bit floats, and {role} is `{t.builtin}`"
+    return None
+
+
+def _complex(facts: OpFacts) -> str | None:
+    for role, t in _tensors(facts):
+        if t.dtype.startswith("complex"):
+            return f"{role} `{t.builtin}` holds complex numbers, which the backend has not"
+    return None
+
+
+_CONVOLUTIONS = {"aten.convolution": 8, "aten._convolution": 8, "aten._convolution.deprecated": 8,
+                 "aten.conv1d": 6, "aten.conv2d": 6, "aten.conv3d": 6}
+
+
+def _grouped(facts: OpFacts) -> str | None:
+    index = _CONVOLUTIONS.get(facts.name)
+    if index is None or index >= len(facts.constants):
+        return None
+    groups = facts.constants[index]
+    if groups is not None and groups.lstrip("-").isdigit() and int(groups) > 1:
+        return f"a grouped convolution (groups={groups}), which its conversion does not take"
+    return None
+
+
+def _antialias(facts: OpFacts) -> str | None:
+    if facts.name.endswith("_aa") or facts.name.endswith("_aa.vec"):
+        return "`antialias=True`: torch-mlir has no antialiased resampling"
+    if facts.name.startswith("aten.__interpolate") and "true" in facts.constants[5:6]:
+        return "`antialias=True`: torch-mlir has no antialiased resampling"
+    return None
+
+
+def _static(text: str) -> str:
+    """The op's IR text with every dynamic size made 4."""
+    return re.sub(r"(?<=[\[,])\?(?=[,\]])", "4", text)
+
+
+def _f32(text: str) -> str:
+    """The op's IR text with 64-bit floats made 32-bit."""
+    return re.sub(r"\bf64\b", "f32", text)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A rule: the clause it says of an op, and, when that is only likely, the op's IR text
+    as it would be without the cause (to be lowered alone as a check)."""
+
+    says: Callable[[OpFacts], str | None]
+    instead: Callable[[str], str] | None = None
+
+
+# backend → its rules, most telling first: the first that applies (and holds) is the reason.
+RULES: dict[str, tuple[Refusal, ...]] = {
+    "tosa": (Refusal(_zero_sized), Refusal(_complex), Refusal(_grouped), Refusal(_antialias),
+             Refusal(_f64, _f32), Refusal(_dynamic, _static)),
+    "stablehlo": (Refusal(_complex), Refusal(_grouped), Refusal(_antialias)),
+    "linalg": (Refusal(_complex), Refusal(_grouped), Refusal(_antialias)),
+}
+
+
+def reasons(facts: OpFacts, backend: str) -> list[tuple[str, Callable[[str], str] | None]]:
+    """Every clause the rules say of the op on `backend`, most telling first, each with the
+    op's text without its cause when the clause needs that check."""
+    out = []
+    for rule in RULES.get(backend, ()):
+        found = rule.says(facts)
+        if found:
+            out.append((found, rule.instead))
+    return out
+
+
+def reason(facts: OpFacts, backend: str) -> str | None:
+    """The first clause the rules say ("TOSA has no zero-sized tensors, and its result is
+    `tensor<2x0xf32>`"), unchecked; None when no rule knows."""
+    found = reasons(facts, backend)
+    return found[0][0] if found else None
+
+
+def explains(message: str) -> bool:
+    """Whether a backend's own message says why (not only "failed to legalize")."""
+    text = message.strip()
+    return bool(text) and "failed to legalize operation" not in text
+
+
+__all__ = ["RULES", "OpFacts", "Refusal", "Tensor", "explains", "reason", "reasons",
+           "tensor_type"]

@@ -1,0 +1,57 @@
+"""The worker's jobs about rewrites, on a program its job cache holds (worker/jobs.py).
+
+    Rewriting(variants, fn, args, kwargs, specs)
+        .lowerer(target)      → (ProgramLowerer, rewrites used) for a lower/verify target
+        .report(targets)      → RewriteReport: every culprit's proven rewrites (`rewrites` job)
+
+Proofs are kept with the program (`Variants.offers`): a lowering with `auto` after a
+`rewrites` job, or a second job, proves nothing again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from torch_mlir_lens.protocol.rewrite_results import RewriteReport
+from torch_mlir_lens.rules.rewrite_specs import RewriteSpec
+from torch_mlir_lens.worker.rewrites.offers import target_offers
+from torch_mlir_lens.worker.rewrites.proof import Prover
+from torch_mlir_lens.worker.rewrites.variants import Variants
+
+
+class Rewriting:
+    """One program's rewrites as a job asks for them."""
+
+    def __init__(self, variants: Variants, fn: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any], specs: list[RewriteSpec]) -> None:
+        self.variants = variants
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.specs = specs
+
+    def lowerer(self, target: str) -> tuple[Any, list[str]]:
+        """The lowerer `target` is lowered with, and the rewrites it went through."""
+        if not self.specs:
+            return self.variants.base, []
+        return self.variants.for_target(self.specs, target, self._proven)
+
+    def _proven(self, target: str) -> list[str]:
+        report = self.report([target])
+        return list(dict.fromkeys(n for o in report.offers if o.offered for n in o.rewrites))
+
+    def report(self, targets: list[str]) -> RewriteReport:
+        """Each culprit of `targets` with its proven rewrites, or why none."""
+        start = time.perf_counter()
+        report = RewriteReport(self.variants.base.module_name)
+        for target in targets:
+            if target not in self.variants.offers:
+                if self.variants.prover is None:
+                    self.variants.prover = Prover(self.variants.base, self.fn, self.args,
+                                                  self.kwargs)
+                self.variants.offers[target] = target_offers(self.variants.prover, target)
+            report.offers.extend(self.variants.offers[target])
+        report.timings["total"] = round(time.perf_counter() - start, 6)
+        return report
+
+
+__all__ = ["Rewriting"]

@@ -1,0 +1,96 @@
+"""Why a backend refuses an op: its own message when it gives one, else a rule's (rules/refusals).
+
+    op_facts(op)                      → OpFacts: the op's name, types and constant operands
+    explained(verdict, op, backend)   → the verdict with the reason a rule finds, when the
+                                        backend said only "failed to legalize"
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from torch_mlir import ir
+
+from torch_mlir_lens.rules.refusals import OpFacts, explains, reasons
+
+
+def _constant(value: Any) -> str | None:
+    """The printed value of a constant operand (`torch.constant.*`), else None."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    name = str(owner.operation.name)
+    if not name.startswith("torch.constant."):
+        return None
+    if name == "torch.constant.none":
+        return "None"
+    attrs = owner.operation.attributes
+    if "value" not in attrs:
+        return None
+    attr = attrs["value"]
+    for kind in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr):
+        try:
+            read = kind(attr).value
+        except (ValueError, TypeError):
+            continue
+        return ("true" if read else "false") if isinstance(read, bool) else str(read)
+    return str(attr)
+
+
+def op_facts(op: Any) -> OpFacts:
+    """What the refusal rules read of an op of the Torch dialect."""
+    operation = op.operation
+    name = str(operation.name)
+    if name == "torch.operator" and "name" in operation.attributes:
+        name = ir.StringAttr(operation.attributes["name"]).value
+    return OpFacts(
+        name=name.removeprefix("torch."),
+        operands=tuple(str(v.type) for v in operation.operands),
+        results=tuple(str(r.type) for r in operation.results),
+        constants=tuple(_constant(v) for v in operation.operands),
+    )
+
+
+_CHECKED: OrderedDict[tuple[str, str], str] = OrderedDict()  # (op key, backend) → reason
+_CHECKED_SIZE = 5000
+
+
+def _holds(op: Any, backend: str, instead: Callable[[str], str] | None) -> bool:
+    """Whether a clause holds: a fact of the backend, or the op lowers alone once its types
+    are as `instead` makes them (f64 made f32, dynamic sizes made static)."""
+    if instead is None:
+        return True
+    from torch_mlir_lens.worker import op_isolation
+
+    text = instead(str(op_isolation.isolate(op)))
+    try:
+        module = ir.Module.parse(text, context=op.context)
+    except Exception:  # the types cannot be changed so: the clause is not checked
+        return False
+    return op_isolation.run_alone(module, backend) == op_isolation.LOWERS
+
+
+def explained(verdict: str, op: Any, backend: str) -> str:
+    """A failing verdict (the backend's first error line) with the reason said: kept when the
+    backend says why itself, else the first reason a rule finds in the op that holds (or the
+    verdict as is)."""
+    if explains(verdict):
+        return verdict
+    try:
+        from torch_mlir_lens.worker.op_isolation import isolation_key
+
+        key = (isolation_key(op), backend)
+        if key not in _CHECKED:
+            _CHECKED[key] = next((said for said, instead in reasons(op_facts(op), backend)
+                                  if _holds(op, backend, instead)), "")
+            while len(_CHECKED) > _CHECKED_SIZE:
+                _CHECKED.popitem(last=False)
+        found = _CHECKED[key]
+    except Exception:  # an op whose operands cannot be read: no reason, the verdict stands
+        return verdict
+    return found or verdict
+
+
+__all__ = ["explained", "op_facts"]

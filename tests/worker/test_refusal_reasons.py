@@ -1,0 +1,67 @@
+"""Each culprit says why its backend refuses it, in real lowerings (rules/refusals.py through
+worker/rewrites/reasons.py): the backend's own words, else a rule's that holds."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.export import Dim
+
+from torch_mlir_lens.protocol.results import LensDiagnostic
+from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
+
+
+def _culprits(fn: nn.Module, args: tuple[torch.Tensor, ...], target: str,
+              dynamic: object = None) -> list[LensDiagnostic]:
+    program = export_program(fn, args, user_files=[__file__], dynamic_shapes=dynamic)
+    lowerer = ProgramLowerer(program, module_name=type(fn).__name__, user_files=[__file__])
+    result = lowerer.lower(target)
+    assert not result.ok
+    return [d for d in result.diagnostics if d.kind == "unsupported-op"]
+
+
+class EmptyPass(nn.Module):
+    def forward(self, q):
+        return q[..., q.shape[-1]:].sum(-1) + q[..., 0]
+
+
+class Antialiased(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+
+
+class DynamicCumsum(nn.Module):
+    def forward(self, x):
+        return (x.reshape(-1, 2, 4) * 2).cumsum(0)
+
+
+class Erfinv64(nn.Module):
+    def forward(self, x):
+        return torch.special.erfinv(x)
+
+
+def test_a_zero_sized_result_on_tosa() -> None:
+    first = _culprits(EmptyPass(), (torch.randn(1, 4, 16, 8),), "tosa")[0]
+    assert first.reason == "TOSA has no zero-sized tensors, and its result is " \
+                           "`tensor<1x4x16x0xf32>`"
+    assert first.message.endswith(f"cannot be lowered to TOSA ({first.reason})")
+
+
+def test_antialias_on_every_backend() -> None:
+    for target in ("linalg", "stablehlo"):
+        (diag,) = _culprits(Antialiased(), (torch.randn(1, 2, 8, 8),), target)
+        assert diag.reason == "`antialias=True`: torch-mlir has no antialiased resampling"
+        assert diag.reason in diag.message
+
+
+def test_a_dynamic_size_on_tosa_is_checked_before_it_is_said() -> None:
+    (diag,) = _culprits(DynamicCumsum(), (torch.randn(4, 8),), "tosa", {"x": {0: Dim("b")}})
+    assert diag.reason == "its result `tensor<?x2x4xf32>` has a dynamic size, which TOSA's " \
+                          "conversion of it does not take"
+
+
+def test_a_likely_reason_that_does_not_hold_is_not_said() -> None:
+    """erfinv fails on TOSA whatever its dtype: f64 is not why, and nothing is made up."""
+    (diag,) = _culprits(Erfinv64(), (torch.rand(4, dtype=torch.float64),), "tosa")
+    assert diag.reason is None and "64-bit" not in diag.message
