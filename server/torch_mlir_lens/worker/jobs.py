@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.protocol.jobs import (
+    ExportCodeJob,
     ExportJob,
     ExportReply,
     Job,
@@ -364,7 +365,8 @@ def _export(job: ExportJob) -> dict[str, Any]:
     from torch_mlir_lens.worker.lowering.writing import write_export
 
     program = _program(job, "export")  # the file must hold the real weights
-    size = write_export(program.lowerer, target, os.path.abspath(output),
+    lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
+    size = write_export(lowerer, target, os.path.abspath(output),
                         bytecode=job.bytecode, options=_lower_options(None))
     return ExportReply(path=os.path.abspath(output), bytes=size).to_json()
 
@@ -376,7 +378,8 @@ def _repro(job: ReproJob) -> dict[str, Any]:
     from torch_mlir_lens.worker.lowering.writing import write_repro
 
     program = _program(job, "repro")
-    return _jsonable(write_repro(program.lowerer, target, os.path.abspath(output_dir)))
+    lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
+    return _jsonable(write_repro(lowerer, target, os.path.abspath(output_dir)))
 
 
 def _verify(job: VerifyJob) -> dict[str, Any]:
@@ -408,6 +411,22 @@ def _rewrites(job: RewritesJob) -> dict[str, Any]:
     return {**report.to_json(), "provenance": provenance(job.path, program.loaded)}
 
 
+def _export_code(job: ExportCodeJob) -> dict[str, Any]:
+    """Python that reproduces the module's IR with plain torch-mlir, its rewrites inlined."""
+    from torch_mlir_lens.worker.rewrites.variants import written_keys
+
+    program = _program(job)
+    text = job.text if job.text is not None else read_text(job.path)
+    written = written_keys(job.path, text, job.module)
+    source = program.inputs_source or ""
+    expr = job.inputs if source == "cli" else written.get("inputs") if source == "comment" \
+        else None
+    code = _rewriting(job, program).export_code(
+        job.path, job.module, job.target, (expr, source), job.init or written.get("init"),
+        program.dynamic_shapes)
+    return {**code, "provenance": provenance(job.path, program.loaded)}
+
+
 def _modules(job: ModulesJob) -> dict[str, Any]:
     from torch_mlir_lens.discovery import find_modules
 
@@ -437,6 +456,7 @@ _HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "repro": _repro,
     "verify": _verify,
     "rewrites": _rewrites,
+    "export-code": _export_code,
     "modules": _modules,
     "ping": _ping,
     "stats": _stats_job,

@@ -3,6 +3,7 @@
     Rewriting(variants, fn, args, kwargs, specs)
         .lowerer(target)      → (ProgramLowerer, rewrites used) for a lower/verify target
         .report(targets)      → RewriteReport: every culprit's proven rewrites (`rewrites` job)
+        .export_code(...)     → standalone Python reproducing the IR (`export-code` job)
 
 Proofs are kept with the program (`Variants.offers`): a lowering with `auto` after a
 `rewrites` job, or a second job, proves nothing again.
@@ -17,7 +18,23 @@ from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.rules.rewrite_specs import RewriteSpec
 from torch_mlir_lens.worker.rewrites.offers import target_offers
 from torch_mlir_lens.worker.rewrites.proof import Prover
+from torch_mlir_lens.worker.rewrites.snippet import ExportCodeSpec, export_code
 from torch_mlir_lens.worker.rewrites.variants import Variants
+
+
+def _custom_ops(program: Any) -> dict[str, Any]:
+    """The library custom ops of the program that the product traces through an equivalent
+    (custom_ops.py): the export code needs the same entries."""
+    from torch_mlir_lens.worker.custom_ops import EQUIVALENTS
+    from torch_mlir_lens.worker.rewrites.apply import exported_of
+
+    exported = exported_of(program) or program
+    found = {}
+    for node in exported.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and schema is not None and schema.name in EQUIVALENTS:
+            found[schema.name] = EQUIVALENTS[schema.name]
+    return found
 
 
 class Rewriting:
@@ -38,6 +55,21 @@ class Rewriting:
     def _proven(self, target: str) -> list[str]:
         report = self.report([target])
         return list(dict.fromkeys(n for o in report.offers if o.offered for n in o.rewrites))
+
+    def export_code(self, path: str, module: str, target: str, inputs: tuple[str | None, str],
+                    init_expr: str | None, dynamic_shapes: Any) -> dict[str, Any]:
+        """The standalone Python of snippet.py for `target`: `{"code", "rewrites"}`.
+        `inputs`: (the written inputs expression or None, where the inputs came from)."""
+        from torch_mlir_lens.worker.rewrites.candidates import by_name
+
+        _lowerer, used = self.lowerer(target)
+        rewrites = [r for r in map(by_name, used) if r is not None]
+        spec = ExportCodeSpec(path=path, module=module, target=target, rewrites=rewrites,
+                              inputs_expr=inputs[0], inputs_source=inputs[1], args=self.args,
+                              kwargs=self.kwargs, init_expr=init_expr,
+                              custom_ops=_custom_ops(self.variants.base.program),
+                              dynamic_shapes=dynamic_shapes)
+        return {"code": export_code(spec), "rewrites": used}
 
     def report(self, targets: list[str]) -> RewriteReport:
         """Each culprit of `targets` with its proven rewrites, or why none."""

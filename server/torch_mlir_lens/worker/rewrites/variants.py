@@ -24,6 +24,18 @@ from torch_mlir_lens.worker.rewrites.candidates import by_name
 from torch_mlir_lens.worker.rewrites.model import Rewrite
 
 
+def written_keys(path: str, text: str, module: str) -> dict[str, str]:
+    """The keys of the module's `# torch-mlir-lens:` comment as written (inputs, init, ...)."""
+    from torch_mlir_lens.discovery import find_modules
+
+    for info in find_modules(text, path):
+        if info.name == module and info.annotation is not None:
+            ann = info.annotation
+            return {k: v for k in ("inputs", "init", "dynamic", "rewrites")
+                    if (v := getattr(ann, k)) is not None}
+    return {}
+
+
 def _comment(path: str, text: str, module: str) -> tuple[str | None, int | None]:
     """The module's `rewrites=` value and its line, when its comment has one."""
     from torch_mlir_lens.discovery import find_modules
@@ -106,4 +118,4 @@ class Variants:
         return self.for_names(names)
 
 
-__all__ = ["Variants", "requested"]
+__all__ = ["Variants", "requested", "written_keys"]

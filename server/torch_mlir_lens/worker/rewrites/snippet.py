@@ -1,0 +1,209 @@
+"""Export code the user owns: a standalone Python file that reproduces the module's IR with
+plain torch-mlir, the rewrites it lowers with inlined as functions.
+
+    export_code(spec)   → the Python text (ExportCodeSpec says what to reproduce)
+
+The file imports only torch and torch-mlir (never this product): it loads the user's file by
+path, builds the module as the product did (the `init=` expression, else no arguments), takes
+the same example inputs (the written expression, else tensors of the same shapes and dtypes:
+the IR depends on those only) and calls `torch_mlir.fx.export_and_import` with torch-mlir's
+decomposition table plus the rewrites' entries, which is what the product runs.
+tests/worker/test_export_code.py runs it in a fresh interpreter that cannot import the product
+and compares its IR with the product's export.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker.rewrites.model import TORCH_DECOMP, TORCH_REFS, Rewrite
+
+# Targets and torch-mlir's name for them (`fx.export_and_import(output_type=...)`).
+OUTPUT_TYPES = {"raw": "raw", "torch": "torch", "linalg": "linalg-on-tensors", "tosa": "tosa",
+                "stablehlo": "stablehlo"}
+
+
+@dataclass
+class ExportCodeSpec:
+    """What the export code reproduces."""
+
+    path: str  # the user's file
+    module: str  # class or function name (`Outer.Inner` for a nested class)
+    target: str
+    rewrites: list[Rewrite] = field(default_factory=list)
+    inputs_expr: str | None = None  # the written expression (comment, command line)
+    args: tuple[Any, ...] = ()  # the inputs themselves (their shapes, when not written)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    init_expr: str | None = None
+    inputs_source: str | None = None
+    custom_ops: dict[str, Callable[..., Any]] = field(default_factory=dict)  # op → equivalent
+    dynamic_shapes: Any = None  # torch.export's spec, {name: {dim: Dim}} or a tuple of those
+
+
+def _tensor_expr(t: torch.Tensor) -> str:
+    """A tensor of `t`'s shape and dtype (its values do not change the IR)."""
+    shape = ", ".join(str(s) for s in t.shape)
+    dtype = str(t.dtype)
+    if t.dtype.is_floating_point:
+        return f"torch.randn(({shape}{',' if t.dim() == 1 else ''}), dtype={dtype})"
+    return f"torch.zeros(({shape}{',' if t.dim() == 1 else ''}), dtype={dtype})"
+
+
+def _value_expr(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return _tensor_expr(value)
+    if isinstance(value, tuple | list):
+        inner = ", ".join(_value_expr(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
+            f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_value_expr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _dims_expr(spec: Any) -> str:
+    """torch.export's `dynamic_shapes` as Python: Dims by name and bounds."""
+    if spec is None:
+        return "None"
+    if isinstance(spec, dict):
+        return "{" + ", ".join(f"{k!r}: {_dims_expr(v)}" for k, v in spec.items()) + "}"
+    if isinstance(spec, tuple | list):
+        inner = ", ".join(_dims_expr(v) for v in spec)
+        return f"({inner},)" if len(spec) == 1 else f"({inner})"
+    name = getattr(spec, "__name__", None)
+    if name is None:
+        return repr(spec)
+    bounds = "".join(f", {k}={getattr(spec, k)}" for k in ("min", "max")
+                     if isinstance(getattr(spec, k, None), int) and getattr(spec, k) < 2**62)
+    return f"torch.export.Dim({name!r}{bounds})"
+
+
+def _source(fn: Callable[..., Any]) -> str:
+    return textwrap.dedent(inspect.getsource(fn)).rstrip() + "\n"
+
+
+def _table_lines(rewrites: list[Rewrite], custom_ops: dict[str, Callable[..., Any]],
+                 ) -> tuple[list[str], list[str]]:
+    """(function definitions, lines filling DECOMPOSITIONS) for the rewrites."""
+    defs: dict[str, str] = {}
+    lines: list[str] = []
+    for rewrite in rewrites:
+        lines.append(f"# {rewrite.name}: {rewrite.method}")
+        for op, fn in rewrite.entries:
+            target = f"torch.ops.{op}"
+            if rewrite.source == TORCH_DECOMP:
+                lines.append(f"DECOMPOSITIONS.update(get_decompositions([{target}]))")
+            elif rewrite.source == TORCH_REFS:
+                lines.append(f"DECOMPOSITIONS[{target}] = torch._refs.{fn.__name__}")
+            else:
+                for helper in (*rewrite.helpers, fn):
+                    defs.setdefault(helper.__name__, _source(helper))
+                lines.append(f"DECOMPOSITIONS[{target}] = {fn.__name__}")
+    for op, fn in custom_ops.items():
+        namespace, name = op.split("::")
+        defs.setdefault(fn.__name__, _source(fn))
+        lines.append(f"# {op}: traced through an equivalent that reads no tensor values")
+        lines.append(f"DECOMPOSITIONS[torch.ops.{namespace}.{name}.default] = {fn.__name__}")
+    return list(defs.values()), lines
+
+
+def export_code(spec: ExportCodeSpec) -> str:
+    """The standalone Python file that reproduces the module's IR at `spec.target`."""
+    output_type = OUTPUT_TYPES.get(spec.target)
+    if output_type is None:
+        raise LensError(ErrorKind.BAD_REQUEST,
+                        f"export code reproduces {', '.join(OUTPUT_TYPES)}, not {spec.target!r}"
+                        " (plain torch-mlir has no other output type)")
+    defs, table = _table_lines(spec.rewrites, spec.custom_ops)
+    if spec.inputs_expr:
+        inputs = f"eval({spec.inputs_expr!r}, vars(user))  # as written ({spec.inputs_source})"
+    else:
+        inputs = (f"{_value_expr(tuple(spec.args))}  # shapes and dtypes of the inputs found "
+                  f"({spec.inputs_source}): the IR depends on those only")
+    kwargs = _value_expr(spec.kwargs) if spec.kwargs else "{}"
+    init = f"eval({spec.init_expr!r}, vars(user))" if spec.init_expr else "()"
+    names = ", ".join(r.name for r in spec.rewrites) or "none"
+    imports = ["import importlib.util", "import math", "import sys", "", "import torch"]
+    if any(r.source == TORCH_REFS for r in spec.rewrites):
+        imports.append("import torch._refs")
+    if any(r.source == TORCH_DECOMP for r in spec.rewrites):
+        imports.append("from torch._decomp import get_decompositions")
+    imports += ["from torch_mlir import fx",
+                "from torch_mlir.extras.fx_decomp_util import get_decomposition_table"]
+    parts = [
+        f'"""The {spec.target} IR of `{spec.module}` ({spec.path}), with plain torch-mlir.',
+        "",
+        "Written by Torch-MLIR Lens; it needs only torch and torch-mlir. Rewrites: "
+        f"{names}.",
+        "Run: python THIS_FILE.py [OUT.mlir]   (the IR goes to stdout without OUT.mlir)",
+        '"""',
+        "",
+        *imports,
+        "",
+        f"USER_FILE = {spec.path!r}",
+        f"MODULE = {spec.module!r}",
+        "",
+        "",
+        *[d + "\n" for d in defs],
+        "DECOMPOSITIONS = get_decomposition_table()",
+        *table,
+        "",
+        "",
+        "def load_user_file(path):",
+        '    """The user\'s file as a module (its `if __name__ == "__main__":` block does not '
+        'run)."""',
+        '    spec = importlib.util.spec_from_file_location("user_model", path)',
+        "    module = importlib.util.module_from_spec(spec)",
+        "    sys.modules[spec.name] = module",
+        "    spec.loader.exec_module(module)",
+        "    return module",
+        "",
+        "",
+        "def main(out=None):",
+        "    user = load_user_file(USER_FILE)",
+        "    model = user",
+        '    for part in MODULE.split("."):',
+        "        model = getattr(model, part)",
+        "    if isinstance(model, type):",
+        f"        init = {init}",
+        "        model = model(*init) if isinstance(init, tuple) else model(init)",
+        "        model.eval()",
+        "    else:  # a function: export a module that calls it",
+        "        fn = model",
+        "",
+        "        class Wrapped(torch.nn.Module):",
+        "            def forward(self, *args, **kwargs):",
+        "                return fn(*args, **kwargs)",
+        "",
+        "        model = Wrapped()",
+        f"    inputs = {inputs}",
+        "    if not isinstance(inputs, tuple):",
+        "        inputs = (inputs,)",
+        f"    kwargs = {kwargs}",
+        "    module = fx.export_and_import(",
+        f"        model, *inputs, output_type={output_type!r},",
+        f"        dynamic_shapes={_dims_expr(spec.dynamic_shapes)},",
+        '        decomposition_table=DECOMPOSITIONS, func_name="main", **kwargs)',
+        "    text = str(module)",
+        "    if out is None:",
+        "        sys.stdout.write(text)",
+        "    else:",
+        '        with open(out, "w") as f:',
+        "            f.write(text)",
+        "",
+        "",
+        'if __name__ == "__main__":',
+        "    main(sys.argv[1] if len(sys.argv) > 1 else None)",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+__all__ = ["OUTPUT_TYPES", "ExportCodeSpec", "export_code"]
