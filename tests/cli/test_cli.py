@@ -165,13 +165,18 @@ def test_check_reports_unsupported_ops_at_their_lines(models_dir: Path) -> None:
     assert rolls["targets"]["stablehlo"]["ok"] is True
     tosa = rolls["targets"]["tosa"]
     assert tosa["ok"] is False
-    assert tosa["unsupported"] and set(tosa["unsupported"][0]) == {"op", "line", "cause"}
+    # With whether a proven rewrite exists: roll as two static slices.
+    assert tosa["unsupported"] and set(tosa["unsupported"][0]) == {"op", "line", "cause",
+                                                                   "rewrite"}
+    assert tosa["unsupported"][0]["rewrite"]["rewrites"] == ["roll"]
     # roll → slice + cat: one culprit, named after the Python call.
     assert [(u["line"], u["cause"]) for u in tosa["unsupported"]] == [
         (13, "`torch.roll` (decomposed to `aten.slice.Tensor`)")]
     erf = by_name["InverseErf"]["targets"]
     assert all(not v["ok"] for v in erf.values())
     assert any(u["line"] == 22 for u in erf["linalg"]["unsupported"]), erf
+    assert all(u["rewrite"]["rewrites"] == ["erfinv"] for v in erf.values()
+               for u in v["unsupported"]), erf
 
 
 def test_check_healthy_module_exits_0(examples_dir: Path) -> None:

@@ -27,7 +27,9 @@ def line_of(needle: str) -> int:
 
 LINALG = {line_of("torch.erfinv("): "`aten.erfinv`", line_of("torch.fft.fft("): "`aten.fft_fft`",
           line_of("torch.masked_select("): "`aten.masked_select`"}
-DIAG = re.compile(r"^partial_lowering\.py:(\d+): error: (.*) cannot be lowered to (\w+)$")
+# A culprit, and why its backend refuses it when that is known ("(its result ... dynamic)").
+DIAG = re.compile(r"^partial_lowering\.py:(\d+): error: (.*) cannot be lowered to (\w+)"
+                  r"(?: \(.*\))?$")
 
 
 def stderr_culprits(stderr: str) -> dict[int, str]:

@@ -97,6 +97,14 @@ jobs = 3
     assert discover_config(tmp_path).path is None
 
 
+def test_config_names_rewrites_every_module_lowers_through(tmp_path: Path) -> None:
+    path = write(tmp_path, "pyproject.toml",
+                 "[tool.torch-mlir-lens]\nrewrites = ['erfinv@tosa', 'histc', 'auto']\n")
+    cfg = load_config(path)
+    assert cfg.rewrites == ("erfinv@tosa", "histc", "auto")
+    assert cfg.editor_settings() == {"rewrites": ["erfinv@tosa", "histc", "auto"]}
+
+
 def test_config_search_stops_at_the_repository_root(tmp_path: Path) -> None:
     write(tmp_path, "pyproject.toml", "[tool.torch-mlir-lens]\njobs = 1\n")
     (tmp_path / "repo" / ".git").mkdir(parents=True)
@@ -111,6 +119,7 @@ def test_config_search_stops_at_the_repository_root(tmp_path: Path) -> None:
     ("exampleInputs = ['x']", "exampleInputs"),
     ("targets = ['linalg']\ndiagnosticTargets = ['tosa']", "differ"),
     ("jobs = 0", "jobs"),
+    ("rewrites = ['erfinv@tpu']", "rewrites: `erfinv@tpu`: unknown backend `tpu`"),
     ("= broken", "invalid TOML"),
 ])
 def test_bad_config_says_what_is_wrong(tmp_path: Path, body: str, needle: str) -> None:

@@ -34,8 +34,8 @@ def test_types_are_read_as_the_backends_print_them() -> None:
     (facts("aten.cumsum", ["!torch.vtensor<[4],f64>"], ["!torch.vtensor<[4],f64>"]), "tosa",
      "TOSA has no 64-bit floats, and its result is `tensor<4xf64>`"),
     (facts("aten.mul.Tensor", ["!torch.vtensor<[4],complex<f32>>"],
-           ["!torch.vtensor<[4],complex<f32>>"]), "stablehlo",
-     "its result `tensor<4xcomplex<f32>>` holds complex numbers, which the backend has not"),
+           ["!torch.vtensor<[4],complex<f32>>"]), "tosa",
+     "TOSA has no complex numbers, and its result is `tensor<4xcomplex<f32>>`"),
     (facts("aten.convolution", ["!torch.vtensor<[1,4,8,8],f32>"] + ["!torch.int"] * 8,
            ["!torch.vtensor<[1,4,6,6],f32>"], [None] * 8 + ["2"]), "linalg",
      "a grouped convolution (groups=2), which its conversion does not take"),
@@ -52,6 +52,8 @@ def test_no_reason_is_made_up() -> None:
     assert reason(erfinv, "tosa") is None
     empty = facts("aten.slice.Tensor", ["!torch.vtensor<[2,8],f32>"], ["!torch.vtensor<[2,0],f32>"])
     assert reason(empty, "linalg") is None  # Linalg has zero-sized tensors
+    fft = facts("aten.fft_fft", ["!torch.vtensor<[4],f32>"], ["!torch.vtensor<[4],complex<f32>>"])
+    assert reason(fft, "stablehlo") is None  # and complex numbers
 
 
 def test_the_backends_own_words_win() -> None:

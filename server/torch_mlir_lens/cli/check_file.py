@@ -61,8 +61,9 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 entry["skipped"] = "no example inputs (add a '# torch-mlir-lens: inputs=(...)' " \
                                    "comment above the class)"
                 continue
+            job = module_job(src, name, args)
             try:
-                results = await engine.lower(module_job(src, name, args), targets=targets)
+                results = await engine.lower(job, targets=targets)
             except LensError as err:
                 if explicit and exit_code_for(err.kind) == EXIT_BAD_INPUT:
                     raise from_lens(err, src.path) from err
@@ -75,12 +76,31 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 verdict = verdict_json(result)
                 failed = failed or not verdict["ok"]
                 entry["targets"][result.target] = verdict
+            await _with_rewrites(engine, job, results, entry, args)
 
     if args.json:
         print(src.to_json({"file": src.path, "modules": report}))
     else:
         print_check(src, report)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+async def _with_rewrites(engine: Any, job: Any, results: list[Any], entry: dict[str, Any],
+                         args: argparse.Namespace) -> None:
+    """The rewrites each target went through; each culprit's proven rewrite, or why none
+    (unless `--rewrites off`; a proof that cannot run only leaves them out)."""
+    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+
+    add_used(entry, results)
+    failing = [t for t, v in entry["targets"].items() if v.get("unsupported")]
+    if not failing or (getattr(args, "rewrites", None) or "").strip() == "off":
+        return
+    try:
+        report = await engine.rewrites(job, failing)
+    except LensError as err:
+        entry["rewrites_error"] = err.message
+        return
+    add_rewrites(entry, [], report, None, job.path, job.module)
 
 
 def print_check(src: Any, report: list[dict[str, Any]]) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch_mlir_lens import defaults
-from torch_mlir_lens.cli.common import CliError
+from torch_mlir_lens.cli.common import CliError, rewrite_items
 from torch_mlir_lens.cli.report_output import check_writable, emit
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.project.config import (
@@ -107,6 +107,8 @@ def fill_single_module_defaults(args: argparse.Namespace) -> None:
     args.timeout = args.timeout or cfg.timeout_seconds or defaults.TIMEOUT_S
     args.memory_limit = args.memory_limit or cfg.memory_limit_mb or defaults.MEMORY_LIMIT_MB
     args.strict = args.strict or bool(cfg.strict_export)
+    if not args.rewrites and cfg.rewrites:
+        args.rewrites = ",".join(cfg.rewrites)
 
 
 def _targets(args: argparse.Namespace, cfg: ProjectConfig) -> list[str]:
@@ -303,12 +305,16 @@ async def run_check(args: argparse.Namespace) -> int:
         timeout_s=settings.timeout_s, memory_limit_mb=settings.memory_mb,
         example_inputs=dict(settings.cfg.example_inputs),
         strict_export=args.strict or bool(settings.cfg.strict_export),
-        require_inputs=args.require_inputs, cache_dir=args.cache_dir)
+        require_inputs=args.require_inputs, cache_dir=args.cache_dir,
+        rewrites=rewrite_items(args.rewrites) or list(settings.cfg.rewrites),
+        prove_rewrites=(args.rewrites or "").strip() != "off")
     outcomes = await _lower_all(tasks, plan, opts)
     config = config_json(timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb,
                          strict_export=opts.strict_export, require_inputs=opts.require_inputs,
                          example_inputs=opts.example_inputs,
                          baseline_keys=None if applied is None else applied.keys)
+    if opts.rewrites:  # what the findings depend on (merge compares it); absent: as before
+        config["rewrites"] = list(opts.rewrites)
     report = assemble_report(targets=settings.targets, plan=plan, tasks=tasks,
                              outcomes=outcomes, shard=settings.shard, config=config,
                              applied=applied, root=settings.root)

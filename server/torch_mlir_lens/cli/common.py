@@ -113,6 +113,10 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--inputs-file", metavar="PATH",
                        help="torch.save'd tuple of tensors or dict of keyword tensors")
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
+    parser.add_argument("--rewrites", metavar="LIST",
+                        help="lower through these rewrites, beyond the module's `rewrites=`: "
+                             "NAME@BACKEND or NAME items, comma-separated; `auto`: every "
+                             "rewrite proven for a rejected op; `off` (check): prove none")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
     parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
                         default=defaults.TIMEOUT_S, metavar="S",
@@ -238,7 +242,21 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
         init=args.init, workspace=os.getcwd(), strict=args.strict,
+        rewrites=rewrite_items(getattr(args, "rewrites", None)),
     )
+
+
+def rewrite_items(text: str | None) -> list[str]:
+    """The `--rewrites` items a job lowers with ([] for none, or for check's `off`);
+    CliError when one cannot be read."""
+    from torch_mlir_lens.rules.rewrite_specs import parse_specs
+
+    if not text or text.strip() == "off":
+        return []
+    try:
+        return [str(spec) for spec in parse_specs(text)]
+    except ValueError as exc:
+        raise CliError(f"--rewrites: {exc}") from None
 
 
 # --- the engine --------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     export.add_argument("--target", default="linalg", metavar="T")
     export.add_argument("-o", "--output", required=True, metavar="OUT")
     export.add_argument("--bytecode", action="store_true", help="MLIR bytecode instead of text")
+    export.add_argument("--emit-python", action="store_true",
+                        help="write Python that reproduces the IR with plain torch-mlir (its "
+                             "rewrites inlined) instead of the IR")
     add_inputs(export)
     return export
 
@@ -42,6 +45,10 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         raise CliError("the output folder does not exist", file=args.output)
     src = load_source(args.file)
     job = module_job(src, args.module, args)
+    if args.emit_python:
+        from torch_mlir_lens.cli.export_code import write_export_code
+
+        return await write_export_code(args, job, make_engine, src.path)
     async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
                                       bytecode=args.bytecode)

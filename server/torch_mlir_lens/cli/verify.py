@@ -2,6 +2,7 @@
 
     torch-mlir-lens verify FILE [--module NAME | --line N] [--inputs EXPR | --inputs-file PATH]
                            [--init EXPR] [--rtol R] [--atol A] [--opt-level 0..3] [--json]
+                           [--target linalg|tosa|stablehlo] [--rewrites LIST]
 
 A module with dynamic dims (`# torch-mlir-lens: dynamic=...`) runs at several sizes of them,
 each reported on its own line. Exit codes as the other commands: 0 matches (at every size);
@@ -31,6 +32,7 @@ from torch_mlir_lens.cli.common import (
 )
 from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
 from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult, dims_text
+from torch_mlir_lens.rules.targets import BACKENDS
 
 EXIT_MISMATCH = EXIT_FAILED
 
@@ -59,6 +61,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="absolute tolerance for float outputs (default per dtype)")
     verify.add_argument("--opt-level", type=int, choices=range(4), default=0, metavar="N",
                         help="JIT optimisation level 0..3 (default 0: fastest feedback)")
+    verify.add_argument("--target", choices=BACKENDS, default="linalg",
+                        help="the backend whose IR runs (TOSA's and StableHLO's converted to "
+                             "Linalg; default linalg)")
     verify.add_argument("--json", action="store_true", help="print the result as JSON")
     return verify
 
@@ -104,8 +109,9 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
     async with running_engine(args, make_engine, src.path) as engine:
+        backend = {"target": args.target} if args.target != "linalg" else {}
         result = await engine.verify(job, rtol=args.rtol, atol=args.atol,
-                                     opt_level=args.opt_level or 0)
+                                     opt_level=args.opt_level or 0, **backend)
     if args.json:
         print(src.to_json(result.to_json()))
     else:

@@ -38,11 +38,13 @@ from torch_mlir_lens.protocol.jobs import (
     ModuleJob,
     ReproJob,
     ReproReply,
+    RewritesJob,
     StatsJob,
     VerifyJob,
     WorkerStats,
 )
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
@@ -248,13 +250,29 @@ class Engine:
         return ReproReply.from_json(await self._submit(request, cache=False))
 
     async def verify(self, job: ModuleJob, *, rtol: float | None = None,
-                     atol: float | None = None, opt_level: int = 0) -> VerifyResult:
-        """JIT the module's Linalg IR, run it on its example inputs and compare with eager
-        PyTorch (never cached: it runs the user's code). A verdict, also when it differs or
-        does not lower; LensError when it cannot start (load, inputs, crash, time-out)."""
+                     atol: float | None = None, opt_level: int = 0,
+                     target: str = "linalg") -> VerifyResult:
+        """JIT the module's Linalg IR (or `target`'s, converted to Linalg), run it on its
+        example inputs and compare with eager PyTorch (never cached: it runs the user's code).
+        A verdict, also when it differs or does not lower; LensError when it cannot start
+        (load, inputs, crash, time-out)."""
         request = job_keys.filled(job).as_job(VerifyJob, rtol=rtol, atol=atol,
-                                              opt_level=opt_level)
+                                              opt_level=opt_level, target=target)
         return VerifyResult.from_json(await self._submit(request, cache=False))
+
+    async def rewrites(self, job: ModuleJob, targets: Sequence[str]) -> RewriteReport:
+        """Each op `targets` reject, with the rewrites proven to take the module past it
+        (worker/rewrites/), or why none. Cached like a lowering: it depends on the same."""
+        request = job_keys.filled(job).as_job(RewritesJob, targets=list(targets))
+        return RewriteReport.from_json(await self._submit(request, cache=True))
+
+    async def export_code(self, job: ModuleJob, target: str) -> dict[str, Any]:
+        """Python that reproduces the module's IR at `target` with plain torch-mlir, its
+        rewrites inlined: `{"code", "rewrites"}`."""
+        from torch_mlir_lens.protocol.jobs import ExportCodeJob
+
+        request = job_keys.filled(job).as_job(ExportCodeJob, target=target)
+        return await self._submit(request, cache=True)
 
     async def stats(self) -> EngineCounters:
         """The worker's counters (it answers between jobs) and the engine's."""

@@ -2,9 +2,11 @@
 
 No torch, no third-party imports (the language server reads this too). Keys that the editor
 settings also have keep the editor's names (`timeoutSeconds`, `memoryLimitMb`,
-`exampleInputs`, `strictExport`); `targets` is the editor's `diagnosticTargets` (both
-spellings are accepted). The rest only concern `check`: `paths`, `exclude`, `baseline`,
-`jobs`. Paths in the file are relative to the folder holding it.
+`exampleInputs`, `strictExport`, `rewrites`); `targets` is the editor's `diagnosticTargets`
+(both spellings are accepted). The rest only concern `check`: `paths`, `exclude`, `baseline`,
+`jobs`. Paths in the file are relative to the folder holding it. `rewrites` lists the rewrites
+every module lowers through, as a module's `rewrites=` comment does (`["erfinv@tosa"]`,
+`["auto"]`; rules/rewrite_specs.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from torch_mlir_lens.project import limits
+from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 T = TypeVar("T")
@@ -26,7 +29,7 @@ FILENAME = "pyproject.toml"
 EDITOR_ONLY = ("defaultTarget", "lensTargets", "diagnostics", "pipelines", "python",
                "colorBands")
 KNOWN_KEYS = ("targets", "diagnosticTargets", "exampleInputs", "exclude", "paths",
-              "timeoutSeconds", "memoryLimitMb", "strictExport", "baseline", "jobs")
+              "timeoutSeconds", "memoryLimitMb", "strictExport", "baseline", "jobs", "rewrites")
 
 
 class ConfigError(Exception):
@@ -52,6 +55,7 @@ class ProjectConfig:
     strict_export: bool | None = None
     baseline: str | None = None  # absolute
     jobs: int | None = None
+    rewrites: tuple[str, ...] = ()  # "erfinv@tosa", "auto": every module lowers through them
 
     @property
     def root(self) -> str | None:
@@ -71,6 +75,8 @@ class ProjectConfig:
             layer["memoryLimitMb"] = self.memory_limit_mb
         if self.strict_export is not None:
             layer["strictExport"] = self.strict_export
+        if self.rewrites:
+            layer["rewrites"] = list(self.rewrites)
         return layer
 
 
@@ -190,6 +196,12 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
         values["baseline"] = os.path.join(base, table["baseline"])
     if "jobs" in table:
         values["jobs"] = _limit("jobs", limits.jobs, table["jobs"], path)
+    if "rewrites" in table:
+        items = _str_list("rewrites", table["rewrites"], path)
+        try:
+            values["rewrites"] = tuple(str(s) for s in parse_specs(items))
+        except ValueError as exc:
+            raise ConfigError(f"[tool.torch-mlir-lens] rewrites: {exc}", path) from None
     return ProjectConfig(path=os.path.abspath(path), **values)
 
 

@@ -41,6 +41,8 @@ class Finding:
     # In a notebook: the cell numbers of `line` and `module_line` (then lines within the cell)
     cell: int | None = None
     module_cell: int | None = None
+    # A culprit's proven rewrite, or why none (repo_check/rewrite_findings.py); None: not asked
+    rewrite: dict[str, Any] | None = None
 
     @property
     def baseline_key(self) -> tuple[str, str, str]:

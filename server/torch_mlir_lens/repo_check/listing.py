@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
+
 
 def line_text(line: int | None, cell: int | None = None) -> str:
     """`line N`, or `cell C line L` in a notebook."""
@@ -43,7 +45,9 @@ def _module_lines(entry: dict[str, Any]) -> list[str]:
     marks = []
     for target, v in entry["targets"].items():
         if v["ok"]:
-            marks.append(f"{target} ok")
+            through = f" (through rewrites {', '.join(v['rewrites'])})" if v.get("rewrites") \
+                else ""
+            marks.append(f"{target} ok{through}")
         elif v["unsupported"]:
             marks.append(f"{target} {len(v['unsupported'])} unsupported")
         else:
@@ -53,6 +57,8 @@ def _module_lines(entry: dict[str, Any]) -> list[str]:
         for u in v["unsupported"]:
             at = line_text(u["line"], u.get("cell")) if u["line"] else "no line"
             out.append(f"    {target}: {u.get('cause') or u['op']} at {at}")
+            if (u.get("rewrite") or {}).get("rewrites"):  # a proven one (JSON: also why none)
+                out.append(f"      {rewrite_note(u['rewrite'])}")
         if v["error"] and not v["unsupported"]:
             at = f" ({line_text(v['error_line'], v.get('error_cell'))})" \
                 if v["error_line"] else ""

@@ -39,6 +39,8 @@ class RunOptions:
     strict_export: bool = False
     require_inputs: bool = False
     cache_dir: str | None = None  # the persistent result cache (None: none)
+    rewrites: list[str] = field(default_factory=list)  # `--rewrites` / the project's items
+    prove_rewrites: bool = True  # say per finding whether a proven rewrite exists
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
@@ -101,7 +103,7 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         return ModuleOutcome(task, entry, findings)
     job = ModuleJob(path=task.path, module=task.name, text=text,
                     settings_inputs=dict(opts.example_inputs), workspace=opts.root,
-                    strict=opts.strict_export)
+                    strict=opts.strict_export, rewrites=list(opts.rewrites))
     started = time.perf_counter()
     try:
         results = await engine.lower(job, targets=opts.targets)
@@ -118,11 +120,32 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
                                 module=task.name, module_line=task.line, file=file)
         entry["seconds"] = round(time.perf_counter() - started, 3)
         return ModuleOutcome(task, entry, [finding])
-    entry["seconds"] = round(time.perf_counter() - started, 3)
     entry["targets"] = _entry_for_results(task, results)
     findings = module_findings(results, rel=task.rel, root=opts.root,
                                module=task.name, module_line=task.line)
+    await _with_rewrites(engine, job, results, entry, findings, opts, task, text)
+    entry["seconds"] = round(time.perf_counter() - started, 3)
     return ModuleOutcome(task, entry, findings)
+
+
+async def _with_rewrites(engine: Any, job: Any, results: list[LowerResult],
+                         entry: dict[str, Any], findings: list[Finding], opts: RunOptions,
+                         task: ModuleTask, text: str) -> None:
+    """The rewrites each target went through, and each culprit's proven rewrite (a proof
+    that cannot run leaves the findings as they are: it only adds to them)."""
+    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+
+    add_used(entry, results)
+    failing = [r.target for r in results if any(f.target == r.target and f.op for f in findings)]
+    if not opts.prove_rewrites or not failing:
+        return
+    try:
+        report = await engine.rewrites(job, failing)
+    except LensError as err:
+        entry["rewrites_error"] = err.message
+        return
+    notebook = task.path.endswith(".ipynb")
+    add_rewrites(entry, findings, report, None if notebook else text, task.path, task.name)
 
 
 def _next_task(pending: list[ModuleTask], last_path: str | None) -> ModuleTask:

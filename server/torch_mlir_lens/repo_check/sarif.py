@@ -30,7 +30,9 @@ from torch_mlir_lens import __version__
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
+from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 from torch_mlir_lens.repo_check.run_identity import RunIdentity
+from torch_mlir_lens.rules.rewrite_specs import offer_title
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/llvm/torch-mlir"
@@ -99,6 +101,8 @@ def _result(f: Finding, rule_index: int, lines: FileLines) -> dict[str, Any]:
     if f.module:
         loc["logicalLocations"] = [{"name": f.module, "kind": "type"}]
     text = f.message if not f.module else f"{f.message} (in {f.module})"
+    if f.rewrite and f.rewrite.get("rewrites"):
+        text += f"; {rewrite_note(f.rewrite)}"
     if f.cell and f.line:
         text = f"{where(f.file, f.line, f.cell)}: {text}"
     result: dict[str, Any] = {
@@ -117,7 +121,32 @@ def _result(f: Finding, rule_index: int, lines: FileLines) -> dict[str, Any]:
     if f.baselined:
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": "in the torch-mlir-lens baseline"}]
+    fix = _fix(f)
+    if fix is not None:
+        result["fixes"] = [fix]
     return result
+
+
+def _fix(f: Finding) -> dict[str, Any] | None:
+    """A proven rewrite as a SARIF fix: the line of the module's comment that applies it
+    (none in a notebook, whose lines are a cell's)."""
+    rewrite = f.rewrite or {}
+    edit = rewrite.get("edit")
+    if not isinstance(edit, dict) or f.cell or f.module_cell or not f.target or not f.op:
+        return None
+    line = int(edit["line"])
+    region = {"startLine": line, "startColumn": 1,
+              "endLine": line + 1 if edit.get("replace") else line, "endColumn": 1}
+    title = offer_title(f.op, f.target, list(rewrite.get("rewrites") or []),
+                        rewrite.get("max_abs"))
+    return {
+        "description": {"text": title},
+        "artifactChanges": [{
+            "artifactLocation": artifact_location(f.module_file),
+            "replacements": [{"deletedRegion": region,
+                              "insertedContent": {"text": f"{edit['text']}\n"}}],
+        }],
+    }
 
 
 def to_sarif(report: Report, root: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from torch_mlir_lens.repo_check import notebook_modules
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.repo_check.report import Report
+from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 
 
 def _shown(root: str, file: str) -> str:
@@ -98,6 +99,8 @@ def render_github(report: Report, root: str) -> str:
         message = f.message
         if f.cell:
             message = f"{notebook_modules.where(f.file, f.line, f.cell)}: {message}"
+        if f.rewrite and f.rewrite.get("rewrites"):
+            message += f"\n{rewrite_note(f.rewrite)}"
         lines.append(_annotation("error", {
             "file": f.file, "line": file_lines.line(f.file, f.cell, f.line),
             "title": _title(f)}, message))

@@ -12,6 +12,8 @@ names are those of worker/rewrites/ (`erfinv`, `histc`, `empty_tensors`, `decomp
     parse_specs(text)            → [RewriteSpec]; ValueError saying what is wrong
     names_for(specs, backend)    → the names `backend` lowers with ("auto" included)
     with_spec(text, name, backend) → the `rewrites=` value with one more item
+    comment_edit(lines, info, names, backend) → the one-line edit recording them in the
+                                   module's comment (the quick fix, SARIF `fixes`)
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torch_mlir_lens.rules.targets import BACKENDS
+from torch_mlir_lens.discovery.model import ModuleInfo
+from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 AUTO = "auto"
 _ITEM = re.compile(r"^([A-Za-z_][\w.]*)\s*(?:@\s*([A-Za-z_]\w*))?$")
@@ -84,4 +87,69 @@ def with_spec(text: str | None, name: str, backend: str | None) -> str:
     return spec_text(specs)
 
 
-__all__ = ["AUTO", "RewriteSpec", "names_for", "parse_specs", "spec_text", "with_spec"]
+_REWRITES_ONLY = re.compile(r"^(\s*)#\s*torch-mlir-lens\s*:\s*rewrites\s*=[^;]*$",
+                            re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CommentEdit:
+    """A one-line edit of a file: `text` replaces line `line` (1-based), or is inserted
+    before it."""
+
+    line: int
+    replace: bool
+    text: str
+
+
+def comment_edit(lines: list[str], info: ModuleInfo, pairs: list[tuple[str, str | None]],
+                 ) -> CommentEdit:
+    """The edit that records rewrites (`(name, backend)` pairs) in the module's
+    `# torch-mlir-lens:` comment: its own `rewrites=` line rewritten when it has one, else a
+    new line at the end of the comment block (above the decorators), where a key overrides
+    the same key above it. A name for every backend is written once, without a backend."""
+    ann = info.annotation
+    value = ann.rewrites if ann is not None else None
+    for name, backend in pairs:
+        value = with_spec(value, name, backend)
+    value = spec_text(_collapsed(parse_specs(value)))
+    at = ann.key_lines.get("rewrites") if ann is not None and ann.rewrites else None
+    if at is not None and 0 < at <= len(lines):
+        own = _REWRITES_ONLY.match(lines[at - 1])
+        if own is not None:
+            return CommentEdit(at, True, f"{own.group(1)}# torch-mlir-lens: rewrites={value}")
+    start = info.decorator_line or info.line
+    head = lines[start - 1] if 0 < start <= len(lines) else ""
+    indent = head[: len(head) - len(head.lstrip())]
+    return CommentEdit(start, False, f"{indent}# torch-mlir-lens: rewrites={value}")
+
+
+def _collapsed(specs: list[RewriteSpec]) -> list[RewriteSpec]:
+    """One item without a backend for a name written for every backend."""
+    out: list[RewriteSpec] = []
+    for spec in specs:
+        every = {s.backend for s in specs if s.name == spec.name} >= set(BACKENDS)
+        item = RewriteSpec(spec.name) if every else spec
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def offer_title(op: str, target: str, names: list[str], max_abs: float | None) -> str:
+    """How a proven rewrite is offered (the quick fix, SARIF's fix): "Lower `aten.erfinv` on
+    TOSA through a rewrite (max error 3e-07 on the example inputs)"."""
+    kind = "a rewrite" if len(names) == 1 else f"{len(names)} rewrites"
+    error = f" (max error {max_abs:.2g} on the example inputs)" if max_abs is not None else ""
+    return f"Lower `{op}` on {target_title(target)} through {kind}{error}"
+
+
+__all__ = [
+    "AUTO",
+    "CommentEdit",
+    "RewriteSpec",
+    "comment_edit",
+    "names_for",
+    "offer_title",
+    "parse_specs",
+    "spec_text",
+    "with_spec",
+]

@@ -25,7 +25,7 @@ import hashlib
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -367,8 +367,21 @@ def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
         cache.runs += 1
     found = [cache.peek(key, target) for key in keys]
     # A failure says why: the backend's words, else a rule's reading of the op (its types).
-    return [explained(v, op, target) if v else v for v, op in zip(found, ops, strict=True)], \
-        complete
+    return [explained(v, op, target, key, _lowers_as(op, target)) if v else v
+            for v, op, key in zip(found, ops, keys, strict=True)], complete
+
+
+def _lowers_as(op: Any, target: str) -> Callable[[Callable[[str], str]], bool]:
+    """Whether `op` lowers alone on `target` once its IR text is changed by a function (a
+    likely reason checked: f64 made f32, dynamic sizes made static)."""
+    def lowers(change: Callable[[str], str]) -> bool:
+        try:
+            module = ir.Module.parse(change(str(isolate(op))), context=op.context)
+        except Exception:  # the text cannot be changed so: nothing is checked
+            return False
+        return run_alone(module, target) == LOWERS
+
+    return lowers
 
 
 __all__ = ["CACHE", "LOWERS", "UNKNOWN", "Verdict", "VerdictCache",

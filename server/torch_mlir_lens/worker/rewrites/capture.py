@@ -38,16 +38,24 @@ def _innermost_line(node: Any, file: str | None) -> tuple[str, int] | None:
 
 
 def nodes_of(program: Any, culprit: str, file: str | None = None,
-             line: int | None = None) -> list[Any]:
+             line: int | None = None, anywhere: bool = True) -> list[Any]:
     """The call nodes of the op `culprit` names (`aten.erfinv`): those whose innermost frame
-    in `file` is `line` when there are some, else all of them."""
+    in `file` is `line` when there are some, else (`anywhere`) all of them."""
     name = culprit.removeprefix("torch.")
     found = [n for n in _calls(program) if mlir_name(n.target) == name]
     if file is not None and line is not None:
         here = [n for n in found if (_innermost_line(n, file) or ("", 0))[1] == line]
-        if here:
+        if here or not anywhere:
             return here
     return found
+
+
+def calls_at(program: Any, file: str | None, line: int | None) -> list[str]:
+    """The ops (Torch dialect names) of the calls made at `file:line`, in program order."""
+    if file is None or line is None:
+        return []
+    return list(dict.fromkeys(mlir_name(n.target) for n in _calls(program)
+                              if (_innermost_line(n, file) or ("", 0))[1] == line))
 
 
 def _empty(node: Any) -> bool:
@@ -153,4 +161,4 @@ def node_values(program: Any, names: Iterable[str], args: Sequence[Any],
     return found
 
 
-__all__ = ["Cut", "cut", "node_values", "nodes_of", "region", "runnable"]
+__all__ = ["Cut", "calls_at", "cut", "node_values", "nodes_of", "region", "runnable"]

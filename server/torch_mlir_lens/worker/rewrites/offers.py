@@ -18,6 +18,7 @@ from torch_mlir_lens.protocol.results import LensDiagnostic, LowerResult
 from torch_mlir_lens.protocol.rewrite_results import RewriteCheck, RewriteOffer, RewriteReport
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.worker.rewrites import capture
 from torch_mlir_lens.worker.rewrites.candidates import candidates
 from torch_mlir_lens.worker.rewrites.model import Rewrite
 from torch_mlir_lens.worker.rewrites.proof import ModuleProof, Prover
@@ -30,14 +31,29 @@ def _offer(diag: LensDiagnostic, target: str) -> RewriteOffer:
                         cause=culprits.cause_of(diag))
 
 
+def _call_of(prover: Prover, offer: RewriteOffer, op: str) -> str:
+    """The op to rewrite for a culprit op: itself when the program calls it at its line,
+    else the call torch-mlir decomposed into it (`torch.roll` made into slices: `aten.roll`),
+    found among the calls of that line by the name the culprit's cause gives."""
+    program = prover.lowerer.program
+    if capture.nodes_of(program, op, offer.file, offer.line, anywhere=False):
+        return op
+    called = offer.cause.split("`")[1] if offer.cause.count("`") >= 2 else ""
+    name = called.rsplit(".", 1)[-1]
+    at_line = capture.calls_at(program, offer.file, offer.line)
+    return next((c for c in at_line if name and c.split(".")[1] == name), op)
+
+
 def _choose(prover: Prover, offer: RewriteOffer, target: str,
             tried: dict[tuple[str, str, int | None, str], RewriteCheck]) -> list[Rewrite]:
     """The first candidate passing (a) and (b) for each op of the culprit ([] when an op has
     none); every check lands in `offer.checks`."""
     chosen: list[Rewrite] = []
-    for op in offer.ops:
-        if any(r.answers(op) for r in chosen):
+    prover.lowerer.raw_module()  # the FX import freezes the program (capture.py reads it so)
+    for culprit_op in offer.ops:
+        if any(r.answers(culprit_op) for r in chosen):
             continue  # one rewrite answers several of its ops (empty tensors)
+        op = _call_of(prover, offer, culprit_op)
         found = None
         for rewrite in candidates(op):
             key = (rewrite.name, op, offer.line, target)

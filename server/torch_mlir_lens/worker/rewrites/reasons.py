@@ -56,41 +56,33 @@ def op_facts(op: Any) -> OpFacts:
 _CHECKED: OrderedDict[tuple[str, str], str] = OrderedDict()  # (op key, backend) → reason
 _CHECKED_SIZE = 5000
 
-
-def _holds(op: Any, backend: str, instead: Callable[[str], str] | None) -> bool:
-    """Whether a clause holds: a fact of the backend, or the op lowers alone once its types
-    are as `instead` makes them (f64 made f32, dynamic sizes made static)."""
-    if instead is None:
-        return True
-    from torch_mlir_lens.worker import op_isolation
-
-    text = instead(str(op_isolation.isolate(op)))
-    try:
-        module = ir.Module.parse(text, context=op.context)
-    except Exception:  # the types cannot be changed so: the clause is not checked
-        return False
-    return op_isolation.run_alone(module, backend) == op_isolation.LOWERS
+# Whether the op lowers alone once its IR text is changed so (op_isolation provides it).
+LowersAs = Callable[[Callable[[str], str]], bool]
 
 
-def explained(verdict: str, op: Any, backend: str) -> str:
+def explained(verdict: str, op: Any, backend: str, key: str | None = None,
+              lowers_as: LowersAs | None = None) -> str:
     """A failing verdict (the backend's first error line) with the reason said: kept when the
-    backend says why itself, else the first reason a rule finds in the op that holds (or the
-    verdict as is)."""
+    backend says why itself, else the first reason a rule finds in the op that holds: a fact
+    of the backend, or a likely cause the op lowers without (`lowers_as`; without it such
+    clauses are not said). `key` (the op's isolation key) keeps the answer per op."""
     if explains(verdict):
         return verdict
     try:
-        from torch_mlir_lens.worker.op_isolation import isolation_key
-
-        key = (isolation_key(op), backend)
-        if key not in _CHECKED:
-            _CHECKED[key] = next((said for said, instead in reasons(op_facts(op), backend)
-                                  if _holds(op, backend, instead)), "")
+        cache_key = (key, backend) if key is not None else None
+        if cache_key is None or cache_key not in _CHECKED:
+            found = next((said for said, instead in reasons(op_facts(op), backend)
+                          if instead is None or (lowers_as is not None and lowers_as(instead))),
+                         "")
+            if cache_key is None:
+                return found or verdict
+            _CHECKED[cache_key] = found
             while len(_CHECKED) > _CHECKED_SIZE:
                 _CHECKED.popitem(last=False)
-        found = _CHECKED[key]
+        found = _CHECKED[cache_key]
     except Exception:  # an op whose operands cannot be read: no reason, the verdict stands
         return verdict
     return found or verdict
 
 
-__all__ = ["explained", "op_facts"]
+__all__ = ["LowersAs", "explained", "op_facts"]

@@ -12,7 +12,7 @@ accuracy and domain; each `Rewrite` says which ops it answers.
 
 from __future__ import annotations
 
-from torch_mlir_lens.worker.rewrites.library import counting, empty, ordering, special
+from torch_mlir_lens.worker.rewrites.library import counting, empty, movement, ordering, special
 from torch_mlir_lens.worker.rewrites.model import EMPTY_REGION, Rewrite
 
 _ALL = (
@@ -49,6 +49,12 @@ _ALL = (
                  ("aten.sort.stable", ordering.sort_stable_by_ranks)),
         method="each element's rank by counting comparisons, values gathered by rank",
         helpers=(ordering._ranks,),
+    ),
+    Rewrite(
+        name="roll",
+        culprits=("aten.roll",),
+        entries=(("aten.roll.default", movement.roll_by_slices),),
+        method="two static slices concatenated per dim",
     ),
 )
 
