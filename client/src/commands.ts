@@ -1,11 +1,12 @@
 // The palette commands, registered here; each lives in the module of its job (showIrCommands,
-// exportCommands, verifyCommand; their arguments: commandArgs). Code lenses from the server
+// exportCommands, exportCodeCommand, verifyCommand; their arguments: commandArgs). Code lenses from the server
 // call `torchMlirLens.showIr` [uri, module, target] (client-side) and the server's
 // `torchMlirLens.exportModule`/`exportRepro` {uri, module, target}; those without a
 // destination are completed here with a dialog.
 
 import * as vscode from 'vscode';
 import { asModuleArg, type CommandDeps } from './commandArgs';
+import { copyExportCode } from './exportCodeCommand';
 import { exportModuleAs, exportReproTo } from './exportCommands';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
@@ -26,6 +27,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.showIrAfterPass': () => showIrAfterPass(deps),
     'torchMlirLens.exportModuleAs': (arg?: unknown) => exportModuleAs(deps, arg),
     'torchMlirLens.exportReproTo': (arg?: unknown) => exportReproTo(deps, arg),
+    'torchMlirLens.copyExportCode': (arg?: unknown) => copyExportCode(deps, arg),
     'torchMlirLens.verifyModule': (arg?: unknown) => verifyModule(deps, arg),
     'torchMlirLens.restartServer': () => client.restart(),
     'torchMlirLens.showOutput': async () => client.showOutput(),

@@ -75,6 +75,7 @@ export interface LensDiagnostic {
   ops: string[] | null;
   knockOn: KnockOn[] | null;
   cell?: number | null; // a notebook cell's 1-based number
+  reason?: string | null; // why the backend refuses the op, when known
 }
 
 export interface PassIr {
@@ -105,6 +106,7 @@ export interface LowerResponse {
   frames?: FrameTable | null; // absent when no op comes from library code
   passes?: PassIr[] | null; // with printAfterAll only
   error?: LowerError | null; // a lowering that produced no IR at all
+  rewrites?: string[] | null; // the rewrites it was lowered through, by name
 }
 
 export interface ModulesParams {
@@ -130,6 +132,7 @@ export interface VerifyParams {
   module: string;
   rtol?: number | null;
   atol?: number | null;
+  target?: string | null; // the backend whose IR runs (default Linalg)
 }
 
 export interface OutputComparison {
@@ -307,6 +310,18 @@ export interface ExportReproResponse {
   command: string;
 }
 
+export interface ExportCodeArgs {
+  uri: string;
+  module: string;
+  target?: string | null;
+}
+
+/** Python that reproduces the module's IR with plain torch-mlir, its rewrites inlined. */
+export interface ExportCodeResponse {
+  code: string;
+  rewrites: string[];
+}
+
 export interface SetTrustedResponse {
   trusted: boolean;
 }
@@ -335,6 +350,7 @@ export const SERVER_COMMANDS = {
   exportRepro: 'torchMlirLens.exportRepro', // ExportReproArgs → ExportReproResponse
   explainInputs: 'torchMlirLens.explainInputs', // ModuleArgs → ExplainInputsResponse
   verify: 'torchMlirLens.verify', // VerifyParams → VerifyResponse
+  exportCode: 'torchMlirLens.exportCode', // ExportCodeArgs → ExportCodeResponse
   setTrusted: 'torchMlirLens.setTrusted', // SetTrustedParams → SetTrustedResponse
 } as const;
 

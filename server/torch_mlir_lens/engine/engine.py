@@ -305,7 +305,9 @@ class Engine:
                 raise LensError(value.kind, value.message, file=value.file, line=value.line)
             if value is not None:
                 return value  # type: ignore[no-any-return]
-        persistent = self._persistent if isinstance(job, LowerJob) and cache else None
+        # Lowerings and proofs of rewrites: both are answers about the module's content.
+        persistent = self._persistent if isinstance(job, LowerJob | RewritesJob) and cache \
+            else None
         if persistent is not None:
             stored = await persistent.get(key)
             if stored is not None:

@@ -59,6 +59,7 @@ def lens_diagnostic(diag: LensDiagnostic) -> lens_types.LensDiagnostic:
                                line=k.get("line"))
             for k in diag.knock_on
         ] if diag.knock_on else None,
+        reason=diag.reason,
     )
 
 
@@ -93,6 +94,7 @@ def lower_response(result: LowerResult) -> lens_types.LowerResponse:
         frames=frames,
         passes=None if result.passes is None else [
             lens_types.PassIr(name=p.name, ir=p.ir) for p in result.passes],
+        rewrites=list(result.rewrites) or None,
     )
 
 

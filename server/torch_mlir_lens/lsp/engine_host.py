@@ -208,6 +208,7 @@ class EngineHost:
             settings_inputs=dict(settings.example_inputs),
             workspace=self._import_root(doc.path),
             strict=settings.strict_export,
+            rewrites=list(settings.rewrites),
         )
 
     def _import_root(self, path: str) -> str | None:

@@ -30,6 +30,7 @@ _KEYS = {
     "pipelines": "pipelines",
     "strictExport": "strict_export",
     "cacheSizeMb": "cache_size_mb",
+    "rewrites": "rewrites",
 }
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
@@ -50,6 +51,8 @@ class Settings:
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
     cache_size_mb: int = defaults.CACHE_SIZE_MB  # the persistent result cache; 0: off
+    # Rewrites every module lowers through ("erfinv@tosa", "auto"), beyond its own comment.
+    rewrites: tuple[str, ...] = ()
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -68,6 +71,7 @@ class Settings:
         return (
             tuple(sorted(self.example_inputs.items())),
             self.strict_export,
+            self.rewrites,
         )
 
 
@@ -109,7 +113,21 @@ def _coerce(name: str, value: Any) -> Any:
         return int(value) if ok else None
     if name == "strict_export":
         return value if isinstance(value, bool) else None
+    if name == "rewrites":
+        return _rewrites(value)
     return None
+
+
+def _rewrites(value: Any) -> tuple[str, ...] | None:
+    """Rewrite items as rules/rewrite_specs.py reads them, or None when one is bad."""
+    from torch_mlir_lens.rules.rewrite_specs import parse_specs
+
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        return None
+    try:
+        return tuple(str(s) for s in parse_specs(list(value)))
+    except ValueError:
+        return None
 
 
 def parse_settings(

@@ -29,6 +29,7 @@ EXPORT_MODULE = "torchMlirLens.exportModule"
 EXPORT_REPRO = "torchMlirLens.exportRepro"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY_COMMAND = "torchMlirLens.verify"
+EXPORT_CODE = "torchMlirLens.exportCode"
 SET_TRUSTED_COMMAND = "torchMlirLens.setTrusted"  # as the notification, for any client
 
 ServerState = Literal["starting", "ready", "lowering", "error", "untrusted"]
@@ -106,6 +107,7 @@ class LensDiagnostic:
     ops: list[str] | None
     knock_on: list[KnockOn] | None
     cell: int | None = None  # a notebook cell's 1-based number
+    reason: str | None = None  # why the backend refuses the op, when known
 
 
 @attrs.define
@@ -154,6 +156,7 @@ class LowerResponse:
     frames: FrameTable | None = None  # absent when no op comes from library code
     passes: list[PassIr] | None = None  # with `printAfterAll` only
     error: LowerError | None = None  # a lowering that produced no IR at all
+    rewrites: list[str] | None = None  # the rewrites it was lowered through, by name
 
 
 # --- torchMlirLens/modules -------------------------------------------------------------------
@@ -197,6 +200,7 @@ class VerifyParams:
     module: str
     rtol: float | None = None
     atol: float | None = None
+    target: str | None = None  # the backend whose IR runs (default Linalg)
 
 
 @attrs.define
@@ -445,6 +449,24 @@ class ExportReproResponse:
 
 
 @attrs.define
+class ExportCodeArgs:
+    """`torchMlirLens.exportCode`: Python that reproduces the module's IR at `target` with
+    plain torch-mlir, the rewrites it lowers through inlined."""
+
+    uri: str
+    module: str
+    target: str | None = None
+
+
+@attrs.define
+class ExportCodeResponse:
+    """The code (the client copies it) and the rewrites it inlines."""
+
+    code: str
+    rewrites: list[str]
+
+
+@attrs.define
 class SetTrustedResponse:
     """`torchMlirLens.setTrusted` (argument: `SetTrustedParams`): the trust now in effect."""
 
@@ -475,5 +497,6 @@ COMMANDS: dict[str, tuple[type, type]] = {
     EXPORT_REPRO: (ExportReproArgs, ExportReproResponse),
     EXPLAIN_INPUTS: (ModuleArgs, ExplainInputsResponse),
     VERIFY_COMMAND: (VerifyParams, VerifyResponse),
+    EXPORT_CODE: (ExportCodeArgs, ExportCodeResponse),
     SET_TRUSTED_COMMAND: (SetTrustedParams, SetTrustedResponse),
 }

@@ -44,7 +44,7 @@ from torch_mlir_lens.worker.provenance import provenance
 
 MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
 
-_stats: dict[str, int] = {"jobs_run": 0, "exports_run": 0}
+_stats: dict[str, int] = {"jobs_run": 0, "exports_run": 0, "proof_jobs": 0, "proof_exports": 0}
 
 
 @dataclass
@@ -90,7 +90,9 @@ def run(data: dict[str, Any]) -> Reply:
         job = parse_job(data)
         if not isinstance(job, ModuleJob | ModulesJob):
             return Reply(job_id, True, _HANDLERS[job.op](job), programs=held_programs())
-        _stats["jobs_run"] += 1
+        # A proof of rewrites runs in the background after checks: counted apart from the
+        # jobs that lower (whose count says how much an edit cost).
+        _stats["proof_jobs" if isinstance(job, RewritesJob) else "jobs_run"] += 1
         _begin_job()
         release_evicted()  # when run in-process, nobody called it after the last job
         try:
@@ -188,11 +190,14 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
+def _program(job: ModuleJob, need_weights: str | None = None, *,
+             keep: bool = True) -> _Program:
     """The exported program of the job's module: cached, else load → inputs → export.
 
     Built without its weights (construct.py) unless `need_weights` names what needs them;
     a program with real weights serves every job, one without serves only those that elide.
+    `keep` False (a proof of rewrites, in the background): a program it has to build is not
+    cached, so that it pushes out none of those the lowerings use (counted apart).
     """
     from torch_mlir_lens.worker import construct, loader, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
@@ -235,7 +240,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
         return inputs_mod.instantiate(mod, name, resolved)
 
     def export(fn: Any) -> Any:
-        _stats["exports_run"] += 1
+        _stats["exports_run" if keep else "proof_exports"] += 1
         return lowering.export_program(
             fn, resolved.args, resolved.kwargs, user_files=user_files,
             strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
@@ -254,6 +259,8 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
                      construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes,
                      loaded=frozenset(loader.touched))
     key = real_key if built.path == construct.REAL else any_key
+    if not keep:
+        return entry
     _programs[key] = entry
     while len(_programs) > MAX_CACHED_PROGRAMS:
         _evicted.append(_programs.popitem(last=False)[1])
@@ -406,7 +413,7 @@ def _rewrites(job: RewritesJob) -> dict[str, Any]:
         if target not in BACKENDS:
             raise LensError(ErrorKind.BAD_REQUEST, f"rewrites are proven for a backend "
                             f"({', '.join(BACKENDS)}), not {target!r}")
-    program = _program(job, "rewrites")  # Verify runs the module: real weights
+    program = _program(job, "rewrites", keep=False)  # Verify runs the module: real weights
     report = _rewriting(job, program).report(targets)
     return {**report.to_json(), "provenance": provenance(job.path, program.loaded)}
 

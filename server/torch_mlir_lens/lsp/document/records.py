@@ -27,6 +27,10 @@ class DiagRecord:
     cause: str | None = None  # an unsupported op's cause, as worded by the worker
     # knock-on ops folded into this one: (file, 1-based line, message)
     notes: tuple[tuple[str, int, str], ...] = ()
+    reason: str | None = None  # why the backend refuses the op, when known
+    # The proven rewrites taking the module past it on its backend: (names, max error), with
+    # the targets they were proven on (lsp/features/diagnostics/rewrite_offers.py).
+    offer: tuple[tuple[str, ...], float | None] | None = None
 
 
 @dataclass
@@ -36,6 +40,7 @@ class Verdict:
     ok: bool
     unsupported: tuple[str, ...] = ()  # op names, one per unsupported op occurrence
     error: str | None = None  # export / worker failure that stopped the check
+    rewrites: tuple[str, ...] = ()  # the rewrites it was lowered through
 
 
 def verdict_of(result: LowerResult) -> Verdict:
@@ -48,4 +53,4 @@ def verdict_of(result: LowerResult) -> Verdict:
     if verdict.failed:
         error = verdict.error.message if verdict.error else "lowering failed"
     return Verdict(ok=verdict.ok, unsupported=tuple(d.op or "?" for d in verdict.culprits),
-                   error=error)
+                   error=error, rewrites=tuple(result.rewrites))

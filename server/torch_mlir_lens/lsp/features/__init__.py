@@ -17,6 +17,7 @@ def register_all(server: LensServer) -> None:
         configuration,
         custom_requests,
         diagnostics,
+        export_code,
         hover,
         lifecycle,
         notebook_sync,
@@ -26,5 +27,5 @@ def register_all(server: LensServer) -> None:
     )
 
     for feature in (lifecycle, configuration, trust, server_info, sync, notebook_sync, diagnostics,
-                    code_lens, hover, code_actions, commands, custom_requests):
+                    code_lens, hover, code_actions, commands, export_code, custom_requests):
         feature.register(server)

@@ -1,5 +1,6 @@
 """Quick fixes: insert the inputs comment above a module without example inputs; apply the
-fixes torch.export suggests for dynamic dims to the module's comment (dynamic_fixes.py).
+fixes torch.export suggests for dynamic dims to the module's comment (dynamic_fixes.py); lower
+through the rewrites proven for a rejected op (rewrite_fixes.py).
 
 The comment comes from `discovery.input_template` (shaped after the first layer when it is
 known, indented like the class); once it is there the module lowers.
@@ -17,6 +18,7 @@ from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import dynamic_fixes
 from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
 from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
+from torch_mlir_lens.lsp.features.rewrite_fixes import rewrite_fixes
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -61,6 +63,10 @@ def quick_fixes(
     fixes: list[types.CodeAction] = []
     diag: types.Diagnostic | None
     for diag in params.context.diagnostics:
+        if diag.source == SOURCE and isinstance(diag.data, dict) and diag.data.get("rewrites"):
+            owner = by_name.get(str(diag.data.get("module")))
+            if owner is not None:
+                fixes += rewrite_fixes(doc, owner, diag)
         if diag.source == SOURCE and diag.code == dynamic_fixes.EXPORT_ERROR:
             data = diag.data if isinstance(diag.data, dict) else {}
             owner = by_name.get(str(data.get("module")))

@@ -100,7 +100,9 @@ def verdict_title(
         if verdict is None:
             continue
         if verdict.ok:
-            parts.append(f"{target_title(target)} ✓")
+            n = len(verdict.rewrites)
+            through = f" with {n} rewrite{'s' if n != 1 else ''}" if n else ""
+            parts.append(f"{target_title(target)} ✓{through}")
             continue
         first_bad = first_bad or target
         if verdict.unsupported:

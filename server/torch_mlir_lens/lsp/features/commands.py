@@ -232,6 +232,8 @@ async def verify(server: LensServer,
     job = _job(server, doc, module)
 
     async def run(engine: Engine) -> VerifyResult:
+        if args.target and args.target != "linalg":  # the backend's own IR, run
+            return await engine.verify(job, rtol=args.rtol, atol=args.atol, target=args.target)
         return await engine.verify(job, rtol=args.rtol, atol=args.atol)
 
     stamp = doc.stamp()

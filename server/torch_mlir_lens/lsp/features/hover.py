@@ -255,7 +255,7 @@ def verdict_line(server: LensServer, doc: Document, module: str, line: int) -> s
             continue
         verdict = backend_verdict(result)  # the rule of `check` and the verdict lens
         ops = [
-            d.cause or convert.short_op(d.op) or "?"
+            (d.cause or convert.short_op(d.op) or "?") + (f" ({d.reason})" if d.reason else "")
             for d in verdict.culprits
             if d.line == line
             and (d.file is None or os.path.normcase(os.path.normpath(d.file)) == want)
@@ -264,6 +264,8 @@ def verdict_line(server: LensServer, doc: Document, module: str, line: int) -> s
             parts.append(f"{target} ✗ {', '.join(dict.fromkeys(ops))}")
         elif verdict.failed:
             parts.append(f"{target} ✗ (lowering failed)")
+        elif result.rewrites:  # its IR marks the ops each rewrite made (`// rewrite NAME`)
+            parts.append(f"{target} ✓ through rewrite {', '.join(result.rewrites)}")
         else:  # ok, or its unsupported ops are on other lines
             parts.append(f"{target} ✓")
     return " · ".join(parts)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.features.diagnostics import staging
+from torch_mlir_lens.lsp.features.diagnostics import rewrite_offers, staging
 from torch_mlir_lens.lsp.features.diagnostics.publish import publish
 from torch_mlir_lens.lsp.features.diagnostics.records import (
     error_records,
@@ -17,7 +17,7 @@ from torch_mlir_lens.lsp.features.diagnostics.records import (
 )
 from torch_mlir_lens.lsp.trust import UNTRUSTED
 from torch_mlir_lens.protocol.frames import in_installed_package
-from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
@@ -50,9 +50,11 @@ async def check_document(server: LensServer, doc: Document, *, lowering: bool) -
         return
     stamp = doc.stamp()
     for info in modules_to_check(server, doc):
+        checked: list[LowerResult] = []
         try:
             results = await staging.check(server, doc, info.name)
-            records = result_records(doc, info, results.values(), server)
+            checked = list(results.values())
+            records = result_records(doc, info, checked, server)
         except LensError as err:
             if err.kind in _QUIET_KINDS:
                 return
@@ -60,4 +62,5 @@ async def check_document(server: LensServer, doc: Document, *, lowering: bool) -
         if not doc.record_diagnostics(stamp, info.name, records):
             return  # the text moved on; its own check will publish
         publish(server, doc)
+        rewrite_offers.proving(server, doc, info, checked, stamp)
     server.refresh_lenses()

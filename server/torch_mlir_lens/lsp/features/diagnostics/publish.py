@@ -44,6 +44,7 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
             if detail and detail != message and len(recs) == 1 and first.cause is None \
                     and "cannot be lowered" not in detail:
                 message += f": {detail}"
+            message += _reasons(recs)
             code = first.op
         else:
             message, code = first.message, first.kind
@@ -61,7 +62,8 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
                 severity=first.severity,
                 code=code,
                 source=SOURCE,
-                data={"module": first.module, "kind": first.kind, "targets": targets},
+                data={"module": first.module, "kind": first.kind, "targets": targets,
+                      **_offers(recs)},
                 related_information=library_related.information(library) + [
                     types.DiagnosticRelatedInformation(
                         location=types.Location(
@@ -77,6 +79,23 @@ def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
         )
     out.sort(key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))
     return out
+
+
+def _reasons(recs: list[DiagRecord]) -> str:
+    """Why each backend refuses the op: " (reason)" when all say the same, else each named."""
+    said = {t: r.reason for r in recs if r.reason for t in r.targets}
+    if not said:
+        return ""
+    if len(set(said.values())) == 1:
+        return f" ({next(iter(said.values()))})"
+    return " (" + "; ".join(f"{target_title(t)}: {why}" for t, why in said.items()) + ")"
+
+
+def _offers(recs: list[DiagRecord]) -> dict[str, Any]:
+    """The quick fixes' data: the proven rewrites per backend (code_actions.py reads them)."""
+    out = [{"target": t, "rewrites": list(r.offer[0]), "maxAbs": r.offer[1], "op": r.op}
+           for r in recs if r.offer is not None for t in r.targets]
+    return {"rewrites": out} if out else {}
 
 
 def publish(server: LensServer, doc: Document) -> None:

@@ -14,6 +14,7 @@ from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
 from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord, Document
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
+from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.source.reading import size_text
 
@@ -78,8 +79,10 @@ def result_records(
     info: discovery.ModuleInfo,
     results: Iterable[LowerResult],
     server: LensServer,
+    offers: RewriteReport | None = None,
 ) -> list[DiagRecord]:
-    """The records of one module's check: each diagnosed backend's problems."""
+    """The records of one module's check: each diagnosed backend's problems (with the proven
+    rewrites of `offers`, once the worker has proven them)."""
     diagnosed = set(server.settings.diagnostic_targets)
     out: list[DiagRecord] = []
     for result in results:
@@ -87,8 +90,20 @@ def result_records(
             target = diag.target or result.target
             if diag.kind == ErrorKind.UNSUPPORTED_OP and target not in diagnosed:
                 continue
-            out.append(_record(doc, info, diag, target))
+            out.append(_record(doc, info, diag, target, _offer(offers, diag, target)))
     return out
+
+
+def _offer(offers: RewriteReport | None, diag: LensDiagnostic,
+           target: str) -> tuple[tuple[str, ...], float | None] | None:
+    """The proven rewrites of one culprit: (names, max error on the example inputs)."""
+    if offers is None or diag.kind != ErrorKind.UNSUPPORTED_OP:
+        return None
+    op = culprits.short_op(diag.op)
+    for offer in offers.for_target(target):
+        if offer.offered and offer.line == diag.line and (op == offer.op or op in offer.ops):
+            return tuple(offer.rewrites), offer.max_abs
+    return None
 
 
 def error_records(
@@ -102,7 +117,8 @@ def error_records(
 
 
 def _record(
-    doc: Document, info: discovery.ModuleInfo, diag: LensDiagnostic, target: str | None
+    doc: Document, info: discovery.ModuleInfo, diag: LensDiagnostic, target: str | None,
+    offer: tuple[tuple[str, ...], float | None] | None = None,
 ) -> DiagRecord:
     lines = doc.lines
     here = diag.file is None or (doc.path is not None and _same_file(diag.file, doc.path))
@@ -126,6 +142,8 @@ def _record(
         library=tuple((r.file, r.line, r.message) for r in diag.related),
         cause=diag.cause,
         notes=_knock_on_notes(diag),
+        reason=diag.reason,
+        offer=offer,
     )
 
 

@@ -60,3 +60,38 @@ def sort_stable_by_ranks(self: torch.Tensor, *, stable: bool | None = None, dim:
     """`torch.sort(self, stable=..., dim, descending)`: `sort_by_ranks`, whose order is
     stable."""
     return sort_by_ranks(self, dim, descending)
+
+
+def kthvalue_by_ranks(self: torch.Tensor, k: int, dim: int = -1,
+                      keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """`torch.kthvalue(self, k, dim, keepdim)`: the element of rank k-1 (ranks as
+    `sort_by_ranks` counts them) and its index. Exact; among equal values the first in
+    position is taken (torch's choice among ties is its own)."""
+    d = dim % max(self.dim(), 1)
+    x = self.movedim(d, -1)
+    at = (_ranks(x, False) == k - 1).to(torch.int64).argmax(dim=-1, keepdim=True)
+    values, indices = torch.gather(x, -1, at), at
+    if not keepdim:
+        return values.squeeze(-1), indices.squeeze(-1)
+    return values.movedim(-1, d), indices.movedim(-1, d)
+
+
+def cumprod_in_order(self: torch.Tensor, dim: int, *,
+                     dtype: torch.dtype | None = None) -> torch.Tensor:
+    """`torch.cumprod(self, dim)` as a running product taken in order, one slice at a time,
+    in the accumulator PyTorch's CPU kernel uses (float64 for float32, float32 for float16
+    and bfloat16) and rounded to the result's dtype: the same values, the same overflows.
+    Exact. Integers and booleans give int64 unless `dtype` says otherwise, as torch does.
+    Rows longer than 512 are left to the op (the unrolled products would be too many)."""
+    out_dtype = dtype or (self.dtype if self.dtype.is_floating_point or self.dtype.is_complex
+                          else torch.int64)
+    wide = {torch.float32: torch.float64, torch.float16: torch.float32,
+            torch.bfloat16: torch.float32}.get(out_dtype, out_dtype)
+    x = self.to(wide)
+    n = x.shape[dim]
+    if n > 512:
+        return NotImplemented
+    parts = [x.narrow(dim, 0, 1)]
+    for i in range(1, n):
+        parts.append(parts[-1] * x.narrow(dim, i, 1))
+    return (torch.cat(parts, dim) if parts else x).to(out_dtype)

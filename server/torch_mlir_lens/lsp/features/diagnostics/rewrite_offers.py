@@ -1,0 +1,48 @@
+"""After a module's check, the proven rewrites of its culprits (the worker's `rewrites` job),
+in the background: its diagnostics are published again carrying them, and the quick fixes
+(code_actions.py, rewrite_fixes.py) offer them. A proof that cannot run only leaves them out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp.document import Document, Stamp
+from torch_mlir_lens.lsp.features.diagnostics.publish import publish
+from torch_mlir_lens.lsp.features.diagnostics.records import result_records
+from torch_mlir_lens.protocol.results import LensError, LowerResult
+from torch_mlir_lens.rules.verdict import backend_verdict
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.server import LensServer
+
+log = logging.getLogger(__name__)
+
+
+def proving(server: LensServer, doc: Document, info: discovery.ModuleInfo,
+            results: list[LowerResult], stamp: Stamp) -> None:
+    """Start the proof of `info`'s culprits in the background (when it has some)."""
+    diagnosed = set(server.settings.diagnostic_targets)
+    failing = [r.target for r in results
+               if r.target in diagnosed and backend_verdict(r).culprits]
+    if failing:
+        server.background(_prove(server, doc, info, results, failing, stamp))
+
+
+async def _prove(server: LensServer, doc: Document, info: discovery.ModuleInfo,
+                 results: list[LowerResult], failing: list[str], stamp: Stamp) -> None:
+    job = server.host.job(doc, info.name)
+
+    async def run(engine: Any) -> Any:
+        return await engine.rewrites(job, failing)
+
+    try:
+        report = await server.host.call(f"proving rewrites for {info.name}", run)
+    except LensError as err:  # no proof: the diagnostics stand as they are
+        log.info("rewrites of %s: %s", info.name, err.message)
+        return
+    records = result_records(doc, info, results, server, offers=report)
+    if doc.record_diagnostics(stamp, info.name, records):
+        publish(server, doc)
