@@ -1,7 +1,7 @@
 """The broad real-model sweep: every architecture of `tests/models/broad_zoo.py` through
 torch.export, plain torch-mlir and the product, on each backend.
 
-    python -m bench.broad_sweep [--only TYPE,...] [--rows FILE] [--resume]
+    python -m bench.broad_sweep [--only TYPE,...] [--rows FILE] [--resume] [--rewrites]
 
 For each architecture, one after another:
 
@@ -17,6 +17,10 @@ For each architecture, one after another:
 4. precision, where the product named culprits: each culprit op lowered alone with its types
    (`worker.culprit_precision`, in a third process): a culprit that lowers alone is a
    false one.
+
+With `--rewrites`, each backend the product does not lower gets the proven rewrites (the
+engine's `rewrites` job), then the module lowered through every one (`rewrites=auto`) and,
+when it lowers, Verify on that backend's IR (figure 14, bench/rewrites_figure.py).
 
 Rows are appended to a JSON-lines file as they come (`--resume` skips the types already there),
 so an interrupted sweep loses nothing. Figure 13 summarizes them.
@@ -58,6 +62,8 @@ class Row:
     product: dict[str, dict[str, Any]] = field(default_factory=dict)  # backend → ok, culprits
     # backend → [{op, file, line, lowers_alone, message}]: each culprit op checked alone
     precision: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # backend → the proven rewrites and the module lowered and verified through them
+    rewrites: dict[str, dict[str, Any]] = field(default_factory=dict)
     precision_error: str = ""  # why the check has no answer (it crashed: op_isolation runs
     #                            culprits that crash torch-mlir in its own process)
     worker_crashes: int = 0  # jobs answered "the worker crashed"
@@ -170,8 +176,19 @@ async def _precision(checker: Plain, model: BenchModel, row: Row) -> None:
             for c in checks]
 
 
+async def _rewrites(engine: Any, model_type: str, row: Row) -> None:
+    from bench.rewrites_figure import engine_outcome
+
+    for backend, result in row.product.items():
+        if not result.get("ok") and result.get("culprits"):
+            start = time.perf_counter()
+            row.rewrites[backend] = await engine_outcome(engine, module_job(model_type),
+                                                         backend)
+            row.seconds[f"rewrites_{backend}"] = round(time.perf_counter() - start, 2)
+
+
 async def sweep_one(model_type: str, plain: Plain, engine: Any,
-                    checker: Plain | None = None) -> Row:
+                    checker: Plain | None = None, rewrites: bool = False) -> Row:
     """One architecture through export, plain torch-mlir and the product."""
     row = Row(model_type)
     model = bench_model(model_type)
@@ -187,6 +204,8 @@ async def sweep_one(model_type: str, plain: Plain, engine: Any,
     await asyncio.gather(_plain(plain, model, row), _product(engine, model_type, row))
     if checker is not None:
         await _precision(checker, model, row)
+    if rewrites:
+        await _rewrites(engine, model_type, row)
     return row
 
 
@@ -215,7 +234,8 @@ def read_rows(path: Path) -> list[Row]:
 
 
 async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executable,
-                log: Path | None = None, resume: bool = False) -> list[Row]:
+                log: Path | None = None, resume: bool = False,
+                rewrites: bool = False) -> list[Row]:
     """Every type of `types` (skipping those in `rows_path` with `resume`); all rows."""
     from torch_mlir_lens.engine import Engine, EngineConfig
 
@@ -234,7 +254,7 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                 engine = Engine(EngineConfig(python=python, timeout_s=STEP_TIMEOUT_S))
                 await engine.start()
             started = time.perf_counter()
-            row = await sweep_one(model_type, plain, engine, checker)
+            row = await sweep_one(model_type, plain, engine, checker, rewrites)
             row.seconds["total"] = round(time.perf_counter() - started, 2)
             with rows_path.open("a") as f:
                 f.write(json.dumps(asdict(row)) + "\n")
@@ -258,9 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated architectures (default: all)")
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "broad_rows.jsonl")
     ap.add_argument("--resume", action="store_true", help="skip the types already in --rows")
+    ap.add_argument("--rewrites", action="store_true",
+                    help="prove rewrites where the product fails (figure 14)")
     args = ap.parse_args(argv)
     types = args.only.split(",") if args.only else architectures()
-    asyncio.run(sweep(types, args.rows, resume=args.resume,
+    asyncio.run(sweep(types, args.rows, resume=args.resume, rewrites=args.rewrites,
                       log=args.rows.with_suffix(".baseline.log")))
     return 0
 

@@ -52,14 +52,55 @@ def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, 
     return row
 
 
+async def engine_outcome(engine: Any, job: Any, target: str) -> dict[str, Any]:
+    """`outcome` through the product's engine, as a user gets it: the `rewrites` job, then a
+    lowering with `rewrites=auto` and Verify of that backend's IR."""
+    import dataclasses
+
+    from torch_mlir_lens.protocol.results import LensError
+
+    start = time.perf_counter()
+    try:
+        report = await engine.rewrites(job, [target])
+    except LensError as err:
+        return {"error": f"{err.kind}: {err.message}"[:200],
+                "seconds": round(time.perf_counter() - start, 3)}
+    offers = report.for_target(target)
+    names = sorted({n for o in offers if o.offered for n in o.rewrites})
+    row: dict[str, Any] = {
+        "culprits": [{"ops": o.ops, "offered": o.offered, "rewrites": o.rewrites,
+                      "why": o.why[:200], "max_abs": o.max_abs} for o in offers],
+        "checks": [{"rewrite": c.rewrite, "op": c.op, "ok": c.ok, "why": c.why[:200]}
+                   for o in offers for c in o.checks],
+        "offered": names, "lowers": False, "verified": False, "verify": "",
+    }
+    if names and all(o.offered for o in offers):
+        auto = dataclasses.replace(job, rewrites=[f"{n}@{target}" for n in names])
+        try:
+            (result,) = await engine.lower(auto, targets=[target])
+            row["lowers"] = bool(result.ok)
+            if result.ok:
+                verify = await engine.verify(auto, target=target)
+                row["verified"], row["verify"] = bool(verify.ok), verify.message[:200]
+        except LensError as err:
+            row["verify"] = f"{err.kind}: {err.message}"[:200]
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    return row
+
+
 def _pairs(rows: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(module, backend, its result) of every failing pair of the rows."""
+    """(module, backend, its result with `rewrites`) of every failing pair of the rows: e2e
+    rows hold each backend's result at the top, broad-sweep rows under `product` (their
+    proofs under `rewrites`)."""
     out = []
     for row in rows:
         for target in BACKENDS:
-            res = row.get(target)
+            res = row.get(target) if target in row else (row.get("product") or {}).get(target)
             if isinstance(res, dict) and res.get("ok") is False:
-                out.append((row.get("test") or row.get("model") or "?", target, res))
+                if "product" in row and (row.get("rewrites") or {}).get(target) is not None:
+                    res = {**res, "rewrites": row["rewrites"][target]}
+                name = row.get("test") or row.get("type") or "?"
+                out.append((name, target, res))
     return out
 
 
@@ -69,7 +110,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for target in BACKENDS:
         pairs = [(m, res) for m, t, res in _pairs(rows) if t == target]
-        tried = [(m, res["rewrites"]) for m, res in pairs if isinstance(res.get("rewrites"), dict)]
+        tried = [(m, res["rewrites"]) for m, res in pairs
+                 if isinstance(res.get("rewrites"), dict) and "error" not in res["rewrites"]]
         fixed = [m for m, r in tried if r["verified"]]
         wrong = [m for m, r in tried if r["lowers"] and r["offered"] and not r["verified"]]
         ops_with = {op for _m, r in tried for c in r["culprits"] if c["offered"]
@@ -113,7 +155,7 @@ def main() -> None:
         for line in path.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows[row.get("test") or row.get("model") or str(len(rows))] = row
+                rows[row.get("test") or row.get("type") or str(len(rows))] = row
     print(json.dumps(summary(list(rows.values())), indent=1))
 
 

@@ -52,6 +52,8 @@ class RewriteCheck:
     examples: Accuracy | None = None  # on the values reaching the op on the example inputs
     edges: Accuracy | None = None  # on edge cases of its domain
     edge_cases: int = 0  # edge-case inputs tried
+    # Other rewrites it needs (the ops its own decomposition makes that the backend rejects)
+    with_rewrites: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RewriteCheck:
@@ -60,7 +62,8 @@ class RewriteCheck:
                    ok=data.get("ok") is True, why=str(data.get("why") or ""),
                    examples=Accuracy.from_json(data.get("examples")),
                    edges=Accuracy.from_json(data.get("edges")),
-                   edge_cases=int(data.get("edge_cases") or 0))
+                   edge_cases=int(data.get("edge_cases") or 0),
+                   with_rewrites=[str(r) for r in data.get("with_rewrites") or []])
 
 
 @dataclass

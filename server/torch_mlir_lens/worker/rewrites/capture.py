@@ -158,7 +158,26 @@ def node_values(program: Any, names: Iterable[str], args: Sequence[Any],
 
     with torch.no_grad():
         _Recorder(gm).run(*flat)
+    for name in wanted - set(found):  # a lifted parameter, buffer or constant: by its name
+        value = _lifted(program, name)
+        if value is not None:
+            found[name] = value
     return found
+
+
+def _lifted(program: Any, name: str) -> Any:
+    """The value of a placeholder standing for a parameter, buffer or constant (the program
+    as torch.export made it, before the import froze them in)."""
+    signature = program.graph_signature
+    for table in (signature.inputs_to_parameters, signature.inputs_to_buffers,
+                  getattr(signature, "inputs_to_lifted_tensor_constants", {})):
+        target = table.get(name)
+        if target is not None:
+            value = program.state_dict.get(target)
+            if value is None:
+                value = program.constants.get(target)
+            return value.detach().clone() if isinstance(value, torch.Tensor) else value
+    return None
 
 
 __all__ = ["Cut", "calls_at", "cut", "node_values", "nodes_of", "region", "runnable"]

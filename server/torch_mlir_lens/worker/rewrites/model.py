@@ -63,6 +63,13 @@ class Rewrite:
     source: str = LIBRARY
     domain: tuple[float, ...] = ()  # edge values of its domain, tried beyond the generic ones
     scope: str = OP
+    # Whether the dtype's largest finite values belong to its domain: not for a rewrite that
+    # sums in another order than the op (a convolution per group, a one-hot scatter), whose
+    # partial sums overflow where the op's may not; its docstring says so.
+    extremes: bool = True
+    # Whether infinities and NaN belong to its domain: not for a convolution, whose result
+    # on them depends on the algorithm PyTorch picks (how padding and weights meet them).
+    nonfinite: bool = True
     # Functions the export code inlines before the entries (helpers the entries call).
     helpers: tuple[Callable[..., Any], ...] = field(default=())
 

@@ -19,7 +19,7 @@ from torch_mlir_lens.protocol.rewrite_results import RewriteCheck, RewriteOffer,
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.worker.rewrites import capture
-from torch_mlir_lens.worker.rewrites.candidates import candidates
+from torch_mlir_lens.worker.rewrites.candidates import by_name, candidates
 from torch_mlir_lens.worker.rewrites.model import Rewrite
 from torch_mlir_lens.worker.rewrites.proof import ModuleProof, Prover
 
@@ -31,17 +31,33 @@ def _offer(diag: LensDiagnostic, target: str) -> RewriteOffer:
                         cause=culprits.cause_of(diag))
 
 
-def _call_of(prover: Prover, offer: RewriteOffer, op: str) -> str:
-    """The op to rewrite for a culprit op: itself when the program calls it at its line,
-    else the call torch-mlir decomposed into it (`torch.roll` made into slices: `aten.roll`),
-    found among the calls of that line by the name the culprit's cause gives."""
-    program = prover.lowerer.program
-    if capture.nodes_of(program, op, offer.file, offer.line, anywhere=False):
-        return op
+def _call_of(prover: Prover, offer: RewriteOffer, op: str) -> tuple[str, Any]:
+    """The op to rewrite for a culprit op, and the program it is a call of: itself when the
+    program calls it at its line; else the call torch-mlir or torch's decompositions made it
+    of (`torch.roll` made into slices: `aten.roll`; `F.adaptive_max_pool1d` made into a
+    max-pool and asserts: `aten.adaptive_max_pool1d`, found in the program as exported),
+    among the calls of that line: the one the culprit's cause names, else one a library
+    rewrite of the culprit answers too."""
+    from torch_mlir_lens.worker.rewrites.apply import exported_of
+    from torch_mlir_lens.worker.rewrites.library import LIBRARY
+
+    decomposed = prover.lowerer.program
+    if capture.nodes_of(decomposed, op, offer.file, offer.line, anywhere=False):
+        return op, decomposed
     called = offer.cause.split("`")[1] if offer.cause.count("`") >= 2 else ""
     name = called.rsplit(".", 1)[-1]
-    at_line = capture.calls_at(program, offer.file, offer.line)
-    return next((c for c in at_line if name and c.split(".")[1] == name), op)
+    kin = [r for r in LIBRARY.values() if r.answers(op)]
+    programs = [p for p in (decomposed, exported_of(decomposed)) if p is not None]
+    for program in programs:
+        at_line = capture.calls_at(program, offer.file, offer.line)
+        short = {c: c.split(".")[1] if c.count(".") else c for c in at_line}
+        for pick in ([c for c in at_line if name and short[c] == name],
+                     [c for c in at_line if name and (short[c].startswith(name)
+                                                       or name.startswith(short[c]))],
+                     [c for c in at_line if any(r.answers(c) for r in kin)]):
+            if pick:
+                return pick[0], program
+    return op, decomposed
 
 
 def _choose(prover: Prover, offer: RewriteOffer, target: str,
@@ -53,23 +69,26 @@ def _choose(prover: Prover, offer: RewriteOffer, target: str,
     for culprit_op in offer.ops:
         if any(r.answers(culprit_op) for r in chosen):
             continue  # one rewrite answers several of its ops (empty tensors)
-        op = _call_of(prover, offer, culprit_op)
-        found = None
+        op, program = _call_of(prover, offer, culprit_op)
+        found: RewriteCheck | None = None
         for rewrite in candidates(op):
             key = (rewrite.name, op, offer.line, target)
             check = tried.get(key)
             if check is None:
-                check = tried[key] = prover.alone(rewrite, op, offer.file, offer.line, target)
+                check = tried[key] = prover.alone(rewrite, op, offer.file, offer.line, target,
+                                                  program)
             offer.checks.append(check)
             if check.ok:
-                found = rewrite
+                found = check
+                chosen.append(rewrite)
+                # and what its own decomposition needs the backend to be helped with
+                chosen += [r for r in map(by_name, check.with_rewrites) if r is not None]
                 break
         if found is None:
             offer.why = offer.why or (f"no candidate rewrite of `{op}` passes its proof"
                                       if offer.checks else f"no rewrite of `{op}` is known")
             return []
-        chosen.append(found)
-    return chosen
+    return list({r.name: r for r in chosen}.values())
 
 
 def _worst(offer: RewriteOffer) -> None:

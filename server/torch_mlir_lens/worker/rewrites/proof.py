@@ -37,10 +37,11 @@ from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.worker.rewrites import apply, capture
-from torch_mlir_lens.worker.rewrites.model import Rewrite
+from torch_mlir_lens.worker.rewrites.model import Rewrite, table_of
 
 MAX_NODES = 4  # distinct uses of one op tried alone (a model repeats the same call per layer)
-_ALONE: OrderedDict[tuple[str, str, str], str] = OrderedDict()  # (a)'s verdicts: "" lowers
+# (a)'s verdicts: ("" when it lowers, else why; the ops still rejected)
+_ALONE: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
 _ALONE_SIZE = 2000
 
 
@@ -121,14 +122,18 @@ def _elementwise(e: torch.Tensor, g: torch.Tensor, rtol: float, atol: float) -> 
 # --- edge cases ------------------------------------------------------------------------------
 
 
-def edge_values(dtype: torch.dtype, domain: Sequence[float] = ()) -> list[float]:
-    """Edge cases of a floating dtype: ±0, ±1, ±0.5, ±2, infinities, NaN, the largest finite
-    values, the smallest normal and denormal ones, 1 ∓ epsilon, then `domain`'s own."""
+def edge_values(dtype: torch.dtype, domain: Sequence[float] = (), extremes: bool = True,
+                nonfinite: bool = True) -> list[float]:
+    """Edge cases of a floating dtype: ±0, ±1, ±0.5, ±2, infinities and NaN, the largest
+    finite values (each unless the rewrite's domain leaves them out: `nonfinite`,
+    `extremes`), the smallest normal and denormal ones, 1 ∓ epsilon, then `domain`'s own."""
     info = torch.finfo(dtype)
     below_one = 1.0 - info.eps / 2
     denormal = info.tiny * info.eps
-    return [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, math.inf, -math.inf, math.nan,
-            info.max, -info.max, info.tiny, -info.tiny, denormal, -denormal,
+    largest = [info.max, -info.max] if extremes else []
+    special = [math.inf, -math.inf, math.nan] if nonfinite else []
+    return [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, *special,
+            *largest, info.tiny, -info.tiny, denormal, -denormal,
             below_one, -below_one, 1.0 + info.eps, -1.0 - info.eps, *domain]
 
 
@@ -197,18 +202,21 @@ class Prover:
         self.fn = fn
         self.args = tuple(args)
         self.kwargs = dict(kwargs or {})
-        self._values: dict[str, Any] = {}
+        self._values: dict[int, dict[str, Any]] = {}  # id(program) → node name → value
         self._modules: dict[tuple[tuple[str, ...], str], ModuleProof] = {}
 
     # -- (a) and (b) --------------------------------------------------------------------------
 
     def alone(self, rewrite: Rewrite, op: str, file: str | None, line: int | None,
-              backend: str) -> RewriteCheck:
-        """Steps (a) and (b) for `rewrite` on the op `op` at `file:line`."""
+              backend: str, program: Any = None) -> RewriteCheck:
+        """Steps (a) and (b) for `rewrite` on the op `op` at `file:line`, cut out of
+        `program` (default: the program as imported; the one torch.export made, before
+        decompositions, holds the calls they took apart)."""
         check = RewriteCheck(rewrite=rewrite.name, op=op, method=rewrite.method,
                              source=rewrite.source, ok=False)
         self.lowerer.raw_module()  # the FX import freezes the program: weights inside
-        nodes = capture.nodes_of(self.lowerer.program, op, file, line)
+        program = program if program is not None else self.lowerer.program
+        nodes = capture.nodes_of(program, op, file, line)
         if not nodes:
             check.why = (f"`{op}` is made by torch-mlir's own decompositions, not by a call "
                          "of the program")
@@ -223,7 +231,7 @@ class Prover:
                 cuts.append(cut)
         examples, edges = Errors(), Errors()
         for cut in cuts[:MAX_NODES]:
-            why = self._cut_passes(rewrite, cut, backend, examples, edges, check)
+            why = self._cut_passes(rewrite, cut, backend, examples, edges, check, program)
             if why:
                 check.why = why
                 break
@@ -231,33 +239,56 @@ class Prover:
         check.ok = not check.why
         return check
 
-    def _inputs(self, cut: capture.Cut) -> list[Any]:
-        missing = [n.name for n in cut.inputs if n.name not in self._values]
+    def _inputs(self, cut: capture.Cut, program: Any) -> list[Any]:
+        values = self._values.setdefault(id(program), {})
+        missing = [n.name for n in cut.inputs if n.name not in values]
         if missing:
-            self._values.update(capture.node_values(self.lowerer.program, missing, self.args,
-                                                    self.kwargs))
-        return [self._values[n.name] for n in cut.inputs]
+            values.update(capture.node_values(program, missing, self.args, self.kwargs))
+        return [values[n.name] for n in cut.inputs]
 
     def _cut_passes(self, rewrite: Rewrite, cut: capture.Cut, backend: str, examples: Errors,
-                    edges: Errors, check: RewriteCheck) -> str:
-        """"" when the rewrite passes (a) and (b) on this cut-out program, else why not."""
+                    edges: Errors, check: RewriteCheck, program: Any) -> str:
+        """"" when the rewrite passes (a) and (b) on this cut-out program, else why not.
+
+        When the rewritten op leaves ops the backend rejects that other library rewrites
+        answer (torch's decomposition of a max-pool's backward makes a scatter_add), those
+        join it once and it is tried again: the check then names them (`with_rewrites`)."""
         from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
         from torch_mlir_lens.worker.custom_ops import run_decompositions
+        from torch_mlir_lens.worker.rewrites.library import LIBRARY
 
         try:
-            values = self._inputs(cut)
+            values = self._inputs(cut, program)
         except Exception as exc:  # the program does not run eagerly as exported
             return f"the values reaching it could not be taken: {type(exc).__name__}: {exc}"
-        try:
-            with _quiet():
-                small = torch.export.export(cut.module, tuple(values), strict=False)
-                rewritten = run_decompositions(
-                    small, {**get_decomposition_table(), **rewrite.table()})
-        except Exception as exc:  # a rewrite that cannot be traced
-            return f"it cannot be traced: {type(exc).__name__}: {str(exc).splitlines()[0]}"
-        why = self._values_match(rewrite, cut, rewritten, values, examples, edges, check)
-        return why or self._lowers_alone(rewrite, cut, values, rewritten, backend)
+        together = [rewrite]
+        for attempt in range(2):
+            try:
+                with _quiet():
+                    small = torch.export.export(cut.module, tuple(values), strict=False)
+                    rewritten = run_decompositions(
+                        small, {**get_decomposition_table(), **table_of(together)})
+            except Exception as exc:  # a rewrite that cannot be traced
+                return f"it cannot be traced: {type(exc).__name__}: " \
+                       f"{str(exc).splitlines()[0]}"
+            ex, ed = Errors(), Errors()
+            why = self._values_match(rewrite, cut, rewritten, values, ex, ed, check)
+            if why:
+                examples.add(ex)
+                edges.add(ed)
+                return why
+            verdict, left = self._lowers_alone(together, cut, values, rewritten, backend)
+            more = [r for r in LIBRARY.values()
+                    if r not in together and any(r.answers(op) for op in left)]
+            if not verdict or attempt or not more:
+                examples.add(ex)
+                edges.add(ed)
+                if not verdict:
+                    check.with_rewrites = [r.name for r in together[1:]]
+                return verdict
+            together += more
+        return ""
 
     def _values_match(self, rewrite: Rewrite, cut: capture.Cut, rewritten: Any,
                       values: list[Any], examples: Errors, edges: Errors,
@@ -278,7 +309,9 @@ class Prover:
                 if p not in culprit_inputs or not isinstance(v, torch.Tensor) \
                         or not v.dtype.is_floating_point or v.numel() == 0:
                     continue
-                for chunk in _chunks(edge_values(v.dtype, rewrite.domain), v.numel()):
+                edges_of = edge_values(v.dtype, rewrite.domain, rewrite.extremes,
+                                       rewrite.nonfinite)
+                for chunk in _chunks(edges_of, v.numel()):
                     edge = list(values)
                     edge[i] = _filled(v, chunk)
                     try:
@@ -295,23 +328,31 @@ class Prover:
                         return f"it differs from the op on edge cases: {found.first_bad}"
         return ""
 
-    def _lowers_alone(self, rewrite: Rewrite, cut: capture.Cut, values: list[Any],
-                      rewritten: Any, backend: str) -> str:
+    def _lowers_alone(self, together: list[Rewrite], cut: capture.Cut, values: list[Any],
+                      rewritten: Any, backend: str) -> tuple[str, list[str]]:
+        """("", []) when the rewritten cut-out program lowers on `backend`; else why not and
+        the ops the backend still rejects."""
         from torch_mlir_lens.worker.lowering import ProgramLowerer
 
-        key = (rewrite.name, _signature(cut, values), backend)
-        verdict = _ALONE.get(key)
-        if verdict is None:
+        names = "+".join(r.name for r in together)
+        key = (names, _signature(cut, values), backend)
+        found = _ALONE.get(key)
+        if found is None:
             lowerer = ProgramLowerer(rewritten, module_name="rewritten", user_files=[])
             result = lowerer.lower(backend)
-            verdict = "" if result.ok else culprits.summary(result.diagnostics, backend)
-            _ALONE[key] = verdict
+            rejected = [culprits.short_op(op) for d in culprits.culprit_diagnostics(
+                result.diagnostics) for op in (d.ops or [d.op or ""])]
+            found = ("" if result.ok else culprits.summary(result.diagnostics, backend),
+                     rejected)
+            _ALONE[key] = found
             while len(_ALONE) > _ALONE_SIZE:
                 _ALONE.popitem(last=False)
+        verdict, rejected = found
         if verdict:
-            return f"the rewritten op does not lower alone on {target_title(backend)} " \
-                   f"({verdict.removeprefix(f'cannot lower to {target_title(backend)}: ')})"
-        return ""
+            title = target_title(backend)
+            return (f"the rewritten op does not lower alone on {title} "
+                    f"({verdict.removeprefix(f'cannot lower to {title}: ')})", rejected)
+        return "", []
 
     # -- (c) ----------------------------------------------------------------------------------
 

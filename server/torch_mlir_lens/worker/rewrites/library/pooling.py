@@ -31,24 +31,52 @@ def _out_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
     return out
 
 
-def _gather(x: torch.Tensor, dim: int, starts: list[list[int]], fill: float) -> torch.Tensor:
-    """x with `dim` replaced by (windows, positions): element starts[o][j] of dim (an index
-    outside the dim reads `fill`)."""
-    size = x.shape[dim]
-    low = min(min(row) for row in starts)
-    high = max(max(row) for row in starts)
-    left, right = max(0, -low), max(0, high - size + 1)
-    if left or right:
-        pad = [0, 0] * (x.dim() - 1 - dim) + [left, right]
-        x = torch.nn.functional.pad(x, pad, value=fill)
-    flat = torch.tensor([j + left for row in starts for j in row], dtype=torch.int64)
-    picked = x.index_select(dim, flat)
+def _gather(x: torch.Tensor, dim: int, table: tuple[list[int], int, int, int, list[int]],
+            fill: float) -> torch.Tensor:
+    """x with `dim` replaced by (windows, positions): position j of window o reads element
+    start[o] + j·step of dim, or `fill` at or past its window's end and outside the dim.
+    `table` is (start, width, step, size, ends) in plain numbers; the index tensor is made of
+    `arange`s (a tensor made from a list would not trace as a constant)."""
+    starts, width, step, size, ends = table
+    n = len(starts)
+    first = min(starts)
+    last = max(s + (width - 1) * step for s in starts)
+    left, right = max(0, -first), max(0, last - size + 1) + 1  # + 1: a cell for `fill`
+    pad = [0, 0] * (x.dim() - 1 - dim) + [left, right]
+    x = torch.nn.functional.pad(x, pad, value=fill)
+    start = _affine(starts)
+    idx = start.unsqueeze(-1) + torch.arange(width).unsqueeze(0) * step
+    end = _affine(ends).unsqueeze(-1)
+    idx = torch.where(idx < end, idx, torch.full((), size)) + left
+    idx = torch.where(idx < left + size, idx, torch.full((), left + size + right - 1))
+    picked = x.index_select(dim, idx.reshape(-1))
     shape = list(x.shape)
-    shape[dim:dim + 1] = [len(starts), len(starts[0])]
+    shape[dim:dim + 1] = [n, width]
     return picked.reshape(shape)
 
 
-def _windows(x: torch.Tensor, tables: list[list[list[int]]], fill: float) -> torch.Tensor:
+def _affine(values: list[int]) -> torch.Tensor:
+    """The int64 tensor of `values` from `arange` (values an arithmetic progression), else
+    from a sum of one-hot ramps (the adaptive windows' starts)."""
+    n = len(values)
+    if n == 1:
+        return torch.zeros(1, dtype=torch.int64) + values[0]
+    step = values[1] - values[0]
+    if all(values[i + 1] - values[i] == step for i in range(n - 1)):
+        return torch.arange(n) * step + values[0]
+    positions = torch.arange(n)
+    out = torch.zeros(n, dtype=torch.int64) + values[0]
+    for i in range(1, n):  # a step up at each place the progression changes
+        jump = values[i] - values[i - 1] - step
+        if jump:
+            out = out + (positions >= i).to(torch.int64) * jump
+    return out + positions * step
+
+
+Table = tuple[list[int], int, int, int, list[int]]  # starts, width, step, size, ends
+
+
+def _windows(x: torch.Tensor, tables: list[Table], fill: float) -> torch.Tensor:
     """[..., *outs, K]: every window's elements, the spatial dims being the last ones."""
     n = len(tables)
     lead = x.dim() - n
@@ -64,30 +92,29 @@ def _lowest(dtype: torch.dtype) -> float:
     return -math.inf if dtype.is_floating_point else float(torch.iinfo(dtype).min)
 
 
-def _positions(tables: list[list[list[int]]],
-               sizes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def _positions(tables: list[Table]) -> tuple[torch.Tensor, torch.Tensor]:
     """[*outs, K]: each window position's flat index in the input's spatial dims, and
-    whether it is inside the input (padding is not)."""
+    whether it is inside the input and its window (padding and window ends are not)."""
     flat = torch.zeros([], dtype=torch.int64)
     inside = torch.ones([], dtype=torch.bool)
-    for table, size in zip(tables, sizes, strict=True):
-        idx = torch.tensor(table, dtype=torch.int64)  # [out, k]
+    for starts, width, step, size, ends in tables:
+        idx = _affine(starts).unsqueeze(-1) + torch.arange(width).unsqueeze(0) * step
+        ok = (idx >= 0) & (idx < size) & (idx < _affine(ends).unsqueeze(-1))
         flat = flat.unsqueeze(-1).unsqueeze(-1) * size + idx
-        inside = inside.unsqueeze(-1).unsqueeze(-1) & (idx >= 0) & (idx < size)
+        inside = inside.unsqueeze(-1).unsqueeze(-1) & ok
     n = len(tables)
     order = [2 * i for i in range(n)] + [2 * i + 1 for i in range(n)]
-    outs = [len(t) for t in tables]
+    outs = [len(t[0]) for t in tables]
     return flat.permute(order).reshape(*outs, -1), inside.permute(order).reshape(*outs, -1)
 
 
-def _max_and_index(x: torch.Tensor, tables: list[list[list[int]]],
-                   sizes: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def _max_and_index(x: torch.Tensor, tables: list[Table]) -> tuple[torch.Tensor, torch.Tensor]:
     """The maximum of each window and its index in the input's spatial dims (flattened), as
     PyTorch picks it: the first maximum, or the last NaN when the window has one."""
     values = _windows(x, tables, _lowest(x.dtype))
     best = values.amax(dim=-1)
     k = values.shape[-1]
-    positions, inside = _positions(tables, sizes)
+    positions, inside = _positions(tables)
     hit = (values == best.unsqueeze(-1)) & inside
     first = hit.to(torch.int64).argmax(dim=-1)
     if x.dtype.is_floating_point:
@@ -99,11 +126,12 @@ def _max_and_index(x: torch.Tensor, tables: list[list[list[int]]],
 
 
 def _pool_tables(sizes: list[int], kernel: list[int], stride: list[int], padding: list[int],
-                 dilation: list[int], ceil_mode: bool) -> list[list[list[int]]]:
+                 dilation: list[int], ceil_mode: bool) -> list[Table]:
     tables = []
     for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation, strict=True):
         out = _out_size(size, k, s, p, d, ceil_mode)
-        tables.append([[o * s - p + j * d for j in range(k)] for o in range(out)])
+        starts = [o * s - p for o in range(out)]
+        tables.append((starts, k, d, size, [st + (k - 1) * d + 1 for st in starts]))
     return tables
 
 
@@ -123,7 +151,7 @@ def _max_pool(self: torch.Tensor, n: int, kernel_size: Sequence[int], stride: Se
     sizes = list(self.shape[-n:])
     tables = _pool_tables(sizes, kernel, strides, _spec(padding, n), _spec(dilation, n),
                           ceil_mode)
-    return _max_and_index(self, tables, sizes)
+    return _max_and_index(self, tables)
 
 
 def max_pool2d_by_gather(self: torch.Tensor, kernel_size: list[int], stride: Sequence[int] = (),
@@ -175,15 +203,13 @@ def _avg_pool(self: torch.Tensor, n: int, kernel_size: Sequence[int], stride: Se
     if divisor_override:
         return total / divisor_override
     counts = torch.ones([], dtype=self.dtype)
-    for table, size, p in zip(tables, sizes, pads, strict=True):
-        per = []
-        for row in table:
-            start, end = row[0], row[-1] + 1
-            if count_include_pad:
-                per.append(min(end, size + p) - start)
-            else:
-                per.append(min(end, size) - max(start, 0))
-        counts = counts.unsqueeze(-1) * torch.tensor(per, dtype=self.dtype)
+    for (starts, width, _step, size, _ends), p in zip(tables, pads, strict=True):
+        start = _affine(starts)
+        if count_include_pad:
+            per = torch.clamp(start + width, max=size + p) - start
+        else:
+            per = torch.clamp(start + width, max=size) - torch.clamp(start, min=0)
+        counts = counts.unsqueeze(-1) * per.to(self.dtype)
     return total / counts
 
 
@@ -205,40 +231,38 @@ def avg_pool3d_by_gather(self: torch.Tensor, kernel_size: list[int], stride: Seq
                      divisor_override)
 
 
-def _adaptive_tables(sizes: list[int], outs: list[int]) -> tuple[list[list[list[int]]],
-                                                                 list[list[int]]]:
-    """Each output's window (PyTorch's start = floor(o*L/O), end = ceil((o+1)*L/O)), padded to
-    the longest with position L (outside: read as the fill), and each window's length."""
-    tables, lengths = [], []
+def _adaptive_tables(sizes: list[int], outs: list[int]) -> list[Table]:
+    """Each output's window, PyTorch's: start floor(o·L/O), end ceil((o+1)·L/O); all as wide
+    as the widest, the positions past a window's end reading the fill."""
+    tables = []
     for size, out in zip(sizes, outs, strict=True):
-        rows = [list(range((o * size) // out, -(-((o + 1) * size) // out))) for o in range(out)]
-        width = max(len(r) for r in rows)
-        tables.append([r + [size] * (width - len(r)) for r in rows])
-        lengths.append([len(r) for r in rows])
-    return tables, lengths
+        starts = [(o * size) // out for o in range(out)]
+        ends = [-(-((o + 1) * size) // out) for o in range(out)]
+        width = max(e - s for s, e in zip(starts, ends, strict=True))
+        tables.append((starts, width, 1, size, ends))
+    return tables
 
 
 def adaptive_max_pool_by_gather(self: torch.Tensor,
                                 output_size: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """`adaptive_max_pool1d/2d/3d` (values and indices) by gathering each output's window.
 
-    Method: PyTorch's windows (start floor(o·L/O), end ceil((o+1)·L/O)), padded to the
-    longest with -inf, then as `max_pool_with_indices`. Exact.
+    Method: PyTorch's windows (start floor(o·L/O), end ceil((o+1)·L/O)), as wide as the
+    widest (the rest reading -inf), then as `_max_pool`. Exact.
     """
     n = len(output_size)
-    sizes = list(self.shape[-n:])
-    tables, _lengths = _adaptive_tables(sizes, list(output_size))
-    return _max_and_index(self, tables, sizes)
+    tables = _adaptive_tables(list(self.shape[-n:]), list(output_size))
+    return _max_and_index(self, tables)
 
 
 def adaptive_avg_pool_by_gather(self: torch.Tensor, output_size: list[int]) -> torch.Tensor:
     """`adaptive_avg_pool1d/2d/3d` by gathering each output's window: its sum divided by its
     length (PyTorch's windows). Error: float rounding of the sum."""
     n = len(output_size)
-    sizes = list(self.shape[-n:])
-    tables, lengths = _adaptive_tables(sizes, list(output_size))
+    tables = _adaptive_tables(list(self.shape[-n:]), list(output_size))
     total = _windows(self, tables, 0.0).sum(dim=-1)
     counts = torch.ones([], dtype=self.dtype)
-    for per in lengths:
-        counts = counts.unsqueeze(-1) * torch.tensor(per, dtype=self.dtype)
+    for starts, _width, _step, _size, ends in tables:
+        per = _affine(ends) - _affine(starts)
+        counts = counts.unsqueeze(-1) * per.to(self.dtype)
     return total / counts

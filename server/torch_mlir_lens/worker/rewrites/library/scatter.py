@@ -27,18 +27,27 @@ def scatter_reduce_by_one_hot(self: torch.Tensor, dim: int, index: torch.Tensor,
 
     Method: along `dim` (moved last), match[..., t, i] = index[..., i] == t; the values of src
     matched to a target are reduced (sum, prod, mean, amax, amin), then combined with self's
-    value there when `include_self`; targets nothing is aimed at keep self's. Index shapes
-    smaller than self in the other dims are left to the op. Error: float rounding of sums and
-    products taken in another order; means of integers round toward minus infinity as
-    torch's do.
+    value there when `include_self`; targets nothing is aimed at keep self's (an index
+    smaller than self in the other dims is padded with -1, which matches nothing). Error:
+    float rounding of sums and products taken in another order, so the dtype's largest
+    values are outside its domain (partial sums overflow elsewhere); means of integers round
+    toward minus infinity as torch's do.
     """
     d = dim % self.dim()
-    if list(index.shape) != [*self.shape[:d], index.shape[d], *self.shape[d + 1:]]:
+    if index.dim() != self.dim() or any(
+            index.shape[i] > self.shape[i] for i in range(self.dim()) if i != d):
         return NotImplemented
+    for i in range(self.dim()):  # src as large as index; then both as large as self
+        src = src.narrow(i, 0, index.shape[i])
+    pads: list[int] = []
+    for i in reversed(range(self.dim())):
+        pads += [0, 0 if i == d else self.shape[i] - index.shape[i]]
+    if any(pads):  # positions index does not reach: an index nothing matches (-1)
+        index = torch.nn.functional.pad(index, pads, value=-1)
+        src = torch.nn.functional.pad(src, pads, value=0)
     x = self.movedim(d, -1)
     idx = index.movedim(d, -1)
-    s = src.narrow(d, 0, index.shape[d]).movedim(d, -1).to(self.dtype) if src.shape != \
-        index.shape else src.movedim(d, -1).to(self.dtype)
+    s = src.movedim(d, -1).to(self.dtype)
     targets = torch.arange(x.shape[-1])
     match = idx.unsqueeze(-2) == targets.unsqueeze(-1)  # [..., T, I]
     count = match.to(torch.int64).sum(-1)
@@ -75,6 +84,13 @@ def scatter_add_by_one_hot(self: torch.Tensor, dim: int, index: torch.Tensor,
                            src: torch.Tensor) -> torch.Tensor:
     """`Tensor.scatter_add(dim, index, src)`: `scatter_reduce_by_one_hot` with "sum"."""
     return scatter_reduce_by_one_hot(self, dim, index, src, "sum", True)
+
+
+def index_put_impl_by_one_hot(self: torch.Tensor, indices: list[torch.Tensor | None],
+                              values: torch.Tensor, accumulate: bool = False,
+                              unsafe: bool = False) -> torch.Tensor:
+    """`aten._index_put_impl` (what `index_put_` calls): `index_put_by_one_hot`."""
+    return index_put_by_one_hot(self, indices, values, accumulate)
 
 
 def index_put_by_one_hot(self: torch.Tensor, indices: list[torch.Tensor | None],

@@ -136,7 +136,7 @@ def acosh_by_log1p(self: torch.Tensor) -> torch.Tensor:
 
 
 def atanh_by_log1p(self: torch.Tensor) -> torch.Tensor:
-    """`torch.atanh(x)` = log1p(2x / (1 - x)) / 2: ±1 give ±inf, |x| > 1 NaN. Error: a few
-    float ulp."""
+    """`torch.atanh(x)` = (log1p(x) - log1p(-x)) / 2: accurate near ±1 (each log1p is), ±1
+    give ±inf, |x| > 1 NaN. Error: a few float ulp."""
     x = _floating(self)
-    return 0.5 * torch.log1p(2.0 * x / (1.0 - x))
+    return 0.5 * (torch.log1p(x) - torch.log1p(-x))
