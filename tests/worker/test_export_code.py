@@ -35,6 +35,11 @@ MODEL = textwrap.dedent('''\
     def partial_rotary(q):
         n = q.shape[-1]
         return q[..., :n].sin() + q[..., n:].sum(-1, keepdim=True)
+
+
+    # torch-mlir-lens: inputs=(torch.randn(1, 2, 6, 7, 5),); rewrites=max_pool@tosa
+    def pool(x):
+        return torch.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True)[1]
     ''')
 
 # Runs a file as __main__ with the product out of reach: importing it fails.
@@ -61,6 +66,7 @@ def _ok(reply: dict[str, Any]) -> dict[str, Any]:
     ("Gauss", "tosa", ["erfinv"]),
     ("Gauss", "stablehlo", ["erfinv"]),
     ("partial_rotary", "tosa", ["empty_tensors"]),
+    ("pool", "tosa", ["max_pool"]),  # a dozen helpers inlined with it
 ])
 def test_export_code_reproduces_the_ir_without_the_product(
         tmp_path: Path, module: str, target: str, rewrites: list[str]) -> None:

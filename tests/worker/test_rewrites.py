@@ -152,3 +152,15 @@ def test_histc_matches_torch_on_its_edges() -> None:
         finite = x[torch.isfinite(x)] if lo == hi else x  # auto range: torch refuses NaN
         assert torch.equal(histc_by_comparison(finite, bins=4, min=lo, max=hi),
                            torch.histc(finite, bins=4, min=lo, max=hi))
+
+
+@pytest.mark.parametrize(("module", "rewrite"), [
+    ("Pool3d", "max_pool"), ("ScatterMax", "scatter"), ("Angles", "trig"),
+    ("Products", "cumprod")])
+def test_library_rewrites_are_proven_on_tosa(cases: Path, module: str, rewrite: str) -> None:
+    """A few of the library's rewrites, each on a module of the kind the e2e suite fails on
+    TOSA: proven, and the module lowered through them runs TOSA's IR as eager does."""
+    offers = _offers(cases, module, ["tosa"])
+    assert offers and all(o["rewrites"] == [rewrite] and o["verified"] for o in offers), offers
+    assert all(o["verify"].startswith("✓ matches eager") and "ran" not in o["verify"]
+               for o in offers)

@@ -52,3 +52,28 @@ class Sections(nn.Module):
             idx = slice(offset, 0, 3)
             out[..., idx] = freq[dim, ..., idx]
         return torch.cat((out, out), dim=-1)
+
+
+# torch-mlir-lens: inputs=(torch.randn(1, 2, 6, 7, 5),)
+class Pool3d(nn.Module):
+    def forward(self, x):
+        values, indices = torch.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True)
+        return values, indices
+
+
+# torch-mlir-lens: inputs=(torch.randn(4, 6), torch.randint(0, 6, (4, 3)), torch.randn(4, 3))
+class ScatterMax(nn.Module):
+    def forward(self, x, index, src):
+        return x.scatter_reduce(1, index, src, "amax", include_self=True)
+
+
+# torch-mlir-lens: inputs=(torch.randn(4, 5), torch.randn(4, 5))
+class Angles(nn.Module):
+    def forward(self, y, x):
+        return torch.atan2(y, x) + torch.asinh(y)
+
+
+# torch-mlir-lens: inputs=(torch.rand(3, 6) + 0.5,)
+class Products(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, dim=1)

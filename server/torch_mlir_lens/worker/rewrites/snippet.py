@@ -130,7 +130,9 @@ def export_code(spec: ExportCodeSpec) -> str:
     kwargs = _value_expr(spec.kwargs) if spec.kwargs else "{}"
     init = f"eval({spec.init_expr!r}, vars(user))" if spec.init_expr else "()"
     names = ", ".join(r.name for r in spec.rewrites) or "none"
-    imports = ["import importlib.util", "import math", "import sys", "", "import torch"]
+    # Annotations unevaluated: the library's helpers name types the file does not define.
+    imports = ["from __future__ import annotations", "", "import importlib.util", "import math",
+               "import sys", "", "import torch"]
     if any(r.source == TORCH_REFS for r in spec.rewrites):
         imports.append("import torch._refs")
     if any(r.source == TORCH_DECOMP for r in spec.rewrites):
