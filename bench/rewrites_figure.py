@@ -48,6 +48,8 @@ def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, 
         row["lowers"] = bool(proof.result is not None and proof.result.ok)
         row["verified"] = row["lowers"] and proof.verified
         row["verify"] = proof.verify.message if proof.verify else proof.why[:200]
+        row["verify_kind"] = str(proof.verify.kind or "") if proof.verify else ""
+        row["ran_on"] = proof.ran_on
     row["seconds"] = round(time.perf_counter() - start, 3)
     return row
 
@@ -79,9 +81,14 @@ async def engine_outcome(engine: Any, job: Any, target: str) -> dict[str, Any]:
         try:
             (result,) = await engine.lower(auto, targets=[target])
             row["lowers"] = bool(result.ok)
-            if result.ok:
-                verify = await engine.verify(auto, target=target)
-                row["verified"], row["verify"] = bool(verify.ok), verify.message[:200]
+            if result.ok:  # that backend's IR run; Linalg's when it cannot run here
+                for run_on in dict.fromkeys([target, "linalg"]):
+                    ran = dataclasses.replace(job, rewrites=[f"{n}@{run_on}" for n in names])
+                    verify = await engine.verify(ran, target=run_on)
+                    row["verified"], row["verify"] = bool(verify.ok), verify.message[:200]
+                    row["verify_kind"], row["ran_on"] = str(verify.kind or ""), run_on
+                    if verify.ok or verify.kind == "verify-mismatch":
+                        break
         except LensError as err:
             row["verify"] = f"{err.kind}: {err.message}"[:200]
     row["seconds"] = round(time.perf_counter() - start, 3)
@@ -113,7 +120,12 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         tried = [(m, res["rewrites"]) for m, res in pairs
                  if isinstance(res.get("rewrites"), dict) and "error" not in res["rewrites"]]
         fixed = [m for m, r in tried if r["verified"]]
-        wrong = [m for m, r in tried if r["lowers"] and r["offered"] and not r["verified"]]
+        own_ir = [m for m, r in tried if r["verified"] and r.get("ran_on", target) == target]
+        # Offered, lowered, and Verify then found the values differ: never acceptable.
+        wrong = [m for m, r in tried if r["lowers"] and r["offered"] and not r["verified"]
+                 and r.get("verify_kind") == "verify-mismatch"]
+        unverified = [m for m, r in tried if r["lowers"] and r["offered"] and not r["verified"]
+                      and r.get("verify_kind") != "verify-mismatch"]
         ops_with = {op for _m, r in tried for c in r["culprits"] if c["offered"]
                     for op in c["ops"]}
         ops_all = {op for _m, r in tried for c in r["culprits"] for op in c["ops"]}
@@ -124,7 +136,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     rejected[_why_kind(c["why"])] += 1
         out[target] = {
             "failing": len(pairs), "tried": len(tried), "lower_and_verify": len(fixed),
-            "offered_failing_verify": wrong, "culprit_ops": len(ops_all),
+            "verified_on_own_ir": len(own_ir), "offered_failing_verify": wrong,
+            "offered_not_run": unverified, "culprit_ops": len(ops_all),
             "culprit_ops_with_rewrite": sorted(ops_with),
             "rejected_by_proof": dict(rejected.most_common()),
         }
