@@ -2,6 +2,7 @@
 torch.export, plain torch-mlir and the product, on each backend.
 
     python -m bench.broad_sweep [--only TYPE,...] [--rows FILE] [--resume] [--rewrites]
+                                [--product-only]
 
 For each architecture, one after another:
 
@@ -188,7 +189,8 @@ async def _rewrites(engine: Any, model_type: str, row: Row) -> None:
 
 
 async def sweep_one(model_type: str, plain: Plain, engine: Any,
-                    checker: Plain | None = None, rewrites: bool = False) -> Row:
+                    checker: Plain | None = None, rewrites: bool = False,
+                    compare: bool = True) -> Row:
     """One architecture through export, plain torch-mlir and the product."""
     row = Row(model_type)
     model = bench_model(model_type)
@@ -201,8 +203,11 @@ async def sweep_one(model_type: str, plain: Plain, engine: Any,
     row.exported = bool(reply.get("ok"))
     row.export_error = "" if row.exported else _first_line(error)
     row.seconds["export"] = round(float(reply.get("seconds") or 0.0), 2)
-    await asyncio.gather(_plain(plain, model, row), _product(engine, model_type, row))
-    if checker is not None:
+    if compare:  # plain torch-mlir beside the product
+        await asyncio.gather(_plain(plain, model, row), _product(engine, model_type, row))
+    else:
+        await _product(engine, model_type, row)
+    if checker is not None and compare:
         await _precision(checker, model, row)
     if rewrites:
         await _rewrites(engine, model_type, row)
@@ -235,7 +240,9 @@ def read_rows(path: Path) -> list[Row]:
 
 async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executable,
                 log: Path | None = None, resume: bool = False,
-                rewrites: bool = False) -> list[Row]:
+                rewrites: bool = False, compare: bool = True) -> list[Row]:
+    """`compare` False: the product alone (and its rewrites), without plain torch-mlir and
+    the precision check (figure 14 needs neither)."""
     """Every type of `types` (skipping those in `rows_path` with `resume`); all rows."""
     from torch_mlir_lens.engine import Engine, EngineConfig
 
@@ -254,7 +261,7 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                 engine = Engine(EngineConfig(python=python, timeout_s=STEP_TIMEOUT_S))
                 await engine.start()
             started = time.perf_counter()
-            row = await sweep_one(model_type, plain, engine, checker, rewrites)
+            row = await sweep_one(model_type, plain, engine, checker, rewrites, compare)
             row.seconds["total"] = round(time.perf_counter() - started, 2)
             with rows_path.open("a") as f:
                 f.write(json.dumps(asdict(row)) + "\n")
@@ -280,9 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="skip the types already in --rows")
     ap.add_argument("--rewrites", action="store_true",
                     help="prove rewrites where the product fails (figure 14)")
+    ap.add_argument("--product-only", action="store_true",
+                    help="no plain torch-mlir and no precision check beside the product")
     args = ap.parse_args(argv)
     types = args.only.split(",") if args.only else architectures()
     asyncio.run(sweep(types, args.rows, resume=args.resume, rewrites=args.rewrites,
+                      compare=not args.product_only,
                       log=args.rows.with_suffix(".baseline.log")))
     return 0
 

@@ -64,7 +64,7 @@ async def _broad_rows(ctx: Context) -> list[dict[str, Any]]:
                if r.exported and any(not p.get("ok") for p in r.product.values())]
     types = failing if failing and not ctx.config.quick else list(QUICK_TYPES)
     rows = await sweep(types, ctx.work / "broad_rewrites.jsonl", python=ctx.config.python,
-                       log=ctx.log_path("baseline-fig14"), rewrites=True)
+                       log=ctx.log_path("baseline-fig14"), rewrites=True, compare=False)
     return [json.loads(json.dumps(r.__dict__)) for r in rows]
 
 

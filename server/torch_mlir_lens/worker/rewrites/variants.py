@@ -48,6 +48,8 @@ def _comment(path: str, text: str, module: str) -> tuple[str | None, int | None]
 
 def requested(path: str, text: str, module: str, extra: list[str]) -> list[RewriteSpec]:
     """What the module asks to be lowered with: its comment's items, then `extra`."""
+    if not extra and "rewrites" not in text:  # no comment can ask: no parse of the file
+        return []
     value, line = _comment(path, text, module)
     try:
         specs = parse_specs(value)
