@@ -31,6 +31,7 @@ from torch_mlir.runtime import (
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.llvm import external_functions, public_func_ops
 from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.verify.link_errors import captured_native_stderr, link_error_message
 
 # MLIR element type → (ctypes storage type, torch dtype). f16/bf16 travel as raw 16-bit ints
 # (numpy has no bfloat16 without ml_dtypes); i1 is one byte per element in memory.
@@ -204,13 +205,13 @@ def jit(module: ir.Module, opt_level: int = 0) -> ExecutionEngine:
 
 
 def link(engine: ExecutionEngine, name: str, module: ir.Module) -> None:
-    """Materialize `name` now: the JIT resolves symbols lazily, at the first lookup."""
-    try:
-        engine.lookup(name)
-    except RuntimeError as exc:
-        externals = ", ".join(external_functions(module)) or "none"
-        raise LensError(
-            ErrorKind.VERIFY_ERROR,
-            f"JIT could not link {name}: a symbol was not found (external functions: "
-            f"{externals})",
-        ) from exc
+    """Materialize `name` now: the JIT resolves symbols lazily, at the first lookup. A failure
+    names each symbol that was not found and why it was needed (LLVM prints them to fd 2)."""
+    with captured_native_stderr() as llvm_text:
+        try:
+            engine.lookup(name)
+            return
+        except RuntimeError as exc:
+            error = exc
+    message = link_error_message(name, "".join(llvm_text), external_functions(module), str(error))
+    raise LensError(ErrorKind.VERIFY_ERROR, message) from error
