@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind
-from torch_mlir_lens.rules.targets import LLVM_PIPELINE
+from torch_mlir_lens.rules.targets import LLVM_PIPELINE_HEAD
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.llvm import leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (
@@ -96,7 +96,7 @@ def test_padding_goes_through_the_memref_copy_path() -> None:
     x = torch.randn(1, 3, 8, 8)
     linalg = export_linalg(model, (x,))
     assert "tensor.pad" in str(linalg)  # lowers to memref.copy → needs refback-munge-memref-copy
-    assert "refback-munge-memref-copy" in LLVM_PIPELINE
+    assert "refback-munge-memref-copy" in LLVM_PIPELINE_HEAD
     result = verify_linalg_module(linalg, model, (x,), module_name="PaddedCNN")
     assert result.ok, result.message
 
