@@ -11,6 +11,7 @@ run this in the worker.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -204,14 +205,21 @@ def jit(module: ir.Module, opt_level: int = 0) -> ExecutionEngine:
             raise LensError(ErrorKind.VERIFY_ERROR, message) from exc
 
 
-def link(engine: ExecutionEngine, name: str, module: ir.Module) -> None:
+def link(engine: ExecutionEngine, name: str, module: ir.Module, opt_level: int = 0) -> None:
     """Materialize `name` now: the JIT resolves symbols lazily, at the first lookup. A failure
-    names each symbol that was not found and why it was needed (LLVM prints them to fd 2)."""
-    with captured_native_stderr() as llvm_text:
-        try:
-            engine.lookup(name)
-            return
-        except RuntimeError as exc:
-            error = exc
+    names each symbol that was not found and why it was needed.
+
+    LLVM prints the missing symbols to fd 2 only. Capturing fd 2 during the first lookup would
+    also hide the "LLVM ERROR" line of a code generator that kills the process, so a failed
+    link is repeated in a fresh engine (`opt_level`: the first one's) under capture: code
+    generation went through once already.
+    """
+    try:
+        engine.lookup(name)
+        return
+    except RuntimeError as exc:
+        error = exc
+    with captured_native_stderr() as llvm_text, contextlib.suppress(RuntimeError):
+        ExecutionEngine(module, opt_level=opt_level).lookup(name)
     message = link_error_message(name, "".join(llvm_text), external_functions(module), str(error))
     raise LensError(ErrorKind.VERIFY_ERROR, message) from error

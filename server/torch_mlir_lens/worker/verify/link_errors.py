@@ -2,8 +2,8 @@
 
 `ExecutionEngine.lookup` fails with a bare "Unknown function main"; the symbols that were missing
 are only in what LLVM's JIT prints to native fd 2 ("JIT session error: Symbols not found:
-[ __truncsfbf2 ]"). `captured_native_stderr` catches that text (and passes it on to fd 2, so
-the worker's log keeps it); `link_error_message` turns it into a sentence for the user.
+[ __truncsfbf2 ]"). `captured_native_stderr` catches that text (`jit.link` says when it is safe
+to); `link_error_message` turns it into a sentence for the user.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ _HALF_BUILTIN = re.compile(r"__(?:trunc|extend)[a-z]*(?:hf|bf)[a-z0-9]*|__gnu_(?
 
 @contextmanager
 def captured_native_stderr() -> Iterator[list[str]]:
-    """Collect what native code writes to fd 2 while the block runs: the list gets the text when
-    the block ends. The bytes are written on to fd 2 afterwards (nothing is lost)."""
+    """Collect what native code writes to fd 2 while the block runs (the list gets the text when
+    the block ends); it does not reach fd 2. Only around a step known not to crash: a dying
+    process's last words would be lost with it."""
     sys.stderr.flush()
     saved = os.dup(2)
     text: list[str] = []
@@ -38,10 +39,7 @@ def captured_native_stderr() -> Iterator[list[str]]:
             os.dup2(saved, 2)
             os.close(saved)
             sink.seek(0)
-            data = sink.read()
-            if data:
-                os.write(2, data)
-            text.append(data.decode("utf-8", "replace"))
+            text.append(sink.read().decode("utf-8", "replace"))
 
 
 def missing_symbols(llvm_text: str) -> list[str]:
