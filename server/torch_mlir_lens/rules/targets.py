@@ -85,7 +85,8 @@ def is_known_target(name: str) -> bool:
     return name in TARGETS
 
 
-# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py).
+# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py),
+# in two halves with a rewrite in between (below).
 # Why each step:
 # - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
 #   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
@@ -102,8 +103,16 @@ def is_known_target(name: str) -> bool:
 # - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
 #   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
 #   them into arith before the conversion to LLVM (dynamic shapes failed without it);
+# - f16 and bf16: LLVM lowers their conversions (and the ones inside any arithmetic on them)
+#   to compiler-rt/libgcc builtins on CPUs without F16C/AVX512-BF16, which the JIT cannot find
+#   (GCC 12's libgcc has no bf16 ones). So 16-bit float math and arithmetic are computed in f32
+#   (math-extend-to-supported-types, arith-emulate-unsupported-floats: each op still rounds to
+#   its 16-bit type, as LLVM would); between the two halves worker/half_floats.py rewrites the
+#   f16 conversions (and those between 16-bit floats and f64) into integer arithmetic, then
+#   arith-expand{include-bf16} does the same for f32 <-> bf16. Nothing is left for the CPU but
+#   SSE2;
 # - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
-LLVM_PIPELINE = (
+LLVM_PIPELINE_HEAD = (
     "builtin.module("
     "func.func(refback-generalize-tensor-concat),"
     "func.func(linalg-generalize-named-ops),"
@@ -117,7 +126,12 @@ LLVM_PIPELINE = (
     "func.func(convert-linalg-to-loops),"
     "lower-affine,"
     "convert-scf-to-cf,"
-    "func.func(arith-expand),"
+    "func.func(math-extend-to-supported-types{target-type=f32},"
+    "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}))"
+)
+LLVM_PIPELINE_TAIL = (
+    "builtin.module("
+    "func.func(arith-expand{include-bf16=true}),"
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"
     "expand-strided-metadata,"
