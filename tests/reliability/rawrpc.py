@@ -39,15 +39,18 @@ class RawServer:
         workspace: Path,
         tmpdir: Path | None = None,
         settings: dict[str, Any] | None = None,
+        command: list[str] | None = None,
+        new_session: bool = False,
     ) -> None:
         env = child_env({"TMPDIR": str(tmpdir)} if tmpdir is not None else None)
         self.proc = subprocess.Popen(
-            server_command(),
+            command or server_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=workspace,
             env=env,
+            start_new_session=new_session,  # its own process group, killed whole by the test
         )
         self.workspace = workspace
         self.settings = dict(settings or {})
