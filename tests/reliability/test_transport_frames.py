@@ -33,6 +33,7 @@ import pytest
 from torch_mlir_lens.lsp.transport import (
     QUIET_S,
     FrameReader,
+    FramingError,
     Message,
     Misframed,
     Received,
@@ -385,19 +386,28 @@ def test_input_ending_mid_frame_ends_the_server(fresh: Callable[[], RawServer]) 
 # -- the reader alone: chunking does not change what is read -------------------------------
 
 class Chunks:
-    """Input cut into the given pieces, then its end (a pipe that delivers them one by one)."""
+    """Input cut into the given pieces, then its end (a pipe that delivers them one by one);
+    a None piece is a pause: the reader's time-out passes with nothing new."""
 
     def __init__(self, data: bytes, cuts: list[int]) -> None:
         bounds = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
-        self.pieces = [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+        self.pieces: list[bytes | None] = [
+            data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
     async def more(self, timeout: float | None) -> bytes | None:
+        while self.pieces and self.pieces[0] is None and timeout is None:
+            self.pieces.pop(0)  # a reader without a time-out waits the pause out
         return self.pieces.pop(0) if self.pieces else b""
 
 
-def read_all(data: bytes, cuts: list[int]) -> list[Received]:
+def read_all(data: bytes, cuts: list[int], pauses: list[bytes | None] | None = None
+             ) -> list[Received]:
+    """What the reader makes of `data` cut at `cuts` (or of the pieces `pauses`)."""
     async def run() -> list[Received]:
-        reader = FrameReader(Chunks(data, cuts))
+        source = Chunks(data, cuts)
+        if pauses is not None:
+            source.pieces = list(pauses)
+        reader = FrameReader(source)
         out = []
         while (item := await reader.next()) is not None:
             out.append(item)
@@ -418,3 +428,25 @@ def test_reader_result_does_not_depend_on_chunking() -> None:
     for step in (1, 2, 3, 5, 8, 13, 64):
         cuts = list(range(step, len(stream), step))
         assert read_all(stream, cuts) == expected, step
+
+
+def test_reader_judges_a_body_that_stops_short() -> None:
+    """A pause inside a body: a complete message is judged (its length was overstated),
+    the start of a non-JSON body too; a message still on its way is waited for."""
+    body = request(7)
+    pauses: list[bytes | None] = [frame(body, len(body) + 10), None,
+                                  frame(b"hello", 20), None,
+                                  frame(body)[:-5], None, body[-5:]]
+    got = read_all(b"", [], pauses)
+    assert got == [
+        Misframed(json.loads(body), f"Content-Length {len(body) + 10} but the message ended "
+                                    f"after {len(body)} bytes"),
+        Unreadable("the message is not JSON (and 15 of its bytes are missing)"),
+        Message(json.loads(body)),
+    ], got
+
+
+@pytest.mark.parametrize("data", list(ENDED.values()), ids=list(ENDED))
+def test_reader_gives_up_on_unframeable_input(data: bytes) -> None:
+    with pytest.raises(FramingError):
+        read_all(data, [])

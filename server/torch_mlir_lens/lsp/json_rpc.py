@@ -296,7 +296,7 @@ def _valid_id(value: Any) -> bool:
 def _json_kind(value: Any) -> str:
     """`value`'s JSON type, for a message about it."""
     kinds: tuple[tuple[type | tuple[type, ...], str], ...] = (
-        (bool, "a boolean"), (int, "an integer"), (float, "a number with a fraction"),
+        (bool, "a boolean"), (int, "an integer"), (float, "a non-integer number"),
         (str, "a string"), (list, "an array"), (dict, "an object"))
     return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 

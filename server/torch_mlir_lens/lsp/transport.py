@@ -255,11 +255,14 @@ class FrameReader:
         (the rest of it may still be on its way: waits up to GRACE_S for it)."""
         deadline = time.monotonic() + GRACE_S
         while True:
-            found = _leading_message(self._peek(self._available()))
-            if found is not None:
-                value, end = found
-                if end == n:
+            try:
+                found = _leading_message(self._peek(self._available()))
+            except _Incomplete:
+                pass  # the rest of it may be on its way
+            else:
+                if found is None or found[1] == n:  # no other end than the declared one
                     return None
+                value, end = found
                 self._advance(end)
                 return Misframed(value, f"Content-Length {n} but the message is {end} bytes")
             left = deadline - time.monotonic()
@@ -297,16 +300,29 @@ def _decode(body: bytes) -> Any:
     return _DECODER.decode(body.decode("utf-8"))
 
 
+class _Incomplete(Exception):
+    """The JSON that starts the input is cut short: more input may complete it."""
+
+
 def _leading_message(data: bytes) -> tuple[Any, int] | None:
     """(value, its length in bytes) if `data` starts with a JSON object (or array) in UTF-8
-    followed by nothing but white space and the start of the next frame's header."""
+    followed by nothing but white space and the start of the next frame's header.
+
+    Raises _Incomplete when that JSON is cut short by the end of `data`.
+    """
     text = data.decode("utf-8", "surrogateescape")  # byte offsets survive the round trip
     start = len(text) - len(text.lstrip())
     if text[start:start + 1] not in ("{", "["):
         return None
     try:
         value, end = _DECODER.raw_decode(text, start)
-    except ValueError:
+    except json.JSONDecodeError as exc:
+        tail = text[exc.pos:].rstrip()
+        if (not tail or exc.msg.startswith("Unterminated string")
+                or any(word.startswith(tail) for word in ("true", "false", "null"))):
+            raise _Incomplete from None
+        return None
+    except ValueError:  # NaN, Infinity
         return None
     rest = text[end:].lstrip()[:len(_FRAME_HEADERS[0])].lower()
     if not any(h.startswith(rest) or rest.startswith(h) for h in _FRAME_HEADERS):
