@@ -27,6 +27,7 @@ from torch_mlir_lens.lsp.features.diagnostics.scheduler import CheckScheduler
 from torch_mlir_lens.lsp.features.notebook_sync import SYNC_OPTIONS as NOTEBOOK_SYNC
 from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter
 from torch_mlir_lens.lsp.settings import Settings
+from torch_mlir_lens.lsp.transport import serve_stdio
 from torch_mlir_lens.lsp.trust import Trust
 
 if TYPE_CHECKING:
@@ -147,18 +148,23 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
     """Serve LSP over stdio (default) or TCP until the client says exit; the exit code.
 
     The code is 0 after a `shutdown` request and 1 otherwise (`exit` without `shutdown`, or a
-    client that vanished), as the LSP specification asks.
+    client that vanished), as the LSP specification asks. Input on stdio that cannot be split
+    into messages any more (`transport.py`) ends the server with one line on stderr and code 1.
     `prespawned`: an engine whose worker is already warming up (`Engine.prespawn`), used by
     the lowering service once the client says the workspace is trusted.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
     server.host.prespawned = prespawned
+    unreadable: str | None = None
     try:
         if tcp:
             server.start_tcp(host, port)
         else:
-            server.start_io()
+            unreadable = serve_stdio(server)
+            if unreadable is not None:
+                sys.stderr.write(f"torch-mlir-lens: the server stops: {unreadable}\n")
+                sys.stderr.flush()
     finally:
         # The client vanished without shutdown/exit: take the worker (a process group) along.
         server.host.discard_prespawned()  # never started (no `initialized`)
@@ -166,5 +172,7 @@ def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
         if pid:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-    # pygls ends its loop on `exit` by a SystemExit it swallows: read the state ourselves.
+    if unreadable is not None:
+        return 1
+    # pygls ends its loop on `exit` by a SystemExit (swallowed): read the state ourselves.
     return 0 if getattr(server.protocol, "_shutdown", False) else 1
