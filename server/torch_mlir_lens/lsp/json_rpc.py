@@ -192,6 +192,17 @@ def _strict_copy(converter: Any) -> Any:
         return value
 
     strict.register_structure_hook_func(primitive_union, one_of)
+
+    def a_list(t: Any) -> bool:  # cattrs would take any iterable: a string as its characters
+        return typing.get_origin(t) is list
+
+    def list_of(value: Any, t: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {type(value).__name__}")
+        (item,) = typing.get_args(t) or (Any,)
+        return [strict.structure(v, item) for v in value]
+
+    strict.register_structure_hook_func(a_list, list_of)
     return strict
 
 
