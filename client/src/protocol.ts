@@ -284,6 +284,8 @@ export interface ExportModuleArgs {
   output?: string | null;
   bytecode?: boolean;
   overwrite?: boolean;
+  /** Only for a path from the save dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportModuleResponse {
@@ -297,6 +299,8 @@ export interface ExportReproArgs {
   module: string;
   target?: string | null;
   outputDir?: string | null;
+  /** Only for a folder from the open dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportReproResponse {
