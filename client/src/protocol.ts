@@ -316,6 +316,8 @@ export interface SetTrustedResponse {
 export interface ExplainInputsResponse {
   message: string;
   template: string;
+  /** Where the inputs come from: comment, convention, settings, derived, inferred, missing. */
+  inputs: string;
 }
 
 export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');

@@ -461,10 +461,13 @@ class SetTrustedResponse:
 
 @attrs.define
 class ExplainInputsResponse:
-    """How to give the module example inputs, and the comment to paste."""
+    """Where the module's example inputs come from, or how to give it some; the comment to
+    paste (the one in effect when it has one); its inputs status (`ModuleInfo.inputs`:
+    comment, convention, settings, derived, inferred, missing)."""
 
     message: str
     template: str
+    inputs: str
 
 
 # method → (params type, result type); None: a notification.

@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import answers, convert, verify_view
 from torch_mlir_lens.lsp.document import Document, Stamp, load_document
-from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.features import diagnostics, inputs_explained
 from torch_mlir_lens.lsp.json_rpc import converter_of
 from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol import lsp as lens_types
@@ -246,19 +246,13 @@ async def repro(server: LensServer,
 
 
 def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
-    """How to give a module example inputs, with the comment to paste."""
+    """Where the module's example inputs come from, or how to give it some (with the comment
+    to paste), judged on the text the server holds now (`inputs_explained`)."""
     doc, info, module = document_and_module(server, args.uri, args.module)
-    template = discovery.input_template(info, doc.text).strip() if info else (
-        "# torch-mlir-lens: inputs=(torch.randn(2, 16),)"
-    )
-    message = (
-        f"Torch-MLIR Lens needs example inputs to lower {module}. Put this comment on the line "
-        f"above the class (the quick fix on the class name does it): {template} — or give "
-        "an `example_input_array` attribute / `example_inputs()` method, or map the class in "
-        "the `torchMlirLens.exampleInputs` setting."
-    )
-    server.show(message)
-    return lens_types.ExplainInputsResponse(message=message, template=template)
+    said = inputs_explained.explain(info, module, doc.text)
+    server.show(said.message)
+    return lens_types.ExplainInputsResponse(message=said.message, template=said.template,
+                                            inputs=said.inputs)
 
 
 async def verify(server: LensServer,
