@@ -23,11 +23,12 @@ import pytest_lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from .helpers import CONFIG, execute, init_params, server_info
+from .helpers import CONFIG, execute, init_params, plain, server_info
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 EXPORT = "torchMlirLens.exportModule"
 REPRO = "torchMlirLens.exportRepro"
+REQUEST_FAILED = -32803
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,11 @@ async def refused(client: LanguageClient, command: str, args: dict[str, Any],
     message = str(caught.value)
     for needle in needles:
         assert needle in message, message
+    # RequestFailed, with what the client needs to say it: the kind, the path, the reason.
+    data = plain(caught.value.data)
+    assert caught.value.code == REQUEST_FAILED, (caught.value.code, message)
+    assert data["kind"] == "write-refused" and data["path"] in message
+    assert data["reason"] and data["reason"] in message
     return message
 
 
