@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 import { asModuleArg, type CommandDeps } from './commandArgs';
-import { exportModuleAs, exportReproTo } from './exportCommands';
+import { exportModuleAs, exportReproTo, withoutUserChoice } from './exportCommands';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
@@ -51,17 +51,27 @@ function reportingErrors(log: vscode.LogOutputChannel) {
     };
 }
 
-/** The server's lens "Export…" and "Export Repro…" send no destination: ask for one here. */
+/**
+ * The server's lens "Export…" and "Export Repro…" send no destination: ask for one here. One
+ * that names a destination goes on to the server, as not chosen in a dialog (the server then
+ * keeps it inside the workspace).
+ */
 function completeServerExports(deps: CommandDeps, run: ReturnType<typeof reportingErrors>): void {
   deps.client.intercept(SERVER_COMMANDS.exportModule, async (args) => {
     const a = asModuleArg(args[0]) as { output?: string };
-    if (a.output) return false;
+    if (a.output) {
+      args[0] = withoutUserChoice(args[0]);
+      return false;
+    }
     await run(exportModuleAs)(deps, args[0]);
     return true;
   });
   deps.client.intercept(SERVER_COMMANDS.exportRepro, async (args) => {
     const a = asModuleArg(args[0]) as { outputDir?: string };
-    if (a.outputDir) return false;
+    if (a.outputDir) {
+      args[0] = withoutUserChoice(args[0]);
+      return false;
+    }
     await run(exportReproTo)(deps, args[0]);
     return true;
   });

@@ -286,6 +286,8 @@ export interface ExportModuleArgs {
   output?: string | null;
   bytecode?: boolean;
   overwrite?: boolean;
+  /** Only for a path from the save dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportModuleResponse {
@@ -299,6 +301,8 @@ export interface ExportReproArgs {
   module: string;
   target?: string | null;
   outputDir?: string | null;
+  /** Only for a folder from the open dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportReproResponse {
@@ -314,6 +318,8 @@ export interface SetTrustedResponse {
 export interface ExplainInputsResponse {
   message: string;
   template: string;
+  /** Where the inputs come from: comment, convention, settings, derived, inferred, missing. */
+  inputs: string;
 }
 
 export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');

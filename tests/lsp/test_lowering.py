@@ -198,14 +198,15 @@ async def test_verify_shows_its_verdict_on_the_lens(client: LanguageClient,
     assert not [d for d in diagnostics(client, uri) if str(d.code).startswith("verify")]
 
 
-async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path,
-                                       tmp_path: Path) -> None:
+async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path) -> None:
     uri = (workspace / "mlp.py").as_uri()
-    out = tmp_path / "mlp.linalg.mlir"
+    exports = workspace / "exports"  # inside the workspace: no dialog chose this path
+    exports.mkdir(exist_ok=True)
+    out = exports / "mlp.linalg.mlir"
     answer = await execute(client, "torchMlirLens.exportModule",
                            {"uri": uri, "module": "MLP", "target": "linalg", "output": str(out)})
     assert Path(answer["path"]) == out and answer["bytes"] == out.stat().st_size > 0
-    bytecode = tmp_path / "mlp.tosa.mlirbc"
+    bytecode = exports / "mlp.tosa.mlirbc"
     await execute(client, "torchMlirLens.exportModule",
                   {"uri": uri, "module": "MLP", "target": "tosa", "output": str(bytecode),
                    "bytecode": True})

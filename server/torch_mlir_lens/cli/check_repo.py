@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.cli.common import CliError
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_OK
 from torch_mlir_lens.cli.report_output import check_writable, emit
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.project.config import (
@@ -36,7 +37,7 @@ from torch_mlir_lens.repo_check.paths import Collected, PathError, collect, rel_
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan, parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress
 from torch_mlir_lens.repo_check.render import FORMATS, render
-from torch_mlir_lens.repo_check.report import EXIT_BAD_INPUT, EXIT_OK, Report
+from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.run_identity import config_json
 from torch_mlir_lens.repo_check.runner import (
     ModuleOutcome,

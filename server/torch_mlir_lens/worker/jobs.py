@@ -336,12 +336,15 @@ def _export(job: ExportJob) -> dict[str, Any]:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    from torch_mlir_lens.worker.lowering.artifacts import refuse_source
     from torch_mlir_lens.worker.lowering.writing import write_export
 
+    output = os.path.abspath(output)
+    refuse_source(output, job.path)  # before the export's cost, not only at the write
     program = _program(job, "export")  # the file must hold the real weights
-    size = write_export(program.lowerer, target, os.path.abspath(output),
+    size = write_export(program.lowerer, target, output,
                         bytecode=job.bytecode, options=_lower_options(None))
-    return ExportReply(path=os.path.abspath(output), bytes=size).to_json()
+    return ExportReply(path=output, bytes=size).to_json()
 
 
 def _repro(job: ReproJob) -> dict[str, Any]:
