@@ -12,12 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 
+from torch_mlir_lens.project.write_policy import SOURCE_SUFFIXES
+
 
 def unwritable(path: str) -> str | None:
     """Why `path` cannot be written atomically, or None when it can (tried, not guessed:
     a temporary file is created beside it and removed)."""
     if os.path.isdir(path):
         return "is a folder (give a file name)"
+    if path.lower().endswith(SOURCE_SUFFIXES):
+        return "is a source file name: a report never replaces source code (project/write_policy.py)"
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"no such folder: {folder}"
