@@ -215,6 +215,8 @@ class EngineHost:
         workspace root when it holds the file, else the trusted folder that does; refused
         (once told to the user) when no trusted folder holds it."""
         trust = self._server.trust
+        if not trust.trusted:  # nothing is trusted: the server-wide refusal, told at start
+            raise LensError(UNTRUSTED, trust.refusal)
         root = trust.root_of(path)
         if root is None:
             message = trust.folder_refusal(path)
