@@ -21,7 +21,7 @@ def unwritable(path: str) -> str | None:
     if os.path.isdir(path):
         return "is a folder (give a file name)"
     if path.lower().endswith(SOURCE_SUFFIXES):
-        return "is a source file name: a report never replaces source code (project/write_policy.py)"
+        return "is a source file name: a report never replaces source code"
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"no such folder: {folder}"
