@@ -204,6 +204,7 @@ def test_special_files_and_huge_documents(tmp_path: Path, servers: list[RawServe
                        cwd=tmp_path)
     servers.append(server)
     initialize(server, [ws], {"trusted": False})
+    server.response(server.request("torchMlirLens/serverInfo", {}), 60)  # fully started
     os.mkfifo(tmp_path / "fifo.py")
     for uri in ("file:///dev/zero", "file:///dev/stdin", (tmp_path / "fifo.py").as_uri()):
         msg_id = server.request("torchMlirLens/modules", {"uri": uri})

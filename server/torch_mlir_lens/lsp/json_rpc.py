@@ -21,10 +21,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 import types as types_module
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -264,6 +266,14 @@ def _params_problem(method: Any, exc: BaseException) -> str:
     return f"invalid params for {method}"
 
 
+def protocol_of(server: Any) -> LensProtocol:
+    """The `LensProtocol` a server runs (TypeError for another protocol)."""
+    protocol = server.protocol
+    if not isinstance(protocol, LensProtocol):
+        raise TypeError(f"{type(server).__name__} does not run LensProtocol")
+    return protocol
+
+
 def converter_of(server: Any) -> cattrs.Converter:
     """The converter of a server running `LensProtocol` (the one pygls reads messages with)."""
     protocol = server.protocol
@@ -337,6 +347,15 @@ class LensProtocol(LanguageServerProtocol):
         # command arguments with it, so the protocol keeps its own reference.
         self.converter = converter
         self._initialize_seen = False
+        # The start-up front (front.py): the request it answered already (pygls's own
+        # answer is dropped), and who keeps pygls's answer to `initialize` for the next start.
+        self._dropped_response: Any = None
+        self._initialize_id: Any = None
+        self.on_initialize_answer: Callable[[dict[str, Any]], None] | None = None
+
+    def drop_response_to(self, msg_id: Any) -> None:
+        """Do not send the answer to request `msg_id`: the front answered it."""
+        self._dropped_response = msg_id
 
     def receive(self, data: Any) -> None:
         """One JSON value read from the client (the transport's entry): refused -32600 if it
@@ -345,6 +364,8 @@ class LensProtocol(LanguageServerProtocol):
         if problem is not None:
             self.refuse(data, JsonRpcInvalidRequest.CODE, f"Invalid Request: {problem}")
             return
+        if data.get("method") == types.INITIALIZE and not self._initialize_seen:
+            self._initialize_id = data.get("id")
         try:
             message = self.structure_message(data)
         except Exception as exc:  # a notification or response that does not fit its type
@@ -368,10 +389,18 @@ class LensProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: types.ResponseError | None = None) -> None:
+        if msg_id is not None and msg_id == self._dropped_response:
+            self._dropped_response = None
+            return
         # pygls puts a handler's traceback in its internal error's `data`; pygls has logged
         # it to stderr already, and the client gets the exception's one line.
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
             error = types.ResponseError(code=error.code, message=error.message)
+        if (error is None and msg_id is not None and msg_id == self._initialize_id
+                and self.on_initialize_answer is not None):
+            with contextlib.suppress(Exception):  # a nicety for the next start
+                self.on_initialize_answer(
+                    json.loads(json.dumps(result, default=self._serialize_message)))
         super()._send_response(msg_id, result, error)
 
     def get_message_type(self, method: str) -> Any:  # type: ignore[override]

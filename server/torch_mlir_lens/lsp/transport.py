@@ -3,7 +3,7 @@
 pygls (2.1) reads stdio with `pygls.io_.run_async`, which knows one header line only, exactly
 `Content-Length: N\\r\\n`: a frame it does not recognise (a lower-case header name, LF line
 ends, a length that is wrong, missing or not a number) leaves it reading forever while the
-client waits for an answer, a server alive and deaf. `serve_stdio` replaces that loop (and
+client waits for an answer, a server alive and deaf. `serve` replaces that loop (and
 only it): pygls's protocol object still structures, dispatches and answers each message, and
 its writer still writes the answers.
 
@@ -36,8 +36,6 @@ import threading
 import time
 import traceback
 from typing import Any, BinaryIO, Protocol
-
-from pygls.io_ import StdoutWriter
 
 log = logging.getLogger(__name__)
 
@@ -364,6 +362,35 @@ def _shown(raw: bytes, limit: int = 60) -> str:
     return repr(text) + ("..." if len(raw) > limit else "")
 
 
+class StdoutWriter:
+    """pygls's writer interface on a binary stream (pygls's own is in a module that imports
+    lsprotocol, which the start-up front must not wait for: `front.py`)."""
+
+    def __init__(self, stdout: BinaryIO) -> None:
+        self._stdout = stdout
+
+    def close(self) -> None:
+        self._stdout.close()
+
+    def write(self, data: bytes) -> None:
+        self._stdout.write(data)
+        self._stdout.flush()
+
+
+class StreamChunks:
+    """Bytes from an asyncio stream (a TCP connection) as they come."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def more(self, timeout: float | None) -> bytes | None:
+        """As `ByteSource.more`."""
+        try:
+            return await asyncio.wait_for(self._reader.read(CHUNK_BYTES), timeout)
+        except TimeoutError:
+            return None
+
+
 class StdinChunks:
     """Bytes from a stream as they come, read by a daemon thread one chunk per request.
 
@@ -415,7 +442,11 @@ async def serve(source: ByteSource, sink: MessageSink) -> None:
 
     Raises FramingError when the input cannot be split into messages any more.
     """
-    reader = FrameReader(source)
+    await serve_reader(FrameReader(source), sink)
+
+
+async def serve_reader(reader: FrameReader, sink: MessageSink) -> None:
+    """As `serve`, from a reader already in use (the start-up front hands over its own)."""
     while (received := await reader.next()) is not None:
         deliver(sink, received)
         await asyncio.sleep(0)  # what this message scheduled runs before the next is read
@@ -435,24 +466,3 @@ def deliver(sink: MessageSink, received: Received) -> None:
         except Exception as exc:  # a bug of ours: say so, keep serving
             log.error("could not handle a message: %s: %s", type(exc).__name__, exc)
             traceback.print_exc(file=sys.stderr)  # for the developer; not sent to the client
-
-
-def serve_stdio(server: Any, stdin: BinaryIO | None = None,
-                stdout: BinaryIO | None = None) -> str | None:
-    """Serve a pygls server's protocol over stdio until `exit` or the end of input.
-
-    Returns None, or why the input could not be read any more (the caller exits non-zero).
-    """
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-    source = StdinChunks(stdin or sys.stdin.buffer)
-    try:
-        asyncio.run(serve(source, server.protocol))
-    except FramingError as exc:
-        return str(exc)
-    except BrokenPipeError:
-        log.warning("the connection to the client is lost")
-    except (KeyboardInterrupt, SystemExit):  # SystemExit: pygls's `exit` handler
-        pass
-    finally:
-        server.shutdown()
-    return None
