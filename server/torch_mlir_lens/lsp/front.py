@@ -27,7 +27,6 @@ import hashlib
 import importlib.util
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from torch_mlir_lens import __version__
 from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
 from torch_mlir_lens.lsp import lens_specs, transport
 from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.system.atomic_write import write_atomically
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
@@ -94,10 +94,7 @@ class InitializeAnswers:
         entries[key] = answer
         kept = dict(list(entries.items())[-MAX_KEPT_ANSWERS:])
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(kept), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_atomically(self.path, json.dumps(kept).encode())
 
 
 def default_answers() -> InitializeAnswers:

@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
 import shlex
-import tempfile
 from typing import Any
 
 from torch_mlir_lens.project import write_policy
@@ -29,6 +27,7 @@ from torch_mlir_lens.protocol.results import (
     LowerResult,
     PassIr,
 )
+from torch_mlir_lens.system.atomic_write import write_atomically
 from torch_mlir_lens.worker import ir_text, partial
 from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.literals import mark_elided
@@ -141,22 +140,7 @@ def atomic_write(path: str, data: bytes) -> int:
 
     Never over Python source or anything but a regular file (`refuse_source`)."""
     refuse_source(path)
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                   dir=folder)
+        return write_atomically(path, data, sync=True)
     except OSError as exc:
         raise LensError(ErrorKind.WRITE_ERROR, f"cannot write {path}: {exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise LensError(ErrorKind.WRITE_ERROR, f"cannot write {path}: {exc}") from exc
-        raise
-    return len(data)
