@@ -4,7 +4,7 @@
     pipeline.py   run pass pipelines with diagnostics captured; the IR after each pass
     artifacts.py  printed IR + source map, the fx target, export files, repro files
     lowerer.py    ProgramLowerer (what to build for a target, cached) and lower_module
-    options.py    LowerOptions (weights, locations, print-after-all, ...); targets are rules/targets.py's
+    options.py    LowerOptions (weights, locations, print-after-all, ...)
 
 Callers import from this package; the names below are its public surface.
 """
