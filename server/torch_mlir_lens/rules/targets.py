@@ -102,9 +102,12 @@ def is_known_target(name: str) -> bool:
 # - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
 #   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
 #   them into arith before the conversion to LLVM (dynamic shapes failed without it);
-# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
+# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM;
+# - first of all, the calls of a stitched module's block functions are inlined (nothing to do
+#   in a module of one function): deallocation and the JIT's entry point want one function.
 LLVM_PIPELINE = (
     "builtin.module("
+    "inline{default-pipeline=},"
     "func.func(refback-generalize-tensor-concat),"
     "func.func(linalg-generalize-named-ops),"
     "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
@@ -129,6 +132,17 @@ LLVM_PIPELINE = (
     "convert-ub-to-llvm,"
     "reconcile-unrealized-casts)"
 )
+
+
+# A stitched module (worker/blocks/: one function per repeated block, called at each of its
+# calls): its calls inlined, before a pipeline that needs one function (StableHLO, a user's
+# pipeline), and before a backend's contract check (which rejects `func.call`), run apart.
+INLINE_CALLS_PIPELINE = "builtin.module(inline{default-pipeline=})"
+
+
+def contract_check_pipeline(verify_pass: str) -> str:
+    """The calls inlined, then a backend's contract check (`torch-verify-...-contract`)."""
+    return f"builtin.module(inline{{default-pipeline=}},{verify_pass})"
 
 
 # Not a lowering: running these two conversions on an empty module loads the StableHLO and

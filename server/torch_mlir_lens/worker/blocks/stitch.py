@@ -1,0 +1,245 @@
+"""One MLIR module: the parent's `main` calling one private function per group of blocks.
+
+The parent program is imported as usual; each group's function is imported once (its raw MLIR
+kept with the traced block, `cache.py`) into the same context and appended as
+`func.func private @<Block>`; every `torch.operator "torch.torch_mlir_lens_blocks.call_*"` of
+`main` becomes `func.call @<Block>(inputs..., weights...)` at the same location (the parent's
+line), its block's weights frozen in as literals just before it, as the FX importer freezes
+any weight (`literals.py`: elided when the module was built without them). The call's types
+must be the function's, else the stitch is refused.
+
+Lowering such a module (`torch-mlir 20261001`, checked):
+- the Torch pipeline begins with `inline`: the calls carry `no_inline` through it, removed
+  after (`protect_calls`, `release_calls`);
+- Linalg and TOSA lower every function and keep the calls, but their final contract check
+  rejects any `func.call`: those pipelines run without it, and the check runs on a copy with
+  the calls inlined (`backend_plan`);
+- StableHLO's pipeline cannot be split (some of its passes are registered only inside it),
+  and a user's pipeline is unknown: both run on the module with the calls inlined;
+- the LLVM pipeline inlines first (`rules/targets.py`): bufferization's deallocation and the
+  JIT's entry point want one function.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import func as func_d
+
+from torch_mlir_lens.rules import targets
+from torch_mlir_lens.worker.blocks.stub import IMPORTED_PREFIX, GroupKernel
+from torch_mlir_lens.worker.crash_guard import note_weights
+from torch_mlir_lens.worker.literals import LiteralHooks
+from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.mlir_diagnostics import captured
+
+_VERIFY_PASS = re.compile(r"torch-verify-[\w-]+-backend-contract")
+
+
+class StitchError(Exception):
+    """The imported pieces do not fit together (the caller lowers inline instead)."""
+
+
+@dataclass
+class Function:
+    """One group's function as the stitch needs it."""
+
+    symbol: str
+    kernel: GroupKernel  # its number (the stitched op's first operand) and call sites
+    raw: bytes  # the block function's raw MLIR (bytecode, `raw_function`)
+
+
+def raw_function(program: Any, users: UserFiles) -> bytes:
+    """The block program imported alone (a scratch context), as bytecode."""
+    from torch_mlir_lens.worker.lowering.export import import_program
+
+    module_op = import_program(program, users, func_name="block")
+    buf = io.BytesIO()
+    module_op.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def _top_ops(module_op: Any) -> list[Any]:
+    return [op.operation for op in module_op.operation.regions[0].blocks[0].operations]
+
+
+def _symbol(op: Any) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _stitched_ops(module_op: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        operation = op.operation
+        if operation.name == "torch.operator":
+            name = ir.StringAttr(operation.attributes["name"]).value
+            if name.startswith(IMPORTED_PREFIX):
+                found.append(operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.operation.walk(visit)
+    return found
+
+
+def _constant_operand(op: Any, index: int) -> tuple[int, Any]:
+    """The value of the op's `index`-th operand, a `torch.constant.int`, and that op."""
+    owner = op.operands[index].owner
+    owner = getattr(owner, "operation", owner)
+    if owner.name != "torch.constant.int":
+        raise StitchError("a stitched call without its group and site numbers")
+    return int(ir.IntegerAttr(owner.attributes["value"]).value), owner
+
+
+def _weight_literal(tensor: Any, hooks: LiteralHooks, types: Any, ip: Any, loc: Any) -> Any:
+    """A `torch.vtensor.literal` of one weight, inserted at `ip`."""
+    attr = hooks.attribute(tensor)
+    if attr is None:
+        import numpy as np
+        from torch_mlir.extras.fx_importer import create_mlir_tensor_type
+
+        try:
+            array = np.asarray(tensor.detach().cpu().numpy())
+            attr = ir.DenseElementsAttr.get(array, type=create_mlir_tensor_type(tensor))
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise StitchError(f"a weight cannot be frozen in: {exc}") from exc
+    return ir.Operation.create("torch.vtensor.literal",
+                               results=[types.tensor_to_vtensor_type(tensor)],
+                               attributes={"value": attr}, loc=loc, ip=ip).result
+
+
+def stitch(module_op: Any, functions: list[Function]) -> dict[str, int]:
+    """Append each function to the imported parent `module_op` and turn its stitched ops into
+    calls (in place). Returns the number of calls per symbol; StitchError when they do not
+    fit."""
+    ctx = module_op.context
+    by_number: dict[int, tuple[str, Any]] = {}
+    taken = {_symbol(op) for op in _top_ops(module_op) if "sym_name" in op.attributes}
+    with ctx, ir.Location.unknown(ctx), captured(ctx):
+        body = module_op.operation.regions[0].blocks[0]
+        for function in functions:
+            by_number[function.kernel.number] = (function.symbol, None)
+            if function.symbol in taken:
+                raise StitchError(f"two functions named @{function.symbol}")
+            piece = ir.Module.parse(function.raw, context=ctx)
+            found = [op for op in _top_ops(piece) if op.name == "func.func"]
+            if len(found) != 1:
+                raise StitchError(f"the block function @{function.symbol} did not import")
+            copy = found[0].clone(ip=ir.InsertionPoint(body))
+            copy.attributes["sym_name"] = ir.StringAttr.get(function.symbol)
+            copy.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            taken.add(function.symbol)
+            by_number[function.kernel.number] = (function.symbol, copy)
+        kernels = {f.kernel.number: f.kernel for f in functions}
+        counts = dict.fromkeys((f.symbol for f in functions), 0)
+        hooks, types = LiteralHooks(), _type_cache(ctx)
+        for op in _stitched_ops(module_op):
+            number, number_op = _constant_operand(op, 0)
+            site, site_op = _constant_operand(op, 1)
+            symbol, callee = by_number.get(number, ("", None))
+            if callee is None or site not in kernels[number].sites:
+                raise StitchError(f"a call of block group {number}, which has no function")
+            ip = ir.InsertionPoint(op)
+            weights = [_weight_literal(t, hooks, types, ip, op.location)
+                       for t in kernels[number].weights(site)]
+            operands = [*list(op.operands)[2:], *weights]
+            _check_types(operands, op, callee, symbol)
+            call = func_d.CallOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(symbol),
+                                 operands, ip=ip, loc=op.location)
+            call.operation.attributes["no_inline"] = ir.UnitAttr.get()
+            for old, new in zip(op.results, call.results, strict=True):
+                old.replace_all_uses_with(new)
+            op.erase()
+            constants = [number_op] if site_op == number_op else [number_op, site_op]
+            for constant in constants:
+                if not list(constant.results[0].uses):
+                    constant.erase()
+            counts[symbol] += 1
+    note_weights(ctx, hooks.stats["bytes"])
+    return counts
+
+
+def _type_cache(ctx: ir.Context) -> Any:
+    from torch_mlir.extras.fx_importer import ContextCache
+
+    return ContextCache(ctx)
+
+
+def _check_types(operands: list[Any], op: Any, callee: Any, symbol: str) -> None:
+    kind = ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value)
+    results = [r.type for r in op.results]
+    if list(kind.inputs) != [v.type for v in operands] or list(kind.results) != results:
+        raise StitchError(f"the call of @{symbol} does not have the function's types")
+
+
+def _calls(module_op: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.operation.name == "func.call":
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.operation.walk(visit)
+    return found
+
+
+def protect_calls(module_op: Any, symbols: set[str]) -> None:
+    """Mark the calls of the block functions `no_inline` (the Torch pipeline inlines)."""
+    with module_op.context:
+        for call in _calls(module_op):
+            if ir.FlatSymbolRefAttr(call.attributes["callee"]).value in symbols:
+                call.attributes["no_inline"] = ir.UnitAttr.get()
+
+
+def release_calls(module_op: Any) -> None:
+    """Drop every call's `no_inline` (so a later `inline` may inline them)."""
+    for call in _calls(module_op):
+        if "no_inline" in call.attributes:
+            del call.attributes["no_inline"]
+
+
+@dataclass
+class BackendPlan:
+    """How a stitched module reaches a target: a pipeline to inline the calls first (or
+    None), the pipeline, and a contract check to run on an inlined copy after (or None)."""
+
+    prelude: str | None
+    pipeline: str
+    check: str | None
+
+
+def backend_plan(target: str, pipeline: str, ctx: ir.Context) -> BackendPlan:
+    """The plan for `target` (`pipeline`: the one a plain module would run)."""
+    from torch_mlir_lens.worker.partial import no_verify_pipeline
+
+    if target in ("linalg", "tosa"):
+        split = no_verify_pipeline(target, ctx)
+        verify = _VERIFY_PASS.search(str(pipeline_text(pipeline, ctx)))
+        if split != targets.BACKEND_PIPELINES[target] and verify is not None:
+            return BackendPlan(None, split, targets.contract_check_pipeline(verify.group(0)))
+    return BackendPlan(targets.INLINE_CALLS_PIPELINE, pipeline, None)
+
+
+def pipeline_text(pipeline: str, ctx: ir.Context) -> str:
+    """The pipeline with its nested pipelines expanded."""
+    from torch_mlir.passmanager import PassManager
+
+    with ctx, captured(ctx):
+        return str(PassManager.parse(pipeline, context=ctx))
+
+
+def check_contract(module_op: Any, check: str) -> None:
+    """Run the backend's contract check on a copy of `module_op` with its calls inlined;
+    PassFailure (its errors at the block's lines) when it fails."""
+    from torch_mlir_lens.worker.lowering.pipeline import run_pipeline
+
+    run_pipeline(module_op.clone(), check)
+
+
+__all__ = ["BackendPlan", "Function", "StitchError", "backend_plan", "check_contract",
+           "protect_calls", "raw_function", "release_calls", "stitch"]
