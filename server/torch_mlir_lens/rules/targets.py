@@ -140,9 +140,10 @@ LLVM_PIPELINE = (
 INLINE_CALLS_PIPELINE = "builtin.module(inline{default-pipeline=})"
 
 
-def contract_check_pipeline(verify_pass: str) -> str:
-    """The calls inlined, then a backend's contract check (`torch-verify-...-contract`)."""
-    return f"builtin.module(inline{{default-pipeline=}},{verify_pass})"
+def contract_check_pipeline(verify_pass: str, *, inline: bool) -> str:
+    """A backend's contract check (`torch-verify-...-contract`), the calls inlined first when
+    `inline`."""
+    return f"builtin.module({'inline{default-pipeline=},' if inline else ''}{verify_pass})"
 
 
 # Not a lowering: running these two conversions on an empty module loads the StableHLO and

@@ -12,8 +12,10 @@ Lowering such a module (`torch-mlir 20261001`, checked):
 - the Torch pipeline begins with `inline`: the calls carry `no_inline` through it, removed
   after (`protect_calls`, `release_calls`);
 - Linalg and TOSA lower every function and keep the calls, but their final contract check
-  rejects any `func.call`: those pipelines run without it, and the check runs on a copy with
-  the calls inlined (`backend_plan`);
+  rejects any `func.call`: those pipelines run without it, and the check runs on a copy whose
+  block calls are replaced by splat `arith.constant`s of their result types (legal on both;
+  each function is then checked once, where inlining the calls would check every layer's
+  copy), `backend_plan`;
 - StableHLO's pipeline cannot be split (some of its passes are registered only inside it),
   and a user's pipeline is unknown: both run on the module with the calls inlined;
 - the LLVM pipeline inlines first (`rules/targets.py`): bufferization's deallocation and the
@@ -206,7 +208,7 @@ def release_calls(module_op: Any) -> None:
 @dataclass
 class BackendPlan:
     """How a stitched module reaches a target: a pipeline to inline the calls first (or
-    None), the pipeline, and a contract check to run on an inlined copy after (or None)."""
+    None), the pipeline, and the contract check to run apart after it (its pass, or None)."""
 
     prelude: str | None
     pipeline: str
@@ -221,7 +223,7 @@ def backend_plan(target: str, pipeline: str, ctx: ir.Context) -> BackendPlan:
         split = no_verify_pipeline(target, ctx)
         verify = _VERIFY_PASS.search(str(pipeline_text(pipeline, ctx)))
         if split != targets.BACKEND_PIPELINES[target] and verify is not None:
-            return BackendPlan(None, split, targets.contract_check_pipeline(verify.group(0)))
+            return BackendPlan(None, split, verify.group(0))
     return BackendPlan(targets.INLINE_CALLS_PIPELINE, pipeline, None)
 
 
@@ -233,12 +235,51 @@ def pipeline_text(pipeline: str, ctx: ir.Context) -> str:
         return str(PassManager.parse(pipeline, context=ctx))
 
 
-def check_contract(module_op: Any, check: str) -> None:
-    """Run the backend's contract check on a copy of `module_op` with its calls inlined;
-    PassFailure (its errors at the block's lines) when it fails."""
+def check_contract(module_op: Any, verify_pass: str) -> None:
+    """Run the backend's contract check `verify_pass` on a copy of `module_op`; PassFailure
+    (its errors at the block's lines) when it fails. The copy's calls become constants of
+    their results' types (every function is then checked once, as it is), or, for results
+    not all static tensors of numbers, are inlined."""
     from torch_mlir_lens.worker.lowering.pipeline import run_pipeline
 
-    run_pipeline(module_op.clone(), check)
+    copy = module_op.clone()
+    emptied = _calls_emptied(copy)
+    run_pipeline(copy, targets.contract_check_pipeline(verify_pass, inline=not emptied))
+
+
+def _zero(kind: ir.RankedTensorType) -> ir.Attribute | None:
+    """A splat zero of a static tensor type of floats or integers, else None."""
+    element = kind.element_type
+    if not kind.has_static_shape:
+        return None
+    if isinstance(element, ir.FloatType):
+        return ir.DenseElementsAttr.get_splat(kind, ir.FloatAttr.get(element, 0.0))
+    if isinstance(element, ir.IntegerType):
+        return ir.DenseElementsAttr.get_splat(kind, ir.IntegerAttr.get(element, 0))
+    return None
+
+
+def _calls_emptied(module_op: Any) -> bool:
+    """Replace each call of a function defined in the module by splat constants of its
+    result types (in place); False, changing nothing, unless each result has one."""
+    from torch_mlir.dialects import arith as arith_d
+
+    defined = {_symbol(op) for op in _top_ops(module_op)
+               if op.name == "func.func" and len(op.regions[0].blocks) > 0}
+    calls = [c for c in _calls(module_op)
+             if ir.FlatSymbolRefAttr(c.attributes["callee"]).value in defined]
+    with module_op.context, ir.Location.unknown(module_op.context):
+        zeros = [[_zero(r.type) if isinstance(r.type, ir.RankedTensorType) else None
+                  for r in call.results] for call in calls]
+        if any(z is None for row in zeros for z in row):
+            return False
+        for call, row in zip(calls, zeros, strict=True):
+            ip = ir.InsertionPoint(call)
+            for result, zero in zip(call.results, row, strict=True):
+                constant = arith_d.ConstantOp(result.type, zero, ip=ip)
+                result.replace_all_uses_with(constant.result)
+            call.erase()
+    return True
 
 
 __all__ = ["BackendPlan", "Function", "StitchError", "backend_plan", "check_contract",
