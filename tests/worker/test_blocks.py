@@ -93,6 +93,22 @@ def test_survey_runs_few_blocks_of_a_deep_stack() -> None:
     assert _functions(result.ir) == {"Block": 12}
     survey = result.stats["blocks_survey"]
     assert survey["calls"] == 12 and survey["recorded"] <= 3  # first, second, last
+    assert survey["chained"] == 12  # the parent's export saw one op for the 12 blocks
+
+
+def test_a_parent_reading_each_result_gets_one_op_per_block() -> None:
+    result = _lower("Collecting", ["linalg"])["linalg"]
+    assert result.ok, result.diagnostics
+    assert _functions(result.ir) == {"Block": 4}
+    assert result.stats["blocks_survey"]["chained"] == 0
+    assert _verify("Collecting")["ok"]
+
+
+def test_state_the_keys_do_not_see_leaves_the_blocks_inline() -> None:
+    result = _lower("Drifting", ["linalg"])["linalg"]
+    assert result.ok, result.diagnostics
+    assert _functions(result.ir) == {}
+    assert result.stats["blocks_survey"]["recorded"] == 3  # a sample disproved the key
 
 
 def test_a_layer_index_that_picks_the_mask_splits_the_blocks() -> None:

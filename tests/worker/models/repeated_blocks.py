@@ -132,3 +132,38 @@ class Upsampling(nn.Module):
 
     def forward(self, x):
         return self.blocks(x)
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 3, 8),)
+class Collecting(Stack):
+    """Reads every block's result: the blocks are called one by one, not as one chain."""
+
+    def forward(self, x):
+        total = torch.zeros_like(x)
+        for block in self.blocks:
+            x = block(x)
+            total = total + x
+        return self.head(total)
+
+
+SCALE = [1.0]
+
+
+class DriftingBlock(Block):
+    """Reads a global its module attributes do not show, and changes it at each call."""
+
+    def forward(self, x):
+        SCALE[0] = SCALE[0] * 2.0
+        return super().forward(x) * SCALE[0]
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 3, 8),)
+class Drifting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([DriftingBlock() for _ in range(3)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x

@@ -21,11 +21,13 @@ import torch
 
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.blocks import cache
-from torch_mlir_lens.worker.blocks.prove import Group, group_calls
+from torch_mlir_lens.worker.blocks.prove import Chain, Group, find_chains, group_calls
 from torch_mlir_lens.worker.blocks.stitch import Function, StitchError, raw_function, stitch
 from torch_mlir_lens.worker.blocks.stub import (
     NAMESPACE,
+    ChainPlan,
     GroupKernel,
+    InChain,
     StubbedCall,
     new_kernel,
     stubbed,
@@ -65,6 +67,8 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     blocks: list[StitchedBlock] = field(default_factory=list)
     surveyed: tuple[int, int] = (0, 0)  # block calls seen, and run (the others matched)
+    chains: int = 0  # block calls made by chain ops (the parent's export saw one op each)
+    chains_dropped: str = ""  # why the export was made again without chains
 
     def stats(self) -> dict[str, Any]:
         """Keys added to a result's stats."""
@@ -75,7 +79,10 @@ class Outcome:
             out["blocks_inline"] = len(self.inline)
             out["blocks_inline_why"] = [f"{p}: {why}" for p, why in self.inline[:MAX_LISTED]]
         if self.surveyed[0]:
-            out["blocks_survey"] = {"calls": self.surveyed[0], "recorded": self.surveyed[1]}
+            out["blocks_survey"] = {"calls": self.surveyed[0], "recorded": self.surveyed[1],
+                                    "chained": self.chains}
+        if self.chains_dropped:
+            out["blocks_chains_dropped"] = self.chains_dropped
         if self.seconds:
             out["blocks_seconds"] = {k: round(v, 4) for k, v in self.seconds.items()}
         return out
@@ -195,6 +202,7 @@ def export_with_blocks(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     outcome.seconds["survey"] = time.perf_counter() - start
     outcome.surveyed = (len(found.calls), found.recorded)
     grouping = group_calls(found.calls)
+    find_chains(found.calls, grouping, found.seen_by_parent)
     outcome.inline = grouping.inline
     if not grouping.groups:
         outcome.reason = found.reason or "no two blocks proven to run the same ops"
@@ -211,23 +219,43 @@ def export_with_blocks(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     if not made:
         outcome.reason = "no block function exported"
         return export(), outcome
-    return _export_parent(fn, made, export, users, outcome)
+    chains = [c for c in grouping.chains if any(c.group is g for g, _b in made)]
+    return _export_parent(fn, made, chains, export, users, outcome)
 
 
-def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], export: Any,
-                   users: UserFiles, outcome: Outcome) -> tuple[Any, Outcome]:
-    plans: dict[int, tuple[torch.nn.Module, dict[str, StubbedCall]]] = {}
+Plans = dict[int, tuple[torch.nn.Module, dict[str, StubbedCall | InChain]]]
+
+
+def _plans(made: list[tuple[Group, StitchedBlock]], chains: list[Chain]) -> Plans:
+    """What each block's stub does with each call: its op, or its place in a chain."""
+    plans: Plans = {}
+    kernels = {id(group): block.kernel for group, block in made}
     for group, block in made:
         for call in group.calls:
             entry = plans.setdefault(id(call.module), (call.module, {}))
             entry[1][call.call_key] = StubbedCall(block.kernel, group.representative)
+    for chain in chains:
+        plan = ChainPlan(kernels[id(chain.group)], chain.group.representative,
+                         [c.module for c in chain.calls], chain.carried)
+        for index, call in enumerate(chain.calls):
+            plans[id(call.module)][1][call.call_key] = InChain(plan, index)
+    return plans
+
+
+def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: list[Chain],
+                   export: Any, users: UserFiles, outcome: Outcome) -> tuple[Any, Outcome]:
     start = time.perf_counter()
     try:
-        with stubbed(plans):
+        with stubbed(_plans(made, chains)):
             parent = export()
     except LensError as err:
-        outcome.reason = f"the export with stitched blocks failed ({err.message.splitlines()[0]})"
-        return export(), outcome
+        if not chains:
+            outcome.reason = (f"the export with stitched blocks failed "
+                              f"({err.message.splitlines()[0]})")
+            return export(), outcome
+        outcome.chains_dropped = err.message.splitlines()[0][:200]
+        return _export_parent(fn, made, [], export, users, outcome)
+    outcome.chains = sum(len(c.calls) for c in chains)
     outcome.seconds["parent_export"] = time.perf_counter() - start
     sites = _call_sites(parent)
     blocks = [block for _group, block in made if sites.get(block.kernel.number)]

@@ -5,6 +5,12 @@ A group needs at least two calls and a block worth a function (`MIN_BLOCK_OPS` o
 reason; so are both calls of one block when the same inputs gave two different computations
 (the block changed between its calls). Each group's function is named after the block's class
 (`@LlamaDecoderLayer`, then `@LlamaDecoderLayer_1` for a second group of that class).
+
+A chain is a run of consecutive calls of one group where each call takes the previous one's
+only result in one place and the very same tensors elsewhere (`x = layer(x, cos, sin)` in a
+loop), and nothing else (no op of the parent, no other block, not the forward's result)
+touches the results in between: the parent's export can then show the whole run as one op,
+whatever its length (`stub.py`), and the stitch expands it into one call per block.
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
+
+import torch
 
 from torch_mlir_lens.worker.blocks.record import BlockCall
 
@@ -36,11 +45,21 @@ class Group:
 
 
 @dataclass
+class Chain:
+    """Consecutive calls of one group, each fed the previous one's result at `carried`."""
+
+    group: Group
+    calls: list[BlockCall]
+    carried: int  # the position, among a call's tensor inputs, of the previous result
+
+
+@dataclass
 class Grouping:
-    """The groups of a survey, and the calls left inline with why."""
+    """The groups of a survey, their chains, and the calls left inline with why."""
 
     groups: list[Group] = field(default_factory=list)
     inline: list[tuple[str, str]] = field(default_factory=list)  # (block path, reason)
+    chains: list[Chain] = field(default_factory=list)
 
 
 def _symbol_base(name: str) -> str:
@@ -76,4 +95,54 @@ def group_calls(calls: list[BlockCall]) -> Grouping:
     return out
 
 
-__all__ = ["MIN_BLOCK_OPS", "Group", "Grouping", "group_calls"]
+def _tensors(call: BlockCall) -> list[Any]:
+    return [call.leaves[p] for p in call.tensor_at]
+
+
+def _link(before: BlockCall, after: BlockCall) -> int | None:
+    """Where `after` takes `before`'s only result, all its other tensors being `before`'s;
+    None when the two calls are no link of a chain."""
+    if len(before.returned) != 1 or not isinstance(before.returned[0], torch.Tensor) or \
+            [o.kind for o in before.outputs] != ["result"]:
+        return None
+    result = before.returned[0]
+    old, new = _tensors(before), _tensors(after)
+    if len(old) != len(new):
+        return None
+    at = [i for i, t in enumerate(new) if t is result]
+    if len(at) != 1 or any(a is not b for i, (a, b) in enumerate(zip(old, new, strict=True))
+                           if i != at[0]):
+        return None
+    return at[0]
+
+
+def find_chains(calls: list[BlockCall], grouping: Grouping, seen: dict[int, Any]) -> None:
+    """Fill `grouping.chains`: runs of two calls or more (`seen`: id() of the tensors the
+    parent read or returned, the survey's)."""
+    group_of = {id(c): g for g in grouping.groups for c in g.calls}
+    used: dict[int, int] = {}  # id(tensor) → how many block calls take it
+    for call in calls:
+        for tensor in {id(t): t for t in _tensors(call)}:
+            used[tensor] = used.get(tensor, 0) + 1
+    run: list[BlockCall] = []
+    carried: int | None = None
+
+    def close() -> None:
+        if len(run) >= 2 and carried is not None:
+            grouping.chains.append(Chain(group_of[id(run[0])], list(run), carried))
+
+    for call in calls:
+        if run and group_of.get(id(call)) is group_of.get(id(run[-1])) is not None:
+            at = _link(run[-1], call)
+            result = run[-1].returned[0] if at is not None else None
+            if at is not None and (carried is None or at == carried) and id(result) not in seen \
+                    and used.get(id(result)) == 1:
+                run.append(call)
+                carried = at
+                continue
+        close()
+        run, carried = ([call], None) if id(call) in group_of else ([], None)
+    close()
+
+
+__all__ = ["MIN_BLOCK_OPS", "Chain", "Group", "Grouping", "find_chains", "group_calls"]

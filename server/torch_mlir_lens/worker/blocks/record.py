@@ -78,6 +78,7 @@ class BlockCall:
     problem: str | None = None  # why this call cannot share a function
     recorded: bool = True  # False: its ops were not run, its state matched a recorded call's
     reads: dict[tuple[str, str], None] | None = None  # what a recorded call read (reads.py)
+    returned: list[Any] = field(default_factory=list)  # the output leaves, as returned
 
 
 def call_key(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -40,6 +40,7 @@ from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.mlir_diagnostics import captured
 
 _VERIFY_PASS = re.compile(r"torch-verify-[\w-]+-backend-contract")
+CHAIN_PREFIX = f"{IMPORTED_PREFIX}chain_"
 
 
 class StitchError(Exception):
@@ -140,29 +141,44 @@ def stitch(module_op: Any, functions: list[Function]) -> dict[str, int]:
         counts = dict.fromkeys((f.symbol for f in functions), 0)
         hooks, types = LiteralHooks(), _type_cache(ctx)
         for op in _stitched_ops(module_op):
-            number, number_op = _constant_operand(op, 0)
-            site, site_op = _constant_operand(op, 1)
+            chain = ir.StringAttr(op.attributes["name"]).value.startswith(CHAIN_PREFIX)
+            numbers = [_constant_operand(op, i) for i in range(4 if chain else 2)]
+            number, site = numbers[0][0], numbers[1][0]
+            count, carried = (numbers[2][0], numbers[3][0]) if chain else (1, 0)
             symbol, callee = by_number.get(number, ("", None))
-            if callee is None or site not in kernels[number].sites:
+            sites = kernels[number].sites if callee is not None else {}
+            if any(site + i not in sites for i in range(count)):
                 raise StitchError(f"a call of block group {number}, which has no function")
             ip = ir.InsertionPoint(op)
-            weights = [_weight_literal(t, hooks, types, ip, op.location)
-                       for t in kernels[number].weights(site)]
-            operands = [*list(op.operands)[2:], *weights]
-            _check_types(operands, op, callee, symbol)
-            call = func_d.CallOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(symbol),
-                                 operands, ip=ip, loc=op.location)
-            call.operation.attributes["no_inline"] = ir.UnitAttr.get()
+            inputs = list(op.operands)[len(numbers):]
+            for i in range(count):  # a chain: each block on the previous one's result
+                weights = [_weight_literal(t, hooks, types, ip, op.location)
+                           for t in kernels[number].weights(site + i)]
+                operands = [*inputs, *weights]
+                _check_types(operands, op, callee, symbol)
+                call = func_d.CallOp([r.type for r in op.results],
+                                     ir.FlatSymbolRefAttr.get(symbol), operands, ip=ip,
+                                     loc=op.location)
+                call.operation.attributes["no_inline"] = ir.UnitAttr.get()
+                inputs[carried] = call.results[0]
             for old, new in zip(op.results, call.results, strict=True):
                 old.replace_all_uses_with(new)
             op.erase()
-            constants = [number_op] if site_op == number_op else [number_op, site_op]
-            for constant in constants:
-                if not list(constant.results[0].uses):
-                    constant.erase()
-            counts[symbol] += 1
+            _erase_unused([constant for _value, constant in numbers])
+            counts[symbol] += count
     note_weights(ctx, hooks.stats["bytes"])
     return counts
+
+
+def _erase_unused(ops: list[Any]) -> None:
+    """Erase each op of `ops` (some may be one op) whose results nobody uses."""
+    distinct: list[Any] = []
+    for op in ops:  # compared while all are alive: an erased op cannot be compared
+        if not any(op == other for other in distinct):
+            distinct.append(op)
+    for op in distinct:
+        if not any(list(result.uses) for result in op.results):
+            op.erase()
 
 
 def _type_cache(ctx: ir.Context) -> Any:

@@ -16,8 +16,16 @@ lowered inline. The op's CPU kernel runs the group's exported function on the bl
 weights, so the stitched program also runs eagerly, node by node (as Verify's search for a
 diverging line does).
 
-A call whose inputs were not seen in the survey (another type, another plain value) runs the
-block's own forward: it is lowered inline, as without stitching.
+A chain of calls (`prove.Chain`) is one op for the whole run:
+`torch_mlir_lens_blocks::chain_<inputs>(group, site, count, carried, tensors...)`, made by the
+chain's first block; the later blocks of the chain, handed its result, pass it on unchanged
+(each checks that it gets exactly the tensors the survey saw, else the export stops with
+`ChainBroken` and is made again without chains). The parent's export then costs the same for
+8 layers or 80.
+
+A call of a stubbed block whose inputs the survey did not see (another type, another plain
+value) stops the export (`UnplannedCall`; its weights are out of sight, it cannot run): the
+module is then lowered inline.
 
 The ops are defined once per (inputs, results) count and live as long as the process; a
 group's number is unique in the process, and its entry (`GroupKernel`) lives as long as the
@@ -94,19 +102,56 @@ def _eager(number: int, site: int, *tensors: torch.Tensor) -> Any:
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _chain_fake(number: int, site: int, count: int, carried: int,
+                *tensors: torch.Tensor) -> Any:
+    return _fake(number, site, *tensors)
+
+
+def _chain_eager(number: int, site: int, count: int, carried: int,
+                 *tensors: torch.Tensor) -> Any:
+    kernel = _kernel(number)
+    if kernel.run is None:
+        raise RuntimeError(f"stitched block group {number} has no function to run")
+    inputs = list(tensors)
+    out: Any = None
+    for i in range(count):
+        out = kernel.run(*inputs, *kernel.weights(site + i))
+        out = out[0] if isinstance(out, tuple | list) else out
+        inputs[carried] = out
+    return out
+
+
+def chain_op_for(inputs: int) -> Any:
+    """The op running a chain: group, first site, count, carried position, `inputs` tensors."""
+    name = f"chain_{inputs}"
+    if name not in _defined:
+        library = _library_defined()
+        params = ", ".join(f"Tensor t{i}" for i in range(inputs))
+        library.define(f"{name}(int group, int site, int count, int carried, {params}) -> Tensor")
+        torch.library.register_fake(f"{NAMESPACE}::{name}", _chain_fake, lib=library)
+        library.impl(name, _chain_eager, "CompositeExplicitAutograd")
+        _defined.add(name)
+    return getattr(getattr(torch.ops, NAMESPACE), name).default
+
+
+def _library_defined() -> torch.library.Library:
+    global _library
+    if _library is None:
+        _library = torch.library.Library(NAMESPACE, "FRAGMENT")
+    return _library
+
+
 def op_for(inputs: int, results: int) -> Any:
     """The op taking a group and a site number and `inputs` tensors, returning `results`
     tensors."""
-    global _library
     name = f"call_{inputs}_{results}"
     if name not in _defined:
-        if _library is None:
-            _library = torch.library.Library(NAMESPACE, "FRAGMENT")
+        library = _library_defined()
         params = ", ".join(f"Tensor t{i}" for i in range(inputs))
         returns = "Tensor" if results == 1 else "(" + ", ".join(["Tensor"] * results) + ")"
-        _library.define(f"{name}(int group, int site, {params}) -> {returns}")
-        torch.library.register_fake(f"{NAMESPACE}::{name}", _fake, lib=_library)
-        _library.impl(name, _eager, "CompositeExplicitAutograd")
+        library.define(f"{name}(int group, int site, {params}) -> {returns}")
+        torch.library.register_fake(f"{NAMESPACE}::{name}", _fake, lib=library)
+        library.impl(name, _eager, "CompositeExplicitAutograd")
         _defined.add(name)
     return getattr(getattr(torch.ops, NAMESPACE), name).default
 
@@ -119,12 +164,76 @@ class StubbedCall:
     call: BlockCall  # the group's representative: outputs and weights, by name
 
 
-def _stub(module: torch.nn.Module, original: Callable[..., Any],
-          plans: dict[str, StubbedCall]) -> Callable[..., Any]:
+@dataclass(eq=False)
+class ChainPlan:
+    """A chain as its stubs make it: the blocks in order, and, while the export runs, the
+    tensors the later blocks must be handed (the chain's result, the shared inputs)."""
+
+    kernel: GroupKernel
+    call: BlockCall  # the group's representative
+    modules: list[torch.nn.Module]
+    carried: int
+    expected: list[Any] | None = None  # the tensors the next block must get
+    position: int = 0  # the blocks of the chain called so far
+
+
+@dataclass
+class InChain:
+    """One block's place in a chain."""
+
+    chain: ChainPlan
+    index: int
+
+
+class ChainBroken(Exception):
+    """A chain's later block did not get what the survey saw (the export is made again)."""
+
+
+class UnplannedCall(Exception):
+    """A stubbed block called with inputs the survey did not see."""
+
+
+def _tensor_leaves(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    return [x for x in pytree.tree_leaves((tuple(args), dict(kwargs)))
+            if isinstance(x, torch.Tensor)]
+
+
+def _chained(module: torch.nn.Module, place: InChain, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+    chain, tensors = place.chain, _tensor_leaves(args, kwargs)
+    if place.index == 0:
+        chain.position = 0  # a trace of the forward begins (torch may trace more than once)
+    if place.index != chain.position:
+        raise ChainBroken(f"block {place.index} of a chain called out of turn")
+    chain.position += 1
+    if place.index == 0:
+        first = next(_sites)
+        chain.kernel.sites[first] = (module, list(chain.call.weights))
+        for offset, member in enumerate(chain.modules[1:], start=1):
+            site = next(_sites)
+            if site != first + offset:
+                raise ChainBroken("the sites of a chain are not consecutive")
+            chain.kernel.sites[site] = (member, list(chain.call.weights))
+        op = chain_op_for(len(tensors))
+        result = op(chain.kernel.number, first, len(chain.modules), chain.carried, *tensors)
+        chain.expected = list(tensors)
+        chain.expected[chain.carried] = result
+        return result
+    if chain.expected is None or len(tensors) != len(chain.expected) or any(
+            a is not b for a, b in zip(tensors, chain.expected, strict=True)):
+        raise ChainBroken(f"block {place.index} of a chain got other tensors than surveyed")
+    return tensors[chain.carried]
+
+
+def _stub(module: torch.nn.Module, plans: dict[str, StubbedCall | InChain],
+          ) -> Callable[..., Any]:
     def forward(*args: Any, **kwargs: Any) -> Any:
         planned = plans.get(call_key(module, args, kwargs))
         if planned is None:
-            return original(*args, **kwargs)
+            raise UnplannedCall(f"a call of {type(module).__name__} with inputs the survey "
+                                "did not see")
+        if isinstance(planned, InChain):
+            return _chained(module, planned, args, kwargs)
         rep, kernel = planned.call, planned.kernel
         site = next(_sites)
         kernel.sites[site] = (module, list(rep.weights))
@@ -167,7 +276,8 @@ def _weights_hidden(modules: list[torch.nn.Module]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stubbed(plans: dict[int, tuple[torch.nn.Module, dict[str, StubbedCall]]]) -> Iterator[None]:
+def stubbed(plans: dict[int, tuple[torch.nn.Module, dict[str, StubbedCall | InChain]]],
+            ) -> Iterator[None]:
     """Each block (id → (module, its calls by key)) gets its stub, and its weights are out of
     sight, while the body runs."""
     saved: dict[int, Any] = {}
@@ -175,7 +285,7 @@ def stubbed(plans: dict[int, tuple[torch.nn.Module, dict[str, StubbedCall]]]) ->
     try:
         for key, (module, calls) in plans.items():
             saved[key] = module.__dict__.get("forward")
-            module.forward = _stub(module, module.forward, calls)  # type: ignore[method-assign]
+            module.forward = _stub(module, calls)  # type: ignore[method-assign]
         with _weights_hidden(modules):
             yield
     finally:
@@ -188,5 +298,6 @@ def stubbed(plans: dict[int, tuple[torch.nn.Module, dict[str, StubbedCall]]]) ->
                 module.forward = saved[key]  # type: ignore[method-assign]
 
 
-__all__ = ["IMPORTED_PREFIX", "NAMESPACE", "GroupKernel", "StubbedCall", "attribute",
-           "new_kernel", "op_for", "stubbed"]
+__all__ = ["IMPORTED_PREFIX", "NAMESPACE", "ChainBroken", "ChainPlan", "GroupKernel", "InChain",
+           "StubbedCall", "UnplannedCall", "attribute", "chain_op_for", "new_kernel", "op_for",
+           "stubbed"]

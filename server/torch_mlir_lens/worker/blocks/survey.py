@@ -14,18 +14,26 @@ per call:
   something, and the run starts again recording every call (the key is then not trusted);
 - any other call is recorded (and may start a key of its own).
 
-A block called inside another block's call belongs to the outer call.
+The run takes the paths torch.export's takes: it runs with torch's "compiling / exporting"
+flags set, as export sets them (libraries branch on them: transformers makes an attention
+mask while exporting that it leaves out in eager mode).
+
+A block called inside another block's call belongs to the outer call. Outside the blocks,
+the run notes which tensors the parent's own ops read and which its forward returns: a block's
+result nobody but the next block reads lets a chain of blocks be one op (`prove.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_mlir_lens.worker.blocks.find import candidate_blocks
 from torch_mlir_lens.worker.blocks.reads import state_key, watching
@@ -41,6 +49,8 @@ class Survey:
     fake_mode: FakeTensorMode | None = None
     recorded: int = 0  # calls whose ops were run
     trusted_keys: bool = True  # False: a sample disproved a key, every call was recorded
+    # id() of the tensors the parent's own ops read or its forward returned (kept alive).
+    seen_by_parent: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,12 +86,16 @@ class _Run:
         call = new_call(module, self.blocks[id(module)], args, kwargs)
         self.calls.append(call)
         if call.problem is not None:
-            return self._plain(forward, args, kwargs)
-        match = self._match(module, args, kwargs) if self.use_keys else None
-        if match is not None and match.matched > 0 and id(module) not in self.last:
-            match.matched += 1
-            return _shortcut(call, match.call)
-        return self._record(call, module, forward, args, kwargs, match)
+            out = self._plain(forward, args, kwargs)
+        else:
+            match = self._match(module, args, kwargs) if self.use_keys else None
+            if match is not None and match.matched > 0 and id(module) not in self.last:
+                match.matched += 1
+                out = _shortcut(call, match.call)
+            else:
+                out = self._record(call, module, forward, args, kwargs, match)
+        call.returned = pytree.tree_leaves(out)
+        return out
 
     def _plain(self, forward: Callable[..., Any], args: tuple[Any, ...],
                kwargs: dict[str, Any]) -> Any:
@@ -138,12 +152,42 @@ def _shortcut(call: BlockCall, like: BlockCall) -> Any:
     return pytree.tree_unflatten(leaves, call.out_spec)
 
 
+class _ParentReads(TorchDispatchMode):
+    """Notes the tensors the parent's own ops (outside every block call) read."""
+
+    def __init__(self, run: _Run, seen: dict[int, Any]) -> None:
+        super().__init__()
+        self.run = run
+        self.seen = seen
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if not self.run.depth:
+            for leaf in pytree.tree_leaves((args, kwargs)):
+                if isinstance(leaf, torch.Tensor):
+                    self.seen[id(leaf)] = leaf
+        return func(*args, **kwargs)
+
+
 def _fake_mode_of(root: torch.nn.Module, leaves: list[Any]) -> FakeTensorMode:
     """The fake mode the module's weights (or inputs) belong to, else a new one."""
     for tensor in [*root.parameters(), *root.buffers(), *leaves]:
         if isinstance(tensor, FakeTensor):
             return tensor.fake_mode
     return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+@contextlib.contextmanager
+def _as_export_sees_it() -> Iterator[None]:
+    """torch.compiler.is_compiling() and is_exporting() true, as while torch.export traces."""
+    compiling, exporting = torch.compiler._is_compiling_flag, torch.compiler._is_exporting_flag
+    torch.compiler._is_compiling_flag = torch.compiler._is_exporting_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = compiling
+        torch.compiler._is_exporting_flag = exporting
 
 
 def _last_of_class(root: torch.nn.Module, blocks: dict[int, str]) -> set[int]:
@@ -155,7 +199,8 @@ def _last_of_class(root: torch.nn.Module, blocks: dict[int, str]) -> set[int]:
 
 
 def _run_once(root: torch.nn.Module, blocks: dict[int, str], args: tuple[Any, ...],
-              kwargs: dict[str, Any], mode: FakeTensorMode, use_keys: bool) -> _Run:
+              kwargs: dict[str, Any], mode: FakeTensorMode, use_keys: bool,
+              seen: dict[int, Any]) -> _Run:
     run = _Run(blocks, _last_of_class(root, blocks), use_keys)
     modules = {id(m): m for m in root.modules() if id(m) in blocks}
     saved: dict[int, Any] = {}
@@ -172,8 +217,11 @@ def _run_once(root: torch.nn.Module, blocks: dict[int, str], args: tuple[Any, ..
         for key, module in modules.items():
             saved[key] = module.__dict__.get("forward")
             module.forward = forward_of(module)  # type: ignore[method-assign]
-        with torch.no_grad(), mode:
-            root(*args, **kwargs)
+        with torch.no_grad(), _as_export_sees_it(), mode, _ParentReads(run, seen):
+            out = root(*args, **kwargs)
+        for leaf in pytree.tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                seen[id(leaf)] = leaf
     finally:
         for key, module in modules.items():
             if saved.get(key) is None:
@@ -198,13 +246,16 @@ def survey(root: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
         return value
 
     fake_args, fake_kwargs = pytree.tree_map(fake, (tuple(args), dict(kwargs)))
+    seen: dict[int, Any] = {}
     try:
-        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, use_keys=True)
+        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, True, seen)
         trusted = True
     except _Disproved:
-        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, use_keys=False)
+        seen.clear()
+        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, False, seen)
         trusted = False
-    return Survey(run.calls, fake_mode=mode, recorded=run.recorded, trusted_keys=trusted)
+    return Survey(run.calls, fake_mode=mode, recorded=run.recorded, trusted_keys=trusted,
+                  seen_by_parent=seen)
 
 
 __all__ = ["Survey", "survey"]
