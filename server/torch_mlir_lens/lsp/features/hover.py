@@ -39,6 +39,8 @@ MAX_IR_LINES = 24
 MAX_IR_LINE_CHARS = 160
 MAX_ON_DEMAND = 3  # modules lowered at most for one hover
 _CALL = re.compile(r"\bcall @([\w.$-]+)\(")
+_CONSTANT = re.compile(r"= (arith\.constant|torch\.vtensor\.literal|\"tosa\.const\"|"
+                       r"stablehlo\.constant|torch\.constant\.)")
 
 
 def register(server: LensServer) -> None:
@@ -215,7 +217,10 @@ def render(
     """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
     ir = result.ir.splitlines()
     wanted = [n for n in _ir_lines(result, doc.path, line) if 0 < n <= len(ir)]
-    shown = [_clip(ir[n - 1]) for n in wanted[:MAX_IR_LINES]]
+    # Computations first, constants (weights) after, when not all fit.
+    kept = sorted(sorted(wanted, key=lambda n: _CONSTANT.search(ir[n - 1]) is not None)
+                  [:MAX_IR_LINES])
+    shown = [_clip(ir[n - 1]) for n in kept]
     rest = len(wanted) - len(shown)
     title = target_title(result.target)
     header = f"**{title}** · `{module}` · line {line}"
@@ -235,7 +240,7 @@ def render(
     if library:
         parts.append(library)
     parts.append(f"```mlir\n{body}\n```")
-    blocks = block_functions(result, [ir[n - 1] for n in wanted])
+    blocks = block_functions(result, [ir[n - 1] for n in kept])
     if blocks:
         parts.append(blocks)
     verdict = verdict_line(server, doc, module, line)

@@ -232,6 +232,7 @@ def _plans(made: list[tuple[Group, StitchedBlock]], chains: list[Chain]) -> Plan
     kernels = {id(group): block.kernel for group, block in made}
     for group, block in made:
         for call in group.calls:
+            block.kernel.paths.setdefault(id(call.module), call.path)
             entry = plans.setdefault(id(call.module), (call.module, {}))
             entry[1][call.call_key] = StubbedCall(block.kernel, group.representative)
     for chain in chains:

@@ -98,8 +98,10 @@ def _constant_operand(op: Any, index: int) -> tuple[int, Any]:
     return int(ir.IntegerAttr(owner.attributes["value"]).value), owner
 
 
-def _weight_literal(tensor: Any, hooks: LiteralHooks, types: Any, ip: Any, loc: Any) -> Any:
-    """A `torch.vtensor.literal` of one weight, inserted at `ip`."""
+def _weight_literal(tensor: Any, name: str, hooks: LiteralHooks, types: Any, ip: Any,
+                    loc: Any) -> Any:
+    """A `torch.vtensor.literal` of one weight, inserted at `ip`, at `loc` under the weight's
+    name (`loc("layers.3.attn.q_proj.weight"(<the call's location>))`)."""
     attr = hooks.attribute(tensor)
     if attr is None:
         import numpy as np
@@ -112,7 +114,8 @@ def _weight_literal(tensor: Any, hooks: LiteralHooks, types: Any, ip: Any, loc: 
             raise StitchError(f"a weight cannot be frozen in: {exc}") from exc
     return ir.Operation.create("torch.vtensor.literal",
                                results=[types.tensor_to_vtensor_type(tensor)],
-                               attributes={"value": attr}, loc=loc, ip=ip).result
+                               attributes={"value": attr}, loc=ir.Location.name(name, loc),
+                               ip=ip).result
 
 
 def stitch(module_op: Any, functions: list[Function]) -> dict[str, int]:
@@ -152,8 +155,10 @@ def stitch(module_op: Any, functions: list[Function]) -> dict[str, int]:
             ip = ir.InsertionPoint(op)
             inputs = list(op.operands)[len(numbers):]
             for i in range(count):  # a chain: each block on the previous one's result
-                weights = [_weight_literal(t, hooks, types, ip, op.location)
-                           for t in kernels[number].weights(site + i)]
+                kernel = kernels[number]
+                weights = [_weight_literal(t, name, hooks, types, ip, op.location)
+                           for t, name in zip(kernel.weights(site + i),
+                                              kernel.weight_names(site + i), strict=True)]
                 operands = [*inputs, *weights]
                 _check_types(operands, op, callee, symbol)
                 call = func_d.CallOp([r.type for r in op.results],

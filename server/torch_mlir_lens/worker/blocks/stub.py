@@ -64,11 +64,18 @@ class GroupKernel:
     out_metas: list[TensorMeta]
     run: Callable[..., Any] | None = None  # the exported block function, once traced
     sites: dict[int, tuple[torch.nn.Module, list[str]]] = field(default_factory=dict)
+    paths: dict[int, str] = field(default_factory=dict)  # id(block) → its path in the model
 
     def weights(self, site: int) -> list[torch.Tensor]:
         """The weights of the block called at `site`, in the function's order."""
         module, names = self.sites[site]
         return [attribute(module, name) for name in names]
+
+    def weight_names(self, site: int) -> list[str]:
+        """Their names in the model ("layers.3.attn.q_proj.weight")."""
+        module, names = self.sites[site]
+        path = self.paths.get(id(module), "")
+        return [f"{path}.{name}" if path else name for name in names]
 
 
 def new_kernel(out_metas: list[TensorMeta]) -> GroupKernel:
