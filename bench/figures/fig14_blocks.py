@@ -6,8 +6,9 @@ decoder layers; built without weights), the same file at the 70 B width with 8 l
 
 - Big shapes, each way (`stitchBlocks` true and false): a fresh server (diagnostics off, so one
   target per lowering; a 600 s time-out); the first lowering to Linalg (the worker's first, its
-  block traced), then a timed edit to IR (a trailing comment: the module's caches miss, the
-  traced block is re-used); the worker's peak RSS over its life; the Linalg IR's lines.
+  block traced), then timed edits to IR (a trailing comment: the module's caches miss, the
+  traced block is re-used; three stitched, one inline; the median); the worker's peak RSS over
+  its life; the Linalg IR's lines.
 - Depth: the 80-layer and the 8-layer file of the same width, stitched, the same two times;
   their ratio (first lowering and edit).
 - Zoo: every wrapper of figure 8 verified (`torchMlirLens/verify`: Linalg on LLVM against
@@ -34,7 +35,7 @@ from tests.harness.lsp_session import hover_text
 
 from bench.context import BenchError, Context, bump, check_lower, worker_pid
 from bench.figures.fig2_hover import forward_lines
-from bench.figures.fig8_zoo import zoo_models
+from bench.figures.fig8_zoo import ZOO, zoo_models
 from bench.lsp_client import LensClient, peak_rss_mb
 from bench.models import BenchModel, _write, example, lm20
 from bench.report import FigureResult, Metric, metric_from_samples
@@ -60,9 +61,10 @@ def _shallow(work: Path) -> BenchModel:
     return _model("llama70b_8layers", path, "LlamaLM")
 
 
-async def _lower_twice(ctx: Context, model: BenchModel, stitch: bool,
-                       tag: str) -> dict[str, Any]:
-    """First lowering and one timed edit to Linalg on a fresh server; peak RSS; IR lines."""
+async def _lower_twice(ctx: Context, model: BenchModel, stitch: bool, tag: str,
+                       edits: int = 1) -> dict[str, Any]:
+    """First lowering and `edits` timed edits to Linalg on a fresh server (the median);
+    peak RSS; IR lines."""
     settings = {"diagnostics": "off", "timeoutSeconds": 600, "stitchBlocks": stitch}
     client = await ctx.new_server(f"server-fig14-{model.name}-{tag}", settings)
     try:
@@ -72,9 +74,13 @@ async def _lower_twice(ctx: Context, model: BenchModel, stitch: bool,
         uri = client.open(model.path, original)
         res, first = await client.lower(uri, model.module, "linalg")
         check_lower(res, f"{model.name} first")
-        client.change(uri, bump(original, 1))
-        res, edit = await client.lower(uri, model.module, "linalg")
-        res = check_lower(res, f"{model.name} edit")
+        times = []
+        for k in range(edits):
+            client.change(uri, bump(original, k + 1))
+            res, seconds = await client.lower(uri, model.module, "linalg")
+            res = check_lower(res, f"{model.name} edit")
+            times.append(seconds)
+        edit = median(times)
         stats = res.get("stats") or {}
         info: dict[str, Any] = {}
         with contextlib.suppress(Exception):
@@ -83,7 +89,8 @@ async def _lower_twice(ctx: Context, model: BenchModel, stitch: bool,
         if pid is None:
             raise BenchError("no worker process found")
         client.close(uri)
-        return {"first": first, "edit": edit, "peak": peak_rss_mb(pid),
+        return {"first": first, "edit": edit, "edits": [round(t, 3) for t in times],
+                "peak": peak_rss_mb(pid),
                 "ir_lines": len(str(res.get("ir") or "").splitlines()),
                 "blocks": stats.get("blocks"), "note": stats.get("blocksNote"),
                 "phases": {k: round(float(v), 2) for k, v in (res.get("timings") or {}).items()},
@@ -98,7 +105,8 @@ async def _big_shapes(ctx: Context, result: FigureResult) -> dict[str, dict[str,
         for way, stitch in WAYS.items():
             key = f"{model.name} {way}"
             try:
-                measured[key] = out = await _lower_twice(ctx, model, stitch, way)
+                measured[key] = out = await _lower_twice(ctx, model, stitch, way,
+                                                         edits=3 if stitch else 1)
             except Exception as exc:  # one failure must not hide the others
                 result.details[f"{key} error"] = f"{type(exc).__name__}: {exc}"[:500]
                 continue
@@ -117,7 +125,7 @@ async def _big_shapes(ctx: Context, result: FigureResult) -> dict[str, dict[str,
 
 
 async def _depth(ctx: Context, result: FigureResult, deep: dict[str, Any] | None) -> None:
-    shallow = await _lower_twice(ctx, _shallow(ctx.work), True, "stitched")
+    shallow = await _lower_twice(ctx, _shallow(ctx.work), True, "stitched", edits=3)
     result.details["llama70b_8layers stitched"] = {
         k: v for k, v in shallow.items() if k not in ("first", "edit", "peak", "ir_lines")}
     result.metrics.append(Metric("8 layers (70 B width) stitched: edit to Linalg IR",
@@ -134,12 +142,14 @@ async def _depth(ctx: Context, result: FigureResult, deep: dict[str, Any] | None
 
 async def _zoo(ctx: Context, result: FigureResult) -> None:
     outcomes: dict[str, dict[str, Any]] = {}
+    # A copy in the servers' (trusted) workspace: the zoo's own folder is not theirs.
+    copy = _write(ctx.work / "hf_zoo.py", ZOO.read_text())
+    zoo = [BenchModel(m.name, copy, m.module, m.inputs) for m in zoo_models(ctx.config.smoke)]
     for way, stitch in WAYS.items():
         settings = {"diagnostics": "off", "timeoutSeconds": 300, "stitchBlocks": stitch}
         client = await ctx.new_server(f"server-fig14-zoo-{way}", settings)
         try:
-            zoo = zoo_models(ctx.config.smoke)
-            uri = client.open(zoo[0].path)
+            uri = client.open(copy)
             for model in zoo:
                 row = outcomes.setdefault(model.name, {})
                 lowered, _ = await client.lower(uri, model.module, "linalg")
@@ -172,7 +182,9 @@ async def _first_hover(ctx: Context, stitch: bool, way: str) -> float:
     """Open → hover with IR on the LM's forward, on a fresh server warmed on the MLP."""
     client = await ctx.new_server(f"server-fig14-hover-{way}", {"stitchBlocks": stitch})
     try:
-        mlp = example("mlp", ctx.work)
+        given = example("mlp", ctx.work)  # a copy in the server's (trusted) workspace
+        mlp = BenchModel(given.name, _write(ctx.work / "mlp_warm.py", given.path.read_text()),
+                         given.module, given.inputs)
         warm_uri = client.open(mlp.path)
         check_lower((await client.lower(warm_uri, mlp.module, "linalg"))[0], "warm-up")
         await client.wait_idle()
@@ -180,7 +192,7 @@ async def _first_hover(ctx: Context, stitch: bool, way: str) -> float:
         model = lm20(ctx.work)
         source = model.path.read_text().splitlines()
         line, col = next((ln, c) for ln, c in forward_lines(model.path, {model.module})
-                         if source[ln].strip() == "x = block(x)")  # the layers' call
+                         if "block" in source[ln])  # the line calling the layers
         return await _hover_after_open(client, model, line, col)
     finally:
         await ctx.stop_server(client)
@@ -200,16 +212,27 @@ async def _hover_after_open(client: LensClient, model: BenchModel, line: int,
         await asyncio.sleep(0.05)
 
 
+async def _part(result: FigureResult, name: str, work: Any) -> Any:
+    """Run one part of the figure; a failure is recorded, the other parts still run."""
+    try:
+        return await work
+    except Exception as exc:
+        result.details[f"{name} error"] = f"{type(exc).__name__}: {exc}"[:500]
+        return None
+
+
 async def run(ctx: Context) -> FigureResult:
     """Big shapes both ways, the depth ratio, the zoo's Verify, the LM's first hover."""
     result = FigureResult(NUMBER, TITLE)
     measured = await _big_shapes(ctx, result)
-    await _depth(ctx, result, measured.get("llama70b stitched"))
-    await _zoo(ctx, result)
+    await _part(result, "depth", _depth(ctx, result, measured.get("llama70b stitched")))
+    await _part(result, "zoo", _zoo(ctx, result))
     hovers: dict[str, list[float]] = {}
     for _ in range(1 if ctx.config.quick else 2):
         for way, stitch in WAYS.items():
-            hovers.setdefault(way, []).append(await _first_hover(ctx, stitch, way))
+            seconds = await _part(result, f"hover {way}", _first_hover(ctx, stitch, way))
+            if seconds is not None:
+                hovers.setdefault(way, []).append(seconds)
     for way, samples in hovers.items():
         result.metrics.append(metric_from_samples(
             f"20-layer LM, first hover on a first open ({way})", samples, "s",

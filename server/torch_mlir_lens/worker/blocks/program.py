@@ -104,14 +104,13 @@ class StitchedProgram:
 
     @property
     def state_dict(self) -> dict[str, Any]:
-        """The parent's parameters and buffers and its stitched blocks' weights (by site):
-        the weights the module's IR holds."""
+        """The parent's parameters and buffers and its stitched blocks' weights (by their
+        names in the model): the weights the module's IR holds."""
         merged = dict(self.parent.state_dict)
         for block in self.blocks:
-            for site, (module, names) in block.kernel.sites.items():
-                for name, tensor in zip(names, block.kernel.weights(site), strict=True):
-                    merged[f"{block.symbol}@{site}.{name}"] = tensor
-                del module
+            kernel = block.kernel
+            for site in kernel.sites:
+                merged.update(zip(kernel.weight_names(site), kernel.weights(site), strict=True))
         return merged
 
     @property
