@@ -68,7 +68,7 @@ class Outcome:
     blocks: list[StitchedBlock] = field(default_factory=list)
     surveyed: tuple[int, int] = (0, 0)  # block calls seen, and run (the others matched)
     chains: int = 0  # block calls made by chain ops (the parent's export saw one op each)
-    chains_dropped: str = ""  # why the export was made again without chains
+    retried: str = ""  # why the parent was exported again, one op per call
 
     def stats(self) -> dict[str, Any]:
         """Keys added to a result's stats."""
@@ -81,8 +81,8 @@ class Outcome:
         if self.surveyed[0]:
             out["blocks_survey"] = {"calls": self.surveyed[0], "recorded": self.surveyed[1],
                                     "chained": self.chains}
-        if self.chains_dropped:
-            out["blocks_chains_dropped"] = self.chains_dropped
+        if self.retried:
+            out["blocks_retried"] = self.retried
         if self.seconds:
             out["blocks_seconds"] = {k: round(v, 4) for k, v in self.seconds.items()}
         return out
@@ -243,18 +243,22 @@ def _plans(made: list[tuple[Group, StitchedBlock]], chains: list[Chain]) -> Plan
 
 
 def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: list[Chain],
-                   export: Any, users: UserFiles, outcome: Outcome) -> tuple[Any, Outcome]:
+                   export: Any, users: UserFiles, outcome: Outcome,
+                   first: bool = True) -> tuple[Any, Outcome]:
+    """The parent exported with its blocks stubbed: first with chains and the blocks'
+    submodules out of sight, then (that failing) one op per call, then inline."""
     start = time.perf_counter()
     try:
-        with stubbed(_plans(made, chains)):
+        with stubbed(_plans(made, chains if first else []), submodules=first):
             parent = export()
     except LensError as err:
-        if not chains:
+        if not first:
             outcome.reason = (f"the export with stitched blocks failed "
                               f"({err.message.splitlines()[0]})")
             return export(), outcome
-        outcome.chains_dropped = err.message.splitlines()[0][:200]
-        return _export_parent(fn, made, [], export, users, outcome)
+        outcome.retried = err.message.splitlines()[0][:200]
+        return _export_parent(fn, made, chains, export, users, outcome, first=False)
+    chains = chains if first else []
     outcome.chains = sum(len(c.calls) for c in chains)
     outcome.seconds["parent_export"] = time.perf_counter() - start
     sites = _call_sites(parent)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torch_mlir_lens.worker.blocks.record import TensorMeta, _hash, _plain
+from torch_mlir_lens.worker.blocks.record import TensorMeta, _plain
 
 Reads = dict[tuple[str, str], None]  # (module path in the block, attribute name), in order
 
@@ -115,23 +115,33 @@ def _hook_value(value: Any) -> Any:
     return _state_value(value)
 
 
+def _submodule(block: torch.nn.Module, path: str, found: dict[str, Any]) -> Any:
+    """The module at `path` in `block` ("" is the block itself), or None."""
+    if path in found:
+        return found[path]
+    parent, _, name = path.rpartition(".")
+    above = _submodule(block, parent, found) if path else block
+    module = None if above is None or not path else above._modules.get(name)
+    found[path] = module if path else block
+    return found[path]
+
+
 def state_key(block: torch.nn.Module, reads: Reads, args: tuple[Any, ...],
-              kwargs: dict[str, Any]) -> str | None:
-    """The key of a call of `block`: its class, its inputs' types and plain values, and the
-    values of the attributes in `reads`; None when one of them names a missing module."""
-    modules: dict[str, torch.nn.Module] = {}
-    for path, module in block.named_modules(remove_duplicate=False):
-        modules.setdefault(path, module)
+              kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The key of a call of `block` (a tuple, compared exactly): its class, its inputs' types
+    and plain values, and the values of the attributes in `reads`; None when one of them
+    names a missing module."""
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     cls = type(block)
     parts: list[Any] = [
-        _originals.get(cls, cls).__qualname__, str(spec),
-        [TensorMeta.of(v) if isinstance(v, torch.Tensor) else _plain(v) for v in leaves],
-        [next(j for j, u in enumerate(tensors) if u is t) for t in tensors],
+        _originals.get(cls, cls), spec,
+        tuple(TensorMeta.of(v) if isinstance(v, torch.Tensor) else _plain(v) for v in leaves),
+        tuple(next(j for j, u in enumerate(tensors) if u is t) for t in tensors),
     ]
+    found: dict[str, Any] = {}
     for path, name in reads:
-        module = modules.get(path)
+        module = _submodule(block, path, found)
         if module is None:
             return None
         try:
@@ -141,7 +151,7 @@ def state_key(block: torch.nn.Module, reads: Reads, args: tuple[Any, ...],
             continue
         read = _hook_value(value) if "hook" in name else _state_value(value)
         parts.append((path, name, read))
-    return _hash(parts)
+    return tuple(parts)
 
 
 __all__ = ["Reads", "state_key", "watching"]

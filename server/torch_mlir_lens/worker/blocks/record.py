@@ -74,21 +74,20 @@ class BlockCall:
     out_metas: list[TensorMeta] = field(default_factory=list)  # the stitched call's results
     ops: int = 0
     digest: str = ""
-    call_key: str = ""  # what a call with the same inputs has (`call_key()`)
+    call_key: Any = None  # what a call with the same inputs has (`call_key()`)
     problem: str | None = None  # why this call cannot share a function
     recorded: bool = True  # False: its ops were not run, its state matched a recorded call's
     reads: dict[tuple[str, str], None] | None = None  # what a recorded call read (reads.py)
     returned: list[Any] = field(default_factory=list)  # the output leaves, as returned
 
 
-def call_key(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """A block call's inputs as a key: the same for a call of the same module with inputs of
-    the same types and the same plain values (what the export's stub looks a call up by)."""
+def call_key(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A block call's inputs as a key (a tuple, compared exactly): the same for a call of the
+    same module with inputs of the same types and the same plain values (what the export's
+    stub looks a call up by)."""
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
-    parts: list[Any] = [id(module), str(spec)]
-    for leaf in leaves:
-        parts.append(TensorMeta.of(leaf) if isinstance(leaf, torch.Tensor) else _plain(leaf))
-    return _hash(parts)
+    return (id(module), spec, tuple(TensorMeta.of(leaf) if isinstance(leaf, torch.Tensor)
+                                    else _plain(leaf) for leaf in leaves))
 
 
 def _plain(value: Any) -> Any:

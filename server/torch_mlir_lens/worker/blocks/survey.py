@@ -57,7 +57,7 @@ class Survey:
 class _Keyed:
     """A recorded call that later calls may match by key."""
 
-    key: str
+    key: tuple[Any, ...]
     call: BlockCall
     matched: int = 0
 
