@@ -18,6 +18,7 @@ from bench.figures import (
     fig11_dynamic,
     fig12_reopen,
     fig13_broad_zoo,
+    fig14_blocks,
 )
 
 FIGURES: list[ModuleType] = [
@@ -34,4 +35,5 @@ FIGURES: list[ModuleType] = [
     fig11_dynamic,
     fig12_reopen,
     fig13_broad_zoo,
+    fig14_blocks,
 ]

@@ -10,8 +10,9 @@ import { exportModuleAs, exportReproTo, withoutUserChoice } from './exportComman
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
-import { SCHEME } from './paneSpec';
+import { SCHEME, type PaneSpec } from './paneSpec';
 import { SERVER_COMMANDS } from './protocol';
+import { setting } from './settings';
 import { showIr, showIrAfterPass } from './showIrCommands';
 import { verifyModule } from './verifyCommand';
 
@@ -31,6 +32,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.showOutput': async () => client.showOutput(),
     'torchMlirLens.toggleColorBands': () => linking.toggleBands(),
     'torchMlirLens.refreshPane': () => refreshActivePane(panes),
+    'torchMlirLens.toggleInlineBlocks': () => toggleInlineBlocks(panes),
   };
   for (const [id, fn] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(id, run(fn as (...args: unknown[]) => Promise<unknown>)));
@@ -75,6 +77,17 @@ function completeServerExports(deps: CommandDeps, run: ReturnType<typeof reporti
     await run(exportReproTo)(deps, args[0]);
     return true;
   });
+}
+
+/** The active IR pane again with its repeated blocks the other way: inline, or once each. */
+async function toggleInlineBlocks(panes: IrPanes): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const pane = editor?.document.uri.scheme === SCHEME ? panes.get(editor.document.uri) : undefined;
+  if (!editor || !pane) throw new Error('open an IR pane first (Show IR…)');
+  const source = vscode.Uri.parse(pane.spec.source);
+  const once = pane.spec.blocks ? pane.spec.blocks === 'stitched' : setting<boolean>('stitchBlocks', true, source);
+  const spec: PaneSpec = { ...pane.spec, blocks: once ? 'inline' : 'stitched' };
+  await panes.open(spec, editor.viewColumn);
 }
 
 async function refreshActivePane(panes: IrPanes): Promise<void> {

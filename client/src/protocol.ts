@@ -27,6 +27,7 @@ export interface LowerParams {
   pipeline?: string | null; // a name from the `pipelines` setting, or a pipeline string
   printAfterAll?: boolean;
   workDoneToken?: number | string | null;
+  inlineBlocks?: boolean | null; // repeated blocks inline; absent: the stitchBlocks setting
 }
 
 export interface IrLineMapping {

@@ -16,6 +16,7 @@ const SERVER_KEYS = [
   'pipelines',
   'strictExport',
   'cacheSizeMb',
+  'stitchBlocks',
 ] as const;
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {

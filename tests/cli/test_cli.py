@@ -212,6 +212,23 @@ def test_export_writes_parseable_text_and_bytecode(examples_dir: Path, tmp_path:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.mlir", "mlp.mlirbc"]
 
 
+def test_repeated_blocks_export_as_one_function_and_lower_inline_on_request(
+        examples_dir: Path, tmp_path: Path) -> None:
+    model = str(examples_dir / "transformer.py")
+    out = tmp_path / "tiny.mlir"
+    proc = run_cli("export", model, "--module", "TinyTransformer", "--target", "linalg",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.count("func.func private @Block(") == 1 and text.count("call @Block(") == 2
+    inline = run_cli("lower", model, "--module", "TinyTransformer", "--target", "linalg",
+                     "--inline-blocks", "--json")
+    assert inline.returncode == 0, inline.stderr
+    data = json.loads(inline.stdout)
+    assert "func.func private" not in data["ir"]
+    assert data["stats"]["blocks"] == [] and data["stats"]["blocks_note"] == "inline: asked for"
+
+
 def test_failed_export_keeps_the_old_file(examples_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "keep.mlir"
     out.write_text("precious\n")

@@ -304,7 +304,8 @@ async def run_check(args: argparse.Namespace) -> int:
         timeout_s=settings.timeout_s, memory_limit_mb=settings.memory_mb,
         example_inputs=dict(settings.cfg.example_inputs),
         strict_export=args.strict or bool(settings.cfg.strict_export),
-        require_inputs=args.require_inputs, cache_dir=args.cache_dir)
+        require_inputs=args.require_inputs, cache_dir=args.cache_dir,
+        inline_blocks=getattr(args, "inline_blocks", False))
     outcomes = await _lower_all(tasks, plan, opts)
     config = config_json(timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb,
                          strict_export=opts.strict_export, require_inputs=opts.require_inputs,

@@ -92,6 +92,8 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
                        help="torch.save'd tuple of tensors or dict of keyword tensors")
     parser.add_argument("--init", metavar="EXPR", help="constructor arguments (a tuple)")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
+    parser.add_argument("--inline-blocks", action="store_true",
+                        help="lower repeated blocks inline, not as one function per block")
     parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
                         default=defaults.TIMEOUT_S, metavar="S",
                         help=f"give up on a job after S seconds (default {defaults.TIMEOUT_S:g})")
@@ -216,6 +218,7 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         path=src.path, module=module, text=text, inputs=args.inputs,
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
         init=args.init, workspace=os.getcwd(), strict=args.strict,
+        inline_blocks=getattr(args, "inline_blocks", False),
     )
 
 

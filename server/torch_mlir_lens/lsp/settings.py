@@ -30,6 +30,7 @@ _KEYS = {
     "pipelines": "pipelines",
     "strictExport": "strict_export",
     "cacheSizeMb": "cache_size_mb",
+    "stitchBlocks": "stitch_blocks",
 }
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
@@ -50,6 +51,7 @@ class Settings:
     pipelines: Mapping[str, str] = field(default_factory=dict)
     strict_export: bool = False
     cache_size_mb: int = defaults.CACHE_SIZE_MB  # the persistent result cache; 0: off
+    stitch_blocks: bool = True  # repeated blocks as one function each (False: inline)
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -68,6 +70,7 @@ class Settings:
         return (
             tuple(sorted(self.example_inputs.items())),
             self.strict_export,
+            self.stitch_blocks,
         )
 
 
@@ -107,7 +110,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "cache_size_mb":
         ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         return int(value) if ok else None
-    if name == "strict_export":
+    if name in ("strict_export", "stitch_blocks"):
         return value if isinstance(value, bool) else None
     return None
 

@@ -51,9 +51,11 @@ class ModuleJob(Job):
     construct: str = "auto"  # "auto" | "meta" | "real": how the module is built
     # The module's fingerprint (discovery/fingerprint.py), when known.
     fingerprint: str | None = None
+    # Repeated blocks lowered inline, not as one function per block (worker/blocks/).
+    inline_blocks: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """Absolute paths; `construct` and `fingerprint` only when set."""
+        """Absolute paths; `construct`, `fingerprint` and `inline_blocks` only when set."""
         data = super().to_json()
         data["path"] = os.path.abspath(self.path)
         if self.inputs_file is not None:
@@ -62,6 +64,8 @@ class ModuleJob(Job):
             del data["construct"]
         if self.fingerprint is None:
             del data["fingerprint"]
+        if not self.inline_blocks:
+            del data["inline_blocks"]
         return data
 
     def module_fields(self) -> ModuleJob:

@@ -49,6 +49,7 @@ class LowerParams:
     pipeline: str | None = None  # a name from the `pipelines` setting, or a pipeline string
     print_after_all: bool = False
     work_done_token: int | str | None = None
+    inline_blocks: bool | None = None  # repeated blocks inline; None: the stitchBlocks setting
 
 
 @attrs.define

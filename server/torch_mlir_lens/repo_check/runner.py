@@ -39,6 +39,7 @@ class RunOptions:
     strict_export: bool = False
     require_inputs: bool = False
     cache_dir: str | None = None  # the persistent result cache (None: none)
+    inline_blocks: bool = False  # repeated blocks inline, not one function each
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
@@ -101,7 +102,7 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         return ModuleOutcome(task, entry, findings)
     job = ModuleJob(path=task.path, module=task.name, text=text,
                     settings_inputs=dict(opts.example_inputs), workspace=opts.root,
-                    strict=opts.strict_export)
+                    strict=opts.strict_export, inline_blocks=opts.inline_blocks)
     started = time.perf_counter()
     try:
         results = await engine.lower(job, targets=opts.targets)

@@ -111,9 +111,12 @@ def is_known_target(name: str) -> bool:
 #   f16 conversions (and those between 16-bit floats and f64) into integer arithmetic, then
 #   arith-expand{include-bf16} does the same for f32 <-> bf16. Nothing is left for the CPU but
 #   SSE2;
-# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
+# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM;
+# - first of all, the calls of a stitched module's block functions are inlined (nothing to do
+#   in a module of one function): deallocation and the JIT's entry point want one function.
 LLVM_PIPELINE_HEAD = (
     "builtin.module("
+    "inline{default-pipeline=},"
     "func.func(refback-generalize-tensor-concat),"
     "func.func(linalg-generalize-named-ops),"
     "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
@@ -143,6 +146,18 @@ LLVM_PIPELINE_TAIL = (
     "convert-ub-to-llvm,"
     "reconcile-unrealized-casts)"
 )
+
+
+# A stitched module (worker/blocks/: one function per repeated block, called at each of its
+# calls): its calls inlined, before a pipeline that needs one function (StableHLO, a user's
+# pipeline), and before a backend's contract check (which rejects `func.call`), run apart.
+INLINE_CALLS_PIPELINE = "builtin.module(inline{default-pipeline=})"
+
+
+def contract_check_pipeline(verify_pass: str, *, inline: bool) -> str:
+    """A backend's contract check (`torch-verify-...-contract`), the calls inlined first when
+    `inline`."""
+    return f"builtin.module({'inline{default-pipeline=},' if inline else ''}{verify_pass})"
 
 
 # Not a lowering: running these two conversions on an empty module loads the StableHLO and

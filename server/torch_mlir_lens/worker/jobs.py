@@ -191,7 +191,7 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     Built without its weights (construct.py) unless `need_weights` names what needs them;
     a program with real weights serves every job, one without serves only those that elide.
     """
-    from torch_mlir_lens.worker import construct, loader, lowering
+    from torch_mlir_lens.worker import blocks, construct, loader, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
 
     path = job.path
@@ -231,13 +231,22 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
             resolved.instance = None  # never hand a weightless module to a job needing values
         return inputs_mod.instantiate(mod, name, resolved)
 
+    blocks_stats: dict[str, Any] = {}
+
     def export(fn: Any) -> Any:
         _stats["exports_run"] += 1
-        return lowering.export_program(
-            fn, resolved.args, resolved.kwargs, user_files=user_files,
-            strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
-            dynamic_at=resolved.dynamic_at,
-        )
+
+        def inline() -> Any:
+            return lowering.export_program(
+                fn, resolved.args, resolved.kwargs, user_files=user_files,
+                strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+                dynamic_at=resolved.dynamic_at,
+            )
+
+        program, outcome = blocks.export(fn, resolved, inline, job, user_files, text)
+        blocks_stats.clear()
+        blocks_stats.update(outcome.stats())
+        return program
 
     program, built = construct.construct_and_export(
         inputs_mod.lookup(mod, name), resolved, build_real=build_real, export=export,
@@ -248,7 +257,8 @@ def _program(job: ModuleJob, need_weights: str | None = None) -> _Program:
     entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
                      fn=built.fn, args=tuple(resolved.args),
                      kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes,
+                     construction={**built.stats(), **blocks_stats},
+                     dynamic_shapes=resolved.dynamic_shapes,
                      loaded=frozenset(loader.touched))
     key = real_key if built.path == construct.REAL else any_key
     _programs[key] = entry
@@ -383,7 +393,9 @@ def _ping(job: Job) -> dict[str, Any]:
 
 
 def _stats_job(job: Job) -> dict[str, Any]:
-    return {**_stats, "pid": os.getpid(), "cached_programs": len(_programs)}
+    from torch_mlir_lens.worker.blocks import counters
+
+    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
 
 
 def _jsonable(value: Any) -> Any:
