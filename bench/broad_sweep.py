@@ -21,7 +21,7 @@ For each architecture, one after another:
 
 With `--rewrites`, each backend the product does not lower gets the proven rewrites (the
 engine's `rewrites` job), then the module lowered through every one (`rewrites=auto`) and,
-when it lowers, Verify on that backend's IR (figure 14, bench/rewrites_figure.py).
+when it lowers, Verify on that backend's IR (figure 15, bench/rewrites_figure.py).
 
 Rows are appended to a JSON-lines file as they come (`--resume` skips the types already there),
 so an interrupted sweep loses nothing. Figure 13 summarizes them.
@@ -242,7 +242,7 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                 log: Path | None = None, resume: bool = False,
                 rewrites: bool = False, compare: bool = True) -> list[Row]:
     """`compare` False: the product alone (and its rewrites), without plain torch-mlir and
-    the precision check (figure 14 needs neither)."""
+    the precision check (figure 15 needs neither)."""
     """Every type of `types` (skipping those in `rows_path` with `resume`); all rows."""
     from torch_mlir_lens.engine import Engine, EngineConfig
 
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "broad_rows.jsonl")
     ap.add_argument("--resume", action="store_true", help="skip the types already in --rows")
     ap.add_argument("--rewrites", action="store_true",
-                    help="prove rewrites where the product fails (figure 14)")
+                    help="prove rewrites where the product fails (figure 15)")
     ap.add_argument("--product-only", action="store_true",
                     help="no plain torch-mlir and no precision check beside the product")
     args = ap.parse_args(argv)

@@ -12,7 +12,7 @@ the test's own invoker (stopped at its first call), and then:
 2. plain torch-mlir, only where the product failed: `fx.export_and_import` on that backend.
 
 With `--rewrites`, each failing pair also gets the product's proven rewrites and whether the
-module, lowered with them, verifies (bench/rewrites_figure.py, figure 14).
+module, lowered with them, verifies (bench/rewrites_figure.py, figure 15).
 
 Rows go to a JSON-lines file; the summary counts failing (test, backend) pairs, those with no
 culprit, errors without a line, and failures where plain torch-mlir lowers. Tests run in child
@@ -232,7 +232,7 @@ def main() -> None:
     ap.add_argument("--only", metavar="REGEX", help="only the tests whose name matches")
     ap.add_argument("--rows", type=Path, default=REPO / "bench" / ".work" / "e2e_rows.jsonl")
     ap.add_argument("--rewrites", action="store_true",
-                    help="prove rewrites for each failing pair (figure 14)")
+                    help="prove rewrites for each failing pair (figure 15)")
     ap.add_argument("--chunk", help=argparse.SUPPRESS)  # "start:stop", in a child process
     args = ap.parse_args()
     if args.chunk:

@@ -35,6 +35,10 @@ class _Client(HarnessClient):
         super().__init__("torch-mlir-lens-bench", "0.1", stderr_path=stderr_path)
 
 
+# Folders outside a benchmark server's workspace whose files it lowers: the model corpora.
+ALSO_TRUSTED = (Path(__file__).resolve().parents[1] / "tests" / "models",)
+
+
 class LensClient:
     """Drive one `torch-mlir-lens serve` process; every request returns (result, seconds)."""
 
@@ -84,6 +88,10 @@ class LensClient:
         await self.client.initialize_async(params)
         self.t_initialized = time.perf_counter()
         self.client.initialized(types.InitializedParams())
+        if self.trusted:
+            # Trust is per folder: the corpora of tests/models are lowered where they are.
+            self.client.protocol.notify("torchMlirLens/setTrusted", {
+                "trusted": True, "folders": [p.resolve().as_uri() for p in ALSO_TRUSTED]})
         return time.perf_counter() - self.t_spawn
 
     async def stop(self, timeout: float = 10.0) -> None:

@@ -289,7 +289,11 @@ def example(name: str, work: Path = WORK) -> BenchModel:
     baseline build exactly the same module and inputs.
     """
     for file, cls in _EXAMPLE_CANDIDATES.get(name, []):
-        path = EXAMPLES / file
+        if not (EXAMPLES / file).exists():
+            continue
+        # A copy in the work folder: the servers trust their workspace folder (the work
+        # folder), not the repository's examples/.
+        path = _write(work / "examples" / file, (EXAMPLES / file).read_text())
         if path.exists():
             inputs = annotation_of(path, cls, "inputs")
             if inputs:

@@ -1,4 +1,4 @@
-"""Figure 14: rewrites past rejected ops, over torch-mlir's e2e suite and the broad sweep.
+"""Figure 15: rewrites past rejected ops, over torch-mlir's e2e suite and the broad sweep.
 
 For each (module, backend) pair that fails, the product's own proof (worker/rewrites/) runs on
 it as the `rewrites` job does: every culprit's candidates are tried, the proven ones offered.

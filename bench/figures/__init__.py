@@ -18,7 +18,8 @@ from bench.figures import (
     fig11_dynamic,
     fig12_reopen,
     fig13_broad_zoo,
-    fig14_rewrites,
+    fig14_blocks,
+    fig15_rewrites,
 )
 
 FIGURES: list[ModuleType] = [
@@ -35,5 +36,6 @@ FIGURES: list[ModuleType] = [
     fig11_dynamic,
     fig12_reopen,
     fig13_broad_zoo,
-    fig14_rewrites,
+    fig14_blocks,
+    fig15_rewrites,
 ]

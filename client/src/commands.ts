@@ -7,12 +7,13 @@
 import * as vscode from 'vscode';
 import { asModuleArg, type CommandDeps } from './commandArgs';
 import { copyExportCode } from './exportCodeCommand';
-import { exportModuleAs, exportReproTo } from './exportCommands';
+import { exportModuleAs, exportReproTo, withoutUserChoice } from './exportCommands';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
-import { SCHEME } from './paneSpec';
+import { SCHEME, type PaneSpec } from './paneSpec';
 import { SERVER_COMMANDS } from './protocol';
+import { setting } from './settings';
 import { showIr, showIrAfterPass } from './showIrCommands';
 import { verifyModule } from './verifyCommand';
 
@@ -33,6 +34,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.showOutput': async () => client.showOutput(),
     'torchMlirLens.toggleColorBands': () => linking.toggleBands(),
     'torchMlirLens.refreshPane': () => refreshActivePane(panes),
+    'torchMlirLens.toggleInlineBlocks': () => toggleInlineBlocks(panes),
   };
   for (const [id, fn] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(id, run(fn as (...args: unknown[]) => Promise<unknown>)));
@@ -53,20 +55,41 @@ function reportingErrors(log: vscode.LogOutputChannel) {
     };
 }
 
-/** The server's lens "Export…" and "Export Repro…" send no destination: ask for one here. */
+/**
+ * The server's lens "Export…" and "Export Repro…" send no destination: ask for one here. One
+ * that names a destination goes on to the server, as not chosen in a dialog (the server then
+ * keeps it inside the workspace).
+ */
 function completeServerExports(deps: CommandDeps, run: ReturnType<typeof reportingErrors>): void {
   deps.client.intercept(SERVER_COMMANDS.exportModule, async (args) => {
     const a = asModuleArg(args[0]) as { output?: string };
-    if (a.output) return false;
+    if (a.output) {
+      args[0] = withoutUserChoice(args[0]);
+      return false;
+    }
     await run(exportModuleAs)(deps, args[0]);
     return true;
   });
   deps.client.intercept(SERVER_COMMANDS.exportRepro, async (args) => {
     const a = asModuleArg(args[0]) as { outputDir?: string };
-    if (a.outputDir) return false;
+    if (a.outputDir) {
+      args[0] = withoutUserChoice(args[0]);
+      return false;
+    }
     await run(exportReproTo)(deps, args[0]);
     return true;
   });
+}
+
+/** The active IR pane again with its repeated blocks the other way: inline, or once each. */
+async function toggleInlineBlocks(panes: IrPanes): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const pane = editor?.document.uri.scheme === SCHEME ? panes.get(editor.document.uri) : undefined;
+  if (!editor || !pane) throw new Error('open an IR pane first (Show IR…)');
+  const source = vscode.Uri.parse(pane.spec.source);
+  const once = pane.spec.blocks ? pane.spec.blocks === 'stitched' : setting<boolean>('stitchBlocks', true, source);
+  const spec: PaneSpec = { ...pane.spec, blocks: once ? 'inline' : 'stitched' };
+  await panes.open(spec, editor.viewColumn);
 }
 
 async function refreshActivePane(panes: IrPanes): Promise<void> {

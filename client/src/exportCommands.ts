@@ -1,11 +1,22 @@
 // "Export Module…" and "Export Repro…": the format, the save and folder dialogs, then the
 // server's `exportModule`/`exportRepro` and what to do with the result. The lenses' "Export…"
 // comes here too (commands.ts intercepts it when it names no destination).
+//
+// `chosenByUser: true` tells the server the path came from a dialog here, which lets it write
+// outside the workspace folders (never over a source file). It is set only below, on a dialog's
+// answer; a destination that arrives in a command's arguments loses it (`withoutUserChoice`).
 
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { moduleOfArg, resolveTarget, type CommandDeps, type ModuleTarget } from './commandArgs';
-import { SERVER_COMMANDS, targetTitle, type ExportModuleResponse, type ExportReproResponse } from './protocol';
+import {
+  SERVER_COMMANDS,
+  targetTitle,
+  type ExportModuleArgs,
+  type ExportModuleResponse,
+  type ExportReproArgs,
+  type ExportReproResponse,
+} from './protocol';
 import { setting } from './settings';
 
 interface Format {
@@ -28,7 +39,7 @@ export async function exportModuleAs(deps: CommandDeps, arg?: unknown): Promise<
   // refuses to replace a file unless told `overwrite` (contracts: the client asks first).
   const exists = fs.existsSync(dest.fsPath);
   const result = await deps.client.executeServerCommand<ExportModuleResponse | undefined>(SERVER_COMMANDS.exportModule, [
-    { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists },
+    { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists, chosenByUser: true } satisfies ExportModuleArgs,
   ]);
   const where = result?.path ?? dest.fsPath;
   const open = format.bytecode ? [] : ['Open'];
@@ -77,7 +88,7 @@ export async function exportReproTo(deps: CommandDeps, arg?: unknown): Promise<v
   });
   if (!dirs?.length) return;
   const res = await deps.client.executeServerCommand<ExportReproResponse | undefined>(SERVER_COMMANDS.exportRepro, [
-    { uri: m.source, module: m.module, target: t.target, outputDir: dirs[0].fsPath },
+    { uri: m.source, module: m.module, target: t.target, outputDir: dirs[0].fsPath, chosenByUser: true } satisfies ExportReproArgs,
   ]);
   if (res?.command) deps.client.log.info(`repro for ${m.module} (${t.target}): ${res.command}`);
   await offerRepro(res);
@@ -92,4 +103,14 @@ async function offerRepro(res: ExportReproResponse | undefined): Promise<void> {
   );
   if (picked === 'Copy command' && res?.command) await vscode.env.clipboard.writeText(res.command);
   if (picked === 'Open .mlir' && res?.mlirPath) await vscode.window.showTextDocument(vscode.Uri.file(res.mlirPath));
+}
+
+/**
+ * A command's argument object without `chosenByUser`: a destination that came in a command's
+ * arguments (another extension, a command link) was not chosen in this client's dialog.
+ */
+export function withoutUserChoice(arg: unknown): unknown {
+  if (!arg || typeof arg !== 'object' || !('chosenByUser' in arg)) return arg;
+  const { chosenByUser: _dropped, ...rest } = arg as Record<string, unknown>;
+  return rest;
 }

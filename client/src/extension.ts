@@ -2,6 +2,7 @@
 
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { registerIrFolding } from './irFolding';
 import { IrPanes } from './irPanes';
 import { LensClient } from './languageClient';
 import { Linking } from './linking';
@@ -20,7 +21,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TestAp
   const panes = new IrPanes(client);
   client.sourceOf = (uri) => panes.get(uri)?.spec.source;
   const linking = new Linking(panes);
-  context.subscriptions.push(log, status, trust, client, panes, linking);
+  context.subscriptions.push(log, status, trust, client, panes, linking, registerIrFolding());
   registerCommands(context, client, panes, linking);
   context.subscriptions.push(
     trust.onGranted(async () => {

@@ -159,6 +159,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     if (spec.pipeline) params.pipeline = spec.pipeline;
     else params.target = spec.target;
     if (spec.pass !== undefined) params.printAfterAll = true;
+    if (spec.blocks) params.inlineBlocks = spec.blocks === 'inline';
     pane.loading = true;
     try {
       const res = await this.client.request<LowerResponse | LowerResponse[]>(LOWER, params, cts.token);

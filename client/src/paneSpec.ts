@@ -12,6 +12,7 @@ export interface PaneSpec {
   pipeline?: string;
   pass?: number; // index into printAfterAll's passes
   passName?: string;
+  blocks?: 'inline' | 'stitched'; // repeated blocks; absent: the stitchBlocks setting
 }
 
 export interface PaneUriParts {
@@ -30,7 +31,8 @@ function clean(text: string): string {
 
 export function paneTitle(spec: PaneSpec): string {
   const pass = spec.pass !== undefined ? ` · after ${clean(spec.passName ?? `pass ${spec.pass + 1}`)}` : '';
-  return `${clean(spec.module)} · ${clean(label(spec))}${pass}.mlir`;
+  const blocks = spec.blocks === 'inline' ? ' · blocks inline' : spec.blocks === 'stitched' ? ' · blocks once' : '';
+  return `${clean(spec.module)} · ${clean(label(spec))}${blocks}${pass}.mlir`;
 }
 
 export function toUriParts(spec: PaneSpec): PaneUriParts {
@@ -42,6 +44,7 @@ export function toUriParts(spec: PaneSpec): PaneUriParts {
   if (spec.pipeline) q.set('pipeline', spec.pipeline);
   if (spec.pass !== undefined) q.set('pass', String(spec.pass));
   if (spec.passName) q.set('passName', spec.passName);
+  if (spec.blocks) q.set('blocks', spec.blocks);
   return { path: '/' + paneTitle(spec), query: q.toString() };
 }
 
@@ -60,6 +63,8 @@ export function fromQuery(query: string): PaneSpec | undefined {
   if (pipeline) spec.pipeline = pipeline;
   if (pass !== null && /^\d+$/.test(pass)) spec.pass = Number(pass);
   if (passName) spec.passName = passName;
+  const blocks = q.get('blocks');
+  if (blocks === 'inline' || blocks === 'stitched') spec.blocks = blocks;
   return spec;
 }
 

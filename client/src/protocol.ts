@@ -27,6 +27,7 @@ export interface LowerParams {
   pipeline?: string | null; // a name from the `pipelines` setting, or a pipeline string
   printAfterAll?: boolean;
   workDoneToken?: number | string | null;
+  inlineBlocks?: boolean | null; // repeated blocks inline; absent: the stitchBlocks setting
 }
 
 export interface IrLineMapping {
@@ -289,6 +290,8 @@ export interface ExportModuleArgs {
   output?: string | null;
   bytecode?: boolean;
   overwrite?: boolean;
+  /** Only for a path from the save dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportModuleResponse {
@@ -302,6 +305,8 @@ export interface ExportReproArgs {
   module: string;
   target?: string | null;
   outputDir?: string | null;
+  /** Only for a folder from the open dialog: it may then be outside the workspace folders. */
+  chosenByUser?: boolean;
 }
 
 export interface ExportReproResponse {
@@ -329,6 +334,8 @@ export interface SetTrustedResponse {
 export interface ExplainInputsResponse {
   message: string;
   template: string;
+  /** Where the inputs come from: comment, convention, settings, derived, inferred, missing. */
+  inputs: string;
 }
 
 export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');

@@ -17,6 +17,7 @@ const SERVER_KEYS = [
   'strictExport',
   'cacheSizeMb',
   'rewrites',
+  'stitchBlocks',
 ] as const;
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {

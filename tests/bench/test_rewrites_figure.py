@@ -1,4 +1,4 @@
-"""Figure 14's counts (bench/rewrites_figure.py) from rows of both corpora's shapes."""
+"""Figure 15's counts (bench/rewrites_figure.py) from rows of both corpora's shapes."""
 
 from __future__ import annotations
 

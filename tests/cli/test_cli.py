@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -216,6 +217,23 @@ def test_export_writes_parseable_text_and_bytecode(examples_dir: Path, tmp_path:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.mlir", "mlp.mlirbc"]
 
 
+def test_repeated_blocks_export_as_one_function_and_lower_inline_on_request(
+        examples_dir: Path, tmp_path: Path) -> None:
+    model = str(examples_dir / "transformer.py")
+    out = tmp_path / "tiny.mlir"
+    proc = run_cli("export", model, "--module", "TinyTransformer", "--target", "linalg",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.count("func.func private @Block(") == 1 and text.count("call @Block(") == 2
+    inline = run_cli("lower", model, "--module", "TinyTransformer", "--target", "linalg",
+                     "--inline-blocks", "--json")
+    assert inline.returncode == 0, inline.stderr
+    data = json.loads(inline.stdout)
+    assert "func.func private" not in data["ir"]
+    assert data["stats"]["blocks"] == [] and data["stats"]["blocks_note"] == "inline: asked for"
+
+
 def test_failed_export_keeps_the_old_file(examples_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "keep.mlir"
     out.write_text("precious\n")
@@ -225,6 +243,29 @@ def test_failed_export_keeps_the_old_file(examples_dir: Path, tmp_path: Path) ->
     assert "Traceback" not in proc.stderr
     assert out.read_text() == "precious\n"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.mlir"]
+
+
+def test_export_never_writes_over_source(examples_dir: Path, tmp_path: Path) -> None:
+    """`-o` may name any folder and any file, except a source: the module's own file (however
+    spelt, a symlink to it included) or any .py/.ipynb. Exit 2, one line, nothing written."""
+    src = tmp_path / "model.py"
+    shutil.copy(examples_dir / "mlp.py", src)
+    other = tmp_path / "other.py"
+    other.write_text("VALUE = 1\n")
+    (tmp_path / "link.mlir").symlink_to(src)
+    kept = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (src, other)}
+    for out, reason in (("model.py", "the module's own source file"),
+                        ("./sub/../model.py", "the module's own source file"),
+                        ("link.mlir", "the module's own source file"),
+                        ("other.py", "Python source"),
+                        ("notes.ipynb", "Python source")):
+        if "sub" in out:
+            (tmp_path / "sub").mkdir(exist_ok=True)
+        proc = run_cli("export", "model.py", "--module", "MLP", "-o", out, cwd=tmp_path)
+        assert_one_line_error(proc, 2, f"error: {os.path.normpath(out)}: will not write the "
+                                       "export here: ", reason)
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (src, other)} == kept
+    assert not (tmp_path / "notes.ipynb").exists()
 
 
 @pytest.mark.parametrize(("module", "kind"), [("Segfault", "SIGSEGV"), ("HardExit", "exit code 3")])

@@ -51,6 +51,23 @@ describe('palette commands', () => {
     assert.deepEqual(h.calls.map((c) => [c.server, c.method, c.args[0]]), [['beta', 'command', SERVER_COMMANDS.exportModule]]);
   });
 
+  it('a destination from the dialogs goes to the server as chosen by the user; one in the arguments does not', async () => {
+    fake.answerQuickPicks('MLIR text');
+    fake.answerDialogs(Uri.file('/elsewhere/MLP.tosa.mlir'));
+    await commands.executeCommand(SERVER_COMMANDS.exportModule, { uri: BETA, module: 'MLP', target: 'tosa' });
+    fake.answerDialogs(Uri.file('/elsewhere/repro'));
+    await commands.executeCommand(SERVER_COMMANDS.exportRepro, { uri: BETA, module: 'MLP', target: 'tosa' });
+    // A command link or another extension cannot claim the dialog's permission.
+    await commands.executeCommand(SERVER_COMMANDS.exportModule, { uri: BETA, module: 'MLP', output: '/etc/x.mlir', chosenByUser: true });
+    await commands.executeCommand(SERVER_COMMANDS.exportRepro, { uri: BETA, module: 'MLP', outputDir: '/etc', chosenByUser: true });
+    assert.deepEqual(h.calls.map((c) => [c.args[0], c.args[1]]), [
+      [SERVER_COMMANDS.exportModule, { uri: BETA, module: 'MLP', target: 'tosa', output: '/elsewhere/MLP.tosa.mlir', bytecode: false, overwrite: false, chosenByUser: true }],
+      [SERVER_COMMANDS.exportRepro, { uri: BETA, module: 'MLP', target: 'tosa', outputDir: '/elsewhere/repro', chosenByUser: true }],
+      [SERVER_COMMANDS.exportModule, { uri: BETA, module: 'MLP', output: '/etc/x.mlir' }],
+      [SERVER_COMMANDS.exportRepro, { uri: BETA, module: 'MLP', outputDir: '/etc' }],
+    ]);
+  });
+
   it('the lens\'s "Export Repro…" without a folder asks for one here', async () => {
     await commands.executeCommand(SERVER_COMMANDS.exportRepro, { uri: ALPHA, module: 'MLP' });
     assert.deepEqual(fake.quickPickTitles(), ['Torch-MLIR Lens: repro of MLP for which target?']);

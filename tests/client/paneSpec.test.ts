@@ -16,9 +16,18 @@ describe('pane URIs', () => {
     assert.ok(!paneTitle({ ...SPEC, module: 'a/b' }).includes('/'));
   });
 
+  it('titles a pane showing repeated blocks the other way than the setting', () => {
+    assert.equal(paneTitle({ ...SPEC, blocks: 'inline' }), 'MLP · linalg · blocks inline.mlir');
+    assert.equal(paneTitle({ ...SPEC, blocks: 'stitched' }), 'MLP · linalg · blocks once.mlir');
+    assert.notEqual(toUriParts({ ...SPEC, blocks: 'inline' }).query, toUriParts(SPEC).query);
+  });
+
   it('round-trips through the query', () => {
     const spec = { ...SPEC, target: 'custom', pipelineName: 'p', pipeline: 'builtin.module(x)', pass: 0, passName: 'x' };
     assert.deepEqual(fromQuery(toUriParts(spec).query), spec);
+    const inline: PaneSpec = { ...SPEC, blocks: 'inline' };
+    assert.deepEqual(fromQuery(toUriParts(inline).query), inline);
+    assert.equal(fromQuery(toUriParts(SPEC).query + '&blocks=other')?.blocks, undefined);
     assert.deepEqual(fromQuery(toUriParts(SPEC).query), SPEC);
     assert.equal(fromQuery('module=MLP'), undefined);
   });

@@ -87,4 +87,4 @@ async def test_a_command_argument_that_does_not_fit_is_named(client: LanguageCli
         await execute(client, "torchMlirLens.explainInputs", "MLP")
     answer = await execute(client, "torchMlirLens.explainInputs",
                            {"uri": uri, "module": "MLP"})
-    assert set(answer) == {"message", "template"} and "MLP" in answer["message"]
+    assert set(answer) == {"message", "template", "inputs"} and "MLP" in answer["message"]

@@ -151,13 +151,14 @@ async def test_export_failure_at_its_line(client: LanguageClient, workspace: Pat
     assert any(lens.command.title.startswith("✗ torch.export failed") for lens in lenses)
 
 
-async def test_export_repro(client: LanguageClient, workspace: Path, tmp_path: Path) -> None:
+async def test_export_repro(client: LanguageClient, workspace: Path) -> None:
     uri = (workspace / "unsupported_ops.py").as_uri()
+    folder = workspace / "repro"  # inside the workspace: no dialog chose this folder
     answer = await execute(client, "torchMlirLens.exportRepro",
                            {"uri": uri, "module": "ShiftedFeatures", "target": "tosa",
-                            "outputDir": str(tmp_path)})
+                            "outputDir": str(folder)})
     mlir = Path(answer["mlirPath"])
-    assert mlir.parent == tmp_path and "torch.aten.atan2" in mlir.read_text()
+    assert mlir.parent == folder and "torch.aten.atan2" in mlir.read_text()
     assert "torch-mlir-opt" in answer["command"] and mlir.name in answer["command"]
 
 

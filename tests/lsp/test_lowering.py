@@ -132,6 +132,28 @@ async def test_hover_through_submodules(client: LanguageClient, workspace: Path)
     assert not [m.message for m in client.log_messages if "lowering Attention" in m.message]
 
 
+async def test_a_repeated_block_is_one_function_and_its_call_says_where(
+        client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "transformer.py"
+    uri = open_doc(client, path)
+    text = hover_text(await hover(client, uri, line_of(path, "x = block(x)")))
+    assert "call @Block(" in mlir_block(text)
+    # The hover names the function and its line in the pane's IR.
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "TinyTransformer", "target": "linalg"})
+    ir = answer["ir"].splitlines()
+    defined = next(i for i, t in enumerate(ir, start=1) if "func.func private @Block(" in t)
+    assert f"`@Block` (line {defined} of the IR: one function for the 2 calls of `Block`)" \
+        in text
+    assert sum("call @Block(" in t for t in ir) == 2
+    # The pane's other form: every layer inline, no function.
+    inline = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "TinyTransformer", "target": "linalg",
+                            "inlineBlocks": True})
+    assert inline["ok"] and "func.func private" not in inline["ir"]
+    assert inline["stats"]["blocksNote"] == "inline: asked for"
+
+
 async def test_hover_in_a_helper_function(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "with_helper.py"
     uri = open_doc(client, path)
@@ -198,14 +220,15 @@ async def test_verify_shows_its_verdict_on_the_lens(client: LanguageClient,
     assert not [d for d in diagnostics(client, uri) if str(d.code).startswith("verify")]
 
 
-async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path,
-                                       tmp_path: Path) -> None:
+async def test_export_writes_valid_mlir(client: LanguageClient, workspace: Path) -> None:
     uri = (workspace / "mlp.py").as_uri()
-    out = tmp_path / "mlp.linalg.mlir"
+    exports = workspace / "exports"  # inside the workspace: no dialog chose this path
+    exports.mkdir(exist_ok=True)
+    out = exports / "mlp.linalg.mlir"
     answer = await execute(client, "torchMlirLens.exportModule",
                            {"uri": uri, "module": "MLP", "target": "linalg", "output": str(out)})
     assert Path(answer["path"]) == out and answer["bytes"] == out.stat().st_size > 0
-    bytecode = tmp_path / "mlp.tosa.mlirbc"
+    bytecode = exports / "mlp.tosa.mlirbc"
     await execute(client, "torchMlirLens.exportModule",
                   {"uri": uri, "module": "MLP", "target": "tosa", "output": str(bytecode),
                    "bytecode": True})

@@ -39,11 +39,13 @@ class RawServer:
         workspace: Path,
         tmpdir: Path | None = None,
         settings: dict[str, Any] | None = None,
-        *,
         command: list[str] | None = None,
+        new_session: bool = False,
+        *,
         cwd: Path | None = None,
     ) -> None:
-        """`command` and `cwd`: how to start it (default: as the clients do, in `workspace`)."""
+        """`command` and `cwd`: how to start it (default: as the clients do, in `workspace`);
+        `new_session`: in a process group of its own, killed whole by the test."""
         env = child_env({"TMPDIR": str(tmpdir)} if tmpdir is not None else None)
         self.proc = subprocess.Popen(
             command or server_command(),
@@ -52,6 +54,7 @@ class RawServer:
             stderr=subprocess.PIPE,
             cwd=cwd or workspace,
             env=env,
+            start_new_session=new_session,  # its own process group, killed whole by the test
         )
         self.workspace = workspace
         self.settings = dict(settings or {})

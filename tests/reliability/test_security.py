@@ -256,8 +256,9 @@ def test_no_repro_files_in_temp_dir(trusted: Trusted) -> None:
 
 
 def test_tcp_binds_loopback_only(workspace: Path) -> None:
-    """`serve --tcp` (default host) listens on 127.0.0.1 only, speaks LSP there, and ends on
-    shutdown + exit like the stdio server."""
+    """`serve --tcp` (default host) listens on 127.0.0.1 only, speaks LSP there, reads its
+    frames as the stdio server does (a lower-case header is understood, invalid JSON answered
+    -32700: never a deaf server), and ends on shutdown + exit like the stdio server."""
     cmd = [*server_command(), "--tcp", "--port", "0"]
     proc = subprocess.Popen(cmd, cwd=workspace, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -274,6 +275,14 @@ def test_tcp_binds_loopback_only(workspace: Path) -> None:
             reply = frames.next()
             assert reply.get("id") == 1 and "capabilities" in reply.get("result", {}), reply
             sock.sendall(encode({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+            sock.sendall(b"Content-Length: 5\r\n\r\n{nope")
+            while (reply := frames.next()).get("error", {}).get("code") != -32700:
+                assert "id" not in reply or "method" in reply, reply  # notifications only
+            body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "torchMlirLens/serverInfo",
+                               "params": {}}).encode()
+            sock.sendall(b"content-length: %d\n\n" % len(body) + body)
+            while frames.next().get("id") != 3:
+                pass
             sock.sendall(encode({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
             while frames.next().get("id") != 2:
                 pass  # skip the server's notifications (status, log messages)

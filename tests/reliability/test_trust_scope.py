@@ -204,6 +204,7 @@ def test_special_files_and_huge_documents(tmp_path: Path, servers: list[RawServe
                        cwd=tmp_path)
     servers.append(server)
     initialize(server, [ws], {"trusted": False})
+    server.response(server.request("torchMlirLens/serverInfo", {}), 60)  # fully started
     os.mkfifo(tmp_path / "fifo.py")
     for uri in ("file:///dev/zero", "file:///dev/stdin", (tmp_path / "fifo.py").as_uri()):
         msg_id = server.request("torchMlirLens/modules", {"uri": uri})
@@ -237,3 +238,24 @@ def wait_diagnostics(server: RawServer, uri: str, timeout: float = 10) -> list[d
 
     procs.wait_until(lambda: published() is not None, timeout, f"diagnostics of {uri}")
     return published() or []
+
+
+def test_malformed_trust_statements_change_nothing_and_pop_nothing(
+        tmp_path: Path, servers: list[RawServer]) -> None:
+    """A `setTrusted` notification with a non-boolean, or folders that are not a list of
+    URIs, leaves trust as it was, shows the user no error, and the server answers on."""
+    ws = trusted_folder(tmp_path)
+    server = RawServer(ws, command=[sys.executable, "-P", "-m", "torch_mlir_lens", "serve"],
+                       cwd=tmp_path)
+    servers.append(server)
+    initialize(server, [ws], {"trusted": False})
+    server.response(server.request("torchMlirLens/serverInfo", {}), 30)  # past `initialized`
+    before = len(shown(server))
+    for params in ({"trusted": "yes"}, {"trusted": 1}, {"trusted": True, "folders": "file:///"},
+                   {"trusted": True, "folders": [42]}, {}):
+        server.notify("torchMlirLens/setTrusted", params)
+    info = server.response(server.request("torchMlirLens/serverInfo", {}), 30)["result"]
+    assert info["trusted"] is False and info["trustedFolders"] == [], info
+    assert len(shown(server)) == before, shown(server)[before:]
+    refused = lower(server, ws / "model.py")["result"]
+    assert refused["error"]["kind"] == "untrusted", refused

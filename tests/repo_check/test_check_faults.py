@@ -133,6 +133,8 @@ def test_jobs_beyond_the_cpus_are_capped_with_a_note(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["-o", "."], ".: cannot write the report there: is a folder (give a file name)"),
+    (["-o", "sentinel.py"], "sentinel.py: cannot write the report there: is a source file "
+                            "name: a report never replaces source code"),
     (["-o", "gone/report.json"], "gone/report.json: cannot write the report there: no such "
                                  "folder: "),
     (["--write-baseline", "--baseline", "gone/base.json"],

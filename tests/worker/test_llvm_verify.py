@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind
-from torch_mlir_lens.rules.targets import LLVM_PIPELINE
+from torch_mlir_lens.rules.targets import LLVM_PIPELINE_HEAD
 from torch_mlir_lens.worker import lowering
 from torch_mlir_lens.worker.llvm import leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (
@@ -26,6 +26,7 @@ from torch_mlir_lens.worker.verify import (
     verify_linalg_module,
 )
 from torch_mlir_lens.worker.verify.job import verify_callable
+from torch_mlir_lens.worker.verify.link_errors import missing_symbols, why_missing
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"
 
@@ -95,7 +96,7 @@ def test_padding_goes_through_the_memref_copy_path() -> None:
     x = torch.randn(1, 3, 8, 8)
     linalg = export_linalg(model, (x,))
     assert "tensor.pad" in str(linalg)  # lowers to memref.copy → needs refback-munge-memref-copy
-    assert "refback-munge-memref-copy" in LLVM_PIPELINE
+    assert "refback-munge-memref-copy" in LLVM_PIPELINE_HEAD
     result = verify_linalg_module(linalg, model, (x,), module_name="PaddedCNN")
     assert result.ok, result.message
 
@@ -248,13 +249,34 @@ func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-def test_unresolved_symbol_is_a_verify_error_not_a_crash() -> None:
+def test_unresolved_symbol_is_a_verify_error_that_names_it() -> None:
+    """The symbol LLVM did not find, and why the module needed it; not the module's declared
+    externals (`malloc` is one: it was found)."""
     result = verify_linalg_module(
         MISSING_SYMBOL_IR, lambda x: x, (torch.randn(4),), module_name="Ext"
     )
     assert not result.ok
     assert result.kind == ErrorKind.VERIFY_ERROR
-    assert "nowhere" in result.message
+    assert result.message == (
+        "✗ JIT could not link main: symbol not found: `nowhere` (the module calls it but does "
+        "not define it, nor does this process)"
+    )
+
+
+def test_llvm_missing_symbols_and_why_each_was_needed() -> None:
+    text = ("JIT session error: Symbols not found: [ __truncsfbf2, __extendhfsf2 ]\n"
+            "JIT session error: Symbols not found: [ __truncsfbf2 ]\n")
+    assert missing_symbols(text) == ["__truncsfbf2", "__extendhfsf2"]
+    assert missing_symbols("JIT session error: Unknown error\n") == []
+    assert why_missing("__truncsfbf2") == (
+        "`__truncsfbf2` (a bf16 conversion this CPU has no instruction for)")
+    assert why_missing("__extendbfsf2").startswith("`__extendbfsf2` (a bf16 conversion")
+    for f16 in ("__extendhfsf2", "__truncdfhf2", "__gnu_h2f_ieee", "__gnu_f2h_ieee"):
+        assert f"`{f16}` (an f16 conversion" in why_missing(f16)
+    assert why_missing("nowhere", declared=["nowhere", "malloc"]) == (
+        "`nowhere` (the module calls it but does not define it, nor does this process)")
+    assert why_missing("nowhere") == (
+        "`nowhere` (neither in the compiled module nor in this process)")
 
 
 def test_wrong_number_of_inputs_is_a_verify_error() -> None:

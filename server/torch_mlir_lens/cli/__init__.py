@@ -18,7 +18,8 @@ A stable contract (scripts depend on it):
 Exit codes: 0 done; 1 the module does not lower (unsupported ops, export or lowering errors);
 2 bad input (missing file, syntax error, unknown module or target, bad inputs or pipeline);
 3 the job could not run (the worker crashed, timed out or hit the memory limit); 128 + N the
-run was ended by signal N (its workers end with it).
+run was ended by signal N (its workers end with it). The table with every case is
+`rules/exit_codes.py`, which `--help` prints and the README and docs/ci.md repeat.
 
 The user's code runs in the worker process (the same one the language server uses), never in
 this process, which does not import torch: a module that crashes cannot take the CLI down.

@@ -23,16 +23,18 @@ from torch_mlir_lens.cli.common import (
     pick_module,
     running_engine,
 )
-from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
-from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
+from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.repo_check.listing import file_listing
+from torch_mlir_lens.rules.exit_codes import check_exit_code
 from torch_mlir_lens.rules.targets import TARGETS
 from torch_mlir_lens.rules.verdict import verdict_json
 from torch_mlir_lens.source import notebook_program
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """Check the modules of `args.file` at `args.targets`: 0 when every one lowers, else 1."""
+    """Check the modules of `args.file` at `args.targets`: 0 when every one lowers, 1 when
+    one does not, 3 when a job could not run and none failed to lower (rules/exit_codes.py)."""
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     for t in targets:
         if t not in TARGETS:
@@ -52,7 +54,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         raise CliError("no nn.Module class found", file=src.path)
 
     report: list[dict[str, Any]] = []
-    failed = False
+    failures: list[str] = []  # the kind of each failure (rules/exit_codes.py decides)
     async with running_engine(args, make_engine, src.path) as engine:
         for name, line, inputs in names:
             entry: dict[str, Any] = {"name": name, "line": line, "inputs": inputs, "targets": {}}
@@ -67,14 +69,15 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
             except LensError as err:
                 if explicit and exit_code_for(err.kind) == EXIT_BAD_INPUT:
                     raise from_lens(err, src.path) from err
-                failed = True
+                failures.append(err.kind)
                 entry["error"] = {"kind": err.kind, "message": err.message, "line": err.line}
                 entry["targets"] = {t: {"ok": False, "unsupported": [], "error": err.message}
                                     for t in targets}
                 continue
             for result in results:
                 verdict = verdict_json(result)
-                failed = failed or not verdict["ok"]
+                if not verdict["ok"]:
+                    failures.append(ErrorKind.LOWERING_ERROR)
                 entry["targets"][result.target] = verdict
             await _with_rewrites(engine, job, results, entry, args)
 
@@ -82,7 +85,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         print(src.to_json({"file": src.path, "modules": report}))
     else:
         print_check(src, report)
-    return EXIT_FAILED if failed else EXIT_OK
+    return check_exit_code(bad_input=False, failure_kinds=failures)
 
 
 async def _with_rewrites(engine: Any, job: Any, results: list[Any], entry: dict[str, Any],

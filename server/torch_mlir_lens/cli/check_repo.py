@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.cli.common import CliError, rewrite_items
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_OK
 from torch_mlir_lens.cli.report_output import check_writable, emit
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.project.config import (
@@ -36,7 +37,7 @@ from torch_mlir_lens.repo_check.paths import Collected, PathError, collect, rel_
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan, parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.progress import Progress
 from torch_mlir_lens.repo_check.render import FORMATS, render
-from torch_mlir_lens.repo_check.report import EXIT_BAD_INPUT, EXIT_OK, Report
+from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.run_identity import config_json
 from torch_mlir_lens.repo_check.runner import (
     ModuleOutcome,
@@ -307,7 +308,8 @@ async def run_check(args: argparse.Namespace) -> int:
         strict_export=args.strict or bool(settings.cfg.strict_export),
         require_inputs=args.require_inputs, cache_dir=args.cache_dir,
         rewrites=rewrite_items(args.rewrites) or list(settings.cfg.rewrites),
-        prove_rewrites=(args.rewrites or "").strip() != "off")
+        prove_rewrites=(args.rewrites or "").strip() != "off",
+        inline_blocks=getattr(args, "inline_blocks", False))
     outcomes = await _lower_all(tasks, plan, opts)
     config = config_json(timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb,
                          strict_export=opts.strict_export, require_inputs=opts.require_inputs,

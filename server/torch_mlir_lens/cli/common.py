@@ -19,27 +19,14 @@ from typing import Any
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.cli import notebook_locations
-from torch_mlir_lens.cli.parser import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    EXIT_NO_RUN,
-    PROG,
-)
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, PROG, SIGNAL_BASE
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.exit_codes import exit_code_for
 from torch_mlir_lens.source import notebook_program
 from torch_mlir_lens.source.decoding import SourceError, read_source
 from torch_mlir_lens.source.reading import UnreadableFile
-
-_BAD_INPUT_KINDS = {
-    ErrorKind.SYNTAX_ERROR, ErrorKind.LOAD_ERROR, ErrorKind.UNKNOWN_MODULE,
-    ErrorKind.INPUTS_MISSING, ErrorKind.BAD_INPUTS, ErrorKind.BAD_PIPELINE,
-    ErrorKind.BAD_REQUEST, ErrorKind.WRITE_ERROR,
-}
-_NO_RUN_KINDS = {
-    ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT, ErrorKind.CANCELLED,
-}
 
 
 class CliError(Exception):
@@ -52,15 +39,6 @@ class CliError(Exception):
         self.code = code
         self.file = file
         self.line = line
-
-
-def exit_code_for(kind: str) -> int:
-    """The exit code of a LensError kind."""
-    if kind in _BAD_INPUT_KINDS:
-        return EXIT_BAD_INPUT
-    if kind in _NO_RUN_KINDS:
-        return EXIT_NO_RUN
-    return EXIT_FAILED
 
 
 # --- locations as people read them ------------------------------------------------------------
@@ -118,6 +96,8 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
                              "NAME@BACKEND or NAME items, comma-separated; `auto`: every "
                              "rewrite proven for a rejected op; `off` (check): prove none")
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
+    parser.add_argument("--inline-blocks", action="store_true",
+                        help="lower repeated blocks inline, not as one function per block")
     parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
                         default=defaults.TIMEOUT_S, metavar="S",
                         help=f"give up on a job after S seconds (default {defaults.TIMEOUT_S:g})")
@@ -243,6 +223,7 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
         init=args.init, workspace=os.getcwd(), strict=args.strict,
         rewrites=rewrite_items(getattr(args, "rewrites", None)),
+        inline_blocks=getattr(args, "inline_blocks", False),
     )
 
 
@@ -330,7 +311,7 @@ async def ended_by_signals() -> AsyncIterator[None]:
             raise
         task.uncancel()
         raise CliError(f"stopped by {received[0].name}: its workers were ended, nothing was "
-                       "written", 128 + received[0].value) from None
+                       "written", SIGNAL_BASE + received[0].value) from None
     else:
         if received and task is not None:  # it came as the command finished: it stands
             with contextlib.suppress(asyncio.CancelledError):

@@ -12,14 +12,15 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from torch_mlir_lens.cli import check, export, lower, merge, serve, verify
 from torch_mlir_lens.cli.common import CliError, ended_by_signals, report_error
-from torch_mlir_lens.cli.parser import EXIT_NO_RUN, PROG, Parser
+from torch_mlir_lens.cli.parser import EXIT_NO_RUN, PROG, SIGNAL_BASE, Parser
+from torch_mlir_lens.rules.exit_codes import help_epilog
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `torch-mlir-lens` command."""
     parser = Parser(
         prog=PROG, description="See what a PyTorch nn.Module becomes in MLIR, line by line.",
-        epilog="exit codes: 0 ok, 1 does not lower, 2 bad input, 3 worker crash/time-out/memory",
+        epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     lower.add_parser(sub)
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as err:
         return report_error(err)
     except KeyboardInterrupt:
-        return 130
+        return SIGNAL_BASE + 2  # SIGINT
     except Exception as exc:  # a bug of ours: still one line, and no traceback
         sys.stderr.write(f"{PROG}: error: internal error: {type(exc).__name__}: {exc}\n")
         return EXIT_NO_RUN

@@ -1,4 +1,9 @@
-"""`torch-mlir-lens export`: write a module's IR at a target to a file (atomically)."""
+"""`torch-mlir-lens export`: write a module's IR at a target to a file (atomically).
+
+`-o OUT` is the user's own choice, typed in a terminal: any folder, any name, and an existing
+file is replaced, except a source: the module's own file or any `.py`, `.pyi`, `.pyw`,
+`.ipynb` is refused (exit 2), as the language server refuses it (`project/write_policy.py`).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from torch_mlir_lens.cli.common import (
     running_engine,
 )
 from torch_mlir_lens.cli.parser import EXIT_OK
+from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.rules.targets import TARGETS
 
 
@@ -43,6 +49,11 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise CliError("the output folder does not exist", file=args.output)
+    try:
+        write_policy.check_cli_output(args.output, source=os.path.abspath(args.file))
+    except write_policy.WriteRefused as err:
+        raise CliError(f"will not write the export here: {err.reason}",
+                       file=args.output) from None
     src = load_source(args.file)
     job = module_job(src, args.module, args)
     if args.emit_python:

@@ -6,12 +6,19 @@ import argparse
 import sys
 from typing import NoReturn
 
-PROG = "torch-mlir-lens"
+# The exit codes and their meanings are one table (rules/exit_codes.py): `--help` prints it.
+from torch_mlir_lens.rules.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_NO_RUN,
+    EXIT_OK,
+    SIGNAL_BASE,
+)
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NO_RUN = 3
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_NO_RUN", "EXIT_OK", "PROG", "SIGNAL_BASE",
+           "Parser"]
+
+PROG = "torch-mlir-lens"
 
 
 class Parser(argparse.ArgumentParser):

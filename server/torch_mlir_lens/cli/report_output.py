@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import CliError
-from torch_mlir_lens.repo_check.outputs import unwritable, write_atomically
+from torch_mlir_lens.repo_check.outputs import unwritable, write_text_atomically
 
 
 def emit(text: str, output: str | None) -> None:
@@ -16,7 +16,7 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        write_atomically(output, text)
+        write_text_atomically(output, text)
     except OSError as exc:
         raise CliError(f"cannot write the report: {exc.strerror or exc}", file=output) from exc
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from typing import Any
 
@@ -38,23 +37,22 @@ def main(argv: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Start the worker early, then serve until the client leaves."""
-    # First thing: the worker's torch imports take seconds and overlap ours (pygls,
-    # lsprotocol). It runs no user code until a job arrives, so trust is not involved yet;
-    # the server stops it at once if the client says the workspace is untrusted.
-    from torch_mlir_lens.engine import Engine, EngineConfig
+    # First thing: the worker's torch imports take seconds and overlap ours. It runs no user
+    # code until a job arrives, so trust is not involved yet; the server stops it at once if
+    # the client says the workspace is untrusted.
+    from torch_mlir_lens.engine.worker_client.spawn import spawn_early
 
-    engine = Engine(EngineConfig(python=sys.executable))
-    engine.prespawn()
+    early = spawn_early(sys.executable)
     _reuse_generated_code()
-    # lsprotocol builds hundreds of classes as it is imported: collecting garbage meanwhile
-    # only costs start-up time (~15 %), and what it builds lives as long as the server.
-    gc.disable()
-    try:
-        from torch_mlir_lens.lsp.server import run_server
-    finally:
-        gc.freeze()
-        gc.enable()
-    return run_server(tcp=args.tcp, host=args.host, port=args.port, prespawned=engine)
+    if not args.tcp:
+        # The front answers the first lenses before pygls is even imported (lsp/front.py).
+        from torch_mlir_lens.lsp.front import serve_stdio
+
+        return serve_stdio(early)
+    from torch_mlir_lens.lsp.front import full_server
+    from torch_mlir_lens.lsp.server import serve_tcp
+
+    return serve_tcp(full_server(early), host=args.host, port=args.port)
 
 
 def _reuse_generated_code() -> None:

@@ -53,7 +53,7 @@ class _File:
         self._memo: dict[str, str] = {}
         if not self.clean:
             return
-        lines = text.splitlines(keepends=True)
+        lines = self.lines = text.splitlines(keepends=True)
         infos = discovery.find_modules(text, path, settings_inputs=settings, workspace=workspace)
         self.infos = {i.name: i for i in infos}
         body = discovery.parse_tolerant(text)
@@ -75,6 +75,18 @@ class _File:
                      if (s.unit is None and s.digest != _NOTHING) or s.unit in whole | code]
             cached = self._memo[module] = _sha("\n".join(parts))
         return cached
+
+    def code_fingerprint(self, name: str) -> str:
+        """Like `fingerprint`, of the code alone: `name`'s definition and the definitions it
+        uses (not their annotations, not the ancestors), with the code between definitions."""
+        if not self.clean or _unit(name) not in {s.unit for s in self.segments}:
+            return self.whole
+        code = self._code(_unit(name)) | {_unit(name)}
+        # Between definitions, comment lines change nothing (a moved definition has its
+        # line numbers in its own digest).
+        parts = [_placed(self.lines, s.start, s.end, code_only=True) if s.unit is None
+                 else s.code_digest for s in self.segments if s.unit is None or s.unit in code]
+        return _sha("code\n" + "\n".join(p for p in parts if p != _NOTHING))
 
     def _dependencies(self, module: str) -> tuple[set[str], set[str]]:
         """The units M's lowering depends on: (with their annotations, code only).
@@ -163,13 +175,15 @@ def _segments(lines: list[str], spans: dict[str, Span]) -> list[_Segment]:
 _NOTHING = hashlib.sha256(b"").hexdigest()  # `_placed` of blank lines only
 
 
-def _placed(lines: list[str], start: int, end: int) -> str:
-    """Hash of the non-blank lines of [start, end), each with its line number.
+def _placed(lines: list[str], start: int, end: int, *, code_only: bool = False) -> str:
+    """Hash of the non-blank lines of [start, end), each with its line number (`code_only`:
+    comment lines left out too).
 
     Equivalent to the text with the left-out definitions blanked, but a blank line added
     below a module leaves that module's fingerprint alone.
     """
-    return _sha("".join(f"{i}:{lines[i]}" for i in range(start, end) if lines[i].strip()))
+    return _sha("".join(f"{i}:{lines[i]}" for i in range(start, end) if lines[i].strip()
+                        and not (code_only and lines[i].lstrip().startswith("#"))))
 
 
 StmtId = tuple[str, int]
@@ -234,6 +248,16 @@ def fingerprint(text: str, module: str, path: str | None = None, *,
     try:
         return _file(text, path, settings_inputs, workspace).fingerprint(module)
     except Exception:  # a bug here must cost a re-export, not a lowering
+        return _sha(text)
+
+
+def code_fingerprint(text: str, name: str, path: str | None = None) -> str:
+    """The hash of what in `text` can change what the class or function `name` computes and
+    where its lines are: its code and the code it uses, never its inputs annotation or the
+    modules that use it (a cache of traced repeated blocks keys on it). Never raises."""
+    try:
+        return _file(text, path, None, None).code_fingerprint(name)
+    except Exception:  # a bug here must cost a trace, not a lowering
         return _sha(text)
 
 

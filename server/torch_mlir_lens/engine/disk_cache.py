@@ -22,13 +22,14 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from torch_mlir_lens.system.atomic_write import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -124,16 +125,7 @@ class DiskCache:
         path = self._path(key)
         try:
             blob = zlib.compress(json.dumps(entry, separators=(",", ":")).encode(), 6)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_atomically(path, blob)
         except (OSError, TypeError, ValueError) as exc:
             log.info("persistent cache: could not write an entry: %s", exc)
             return

@@ -30,6 +30,7 @@ from torch_mlir_lens.engine.disk_cache import DiskCacheStats
 from torch_mlir_lens.engine.persistent_results import PersistentResults
 from torch_mlir_lens.engine.scheduler import Scheduler
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
+from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
 from torch_mlir_lens.protocol.jobs import (
     AnyJob,
     ExportJob,
@@ -129,6 +130,11 @@ class Engine:
         """
         self.prespawned_pid = self._client.prespawn()
         return self.prespawned_pid
+
+    def adopt_prespawned(self, early: EarlyWorker) -> None:
+        """As `prespawn`, with a worker spawned before the engine was made (the language
+        server spawns it before it imports the engine)."""
+        self.prespawned_pid = self._client.prespawn(early)
 
     def set_output(self, on_output: OutputCallback | None) -> None:
         """Where the worker's stdout/stderr go from now on (e.g. the language server's log)."""

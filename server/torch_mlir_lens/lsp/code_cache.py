@@ -20,13 +20,13 @@ import contextlib
 import hashlib
 import importlib.util
 import marshal
-import os
 import sys
-import tempfile
 import threading
 import types
 from pathlib import Path
 from typing import Any
+
+from torch_mlir_lens.system.atomic_write import write_atomically
 
 # Modules whose `compile` is routed through the cache: attrs' method generation, cattrs' code
 # generation. They look `compile` up as a module global, so setting one shadows the builtin.
@@ -96,16 +96,6 @@ class GeneratedCodeCache:
                 return
             kept = {k: v for k, v in self._entries.items() if k in self._used}
             self._new = False
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(marshal.dumps(kept))
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except (OSError, ValueError):
-            pass  # a read-only home: every start compiles, as without the cache
+        # A read-only home: every start compiles, as without the cache.
+        with contextlib.suppress(OSError, ValueError):
+            write_atomically(self.path, marshal.dumps(kept))

@@ -6,12 +6,13 @@ translations live here (the custom answers are built in `answers.py`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
 from pygls import uris
+
+from torch_mlir_lens.lsp.lens_specs import name_span
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -51,26 +52,10 @@ def line_range(lines: Sequence[str], line: int) -> types.Range:
 
 
 def name_range(lines: Sequence[str], line: int, col: int, end_col: int, name: str) -> types.Range:
-    """The range of a definition's name; re-found in the line text when columns are off.
-
-    Discovery reports AST columns (UTF-8 byte offsets); the text search keeps the range
-    right for lines holding non-ASCII characters.
-    """
-    index = line - 1
-    text = lines[index] if 0 <= index < len(lines) else ""
-    found = -1
-    for match in re.finditer(rf"\b{re.escape(name)}\b", text):
-        found = match.start()
-        if found >= min(col, len(text)) - 1:
-            break
-    if found < 0:
-        found, length = col, max(end_col - col, 0)
-    else:
-        length = len(name)
-    return types.Range(
-        start=types.Position(line=max(index, 0), character=found),
-        end=types.Position(line=max(index, 0), character=found + length),
-    )
+    """The range of a definition's name (`lens_specs.name_span`)."""
+    index, start, end = name_span(lines, line, col, end_col, name)
+    return types.Range(start=types.Position(line=index, character=start),
+                       end=types.Position(line=index, character=end))
 
 
 def short_op(op: str | None) -> str | None:

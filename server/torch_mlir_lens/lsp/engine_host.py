@@ -192,8 +192,9 @@ class EngineHost:
             raise LensError(ErrorKind.CANCELLED, "the lowering engine was stopped")
         return engine
 
-    def job(self, doc: Document, module: str) -> ModuleJob:
-        """The engine job for `module` of the document's current text."""
+    def job(self, doc: Document, module: str, inline_blocks: bool | None = None) -> ModuleJob:
+        """The engine job for `module` of the document's current text (`inline_blocks`:
+        None for the `stitchBlocks` setting)."""
         from torch_mlir_lens.engine import ModuleJob
 
         if not doc.path:
@@ -209,6 +210,7 @@ class EngineHost:
             workspace=self._import_root(doc.path),
             strict=settings.strict_export,
             rewrites=list(settings.rewrites),
+            inline_blocks=not settings.stitch_blocks if inline_blocks is None else inline_blocks,
         )
 
     def _import_root(self, path: str) -> str | None:
@@ -216,6 +218,8 @@ class EngineHost:
         workspace root when it holds the file, else the trusted folder that does; refused
         (once told to the user) when no trusted folder holds it."""
         trust = self._server.trust
+        if not trust.trusted:  # nothing is trusted: the server-wide refusal, told at start
+            raise LensError(UNTRUSTED, trust.refusal)
         root = trust.root_of(path)
         if root is None:
             message = trust.folder_refusal(path)
@@ -240,6 +244,7 @@ class EngineHost:
         progress_token: types.ProgressToken | None = None,
         progress: bool = False,
         cancel_on_abandon: bool = True,
+        inline_blocks: bool | None = None,
     ) -> list[LowerResult]:
         """Lower `module` of the document's current text, behind the trust gate.
 
@@ -250,7 +255,7 @@ class EngineHost:
         features anyway, and a hover the mouse left must not restart the worker.
         """
         engine = await self._engine_or_raise()
-        job = self.job(doc, module)
+        job = self.job(doc, module, inline_blocks)
         what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
         # Each caller shows progress for its own wait (a hover joining a check under way too).
         async with progress_of(self._server, f"Lowering {module}", what,

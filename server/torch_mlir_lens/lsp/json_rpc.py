@@ -6,6 +6,12 @@
   unanswered, so a client never waits for a reply that cannot come.
 - A request whose params do not fit its method (or a custom request without params, which
   pygls 2.1 cannot structure) is answered InvalidParams (-32602); pygls would only log it.
+- A JSON value that is not a JSON-RPC 2.0 message (not an object, a batch array, an id that
+  is not an integer or a string, no method, ...) is answered InvalidRequest (-32600), with
+  its id when it has a valid one, else id null (`receive`, the stdio transport's entry).
+- A second `initialize` is answered InvalidRequest; the first one's state stands.
+- Error answers carry no Python traceback (pygls puts one in an internal error's `data`; it
+  goes to stderr instead).
 - The custom requests and notifications (`protocol.lsp`) are structured into their typed
   params by the same converter as the standard ones: their message types are made here and
   handed to pygls through its public hooks (`converter_factory`, `get_message_type`); their
@@ -15,10 +21,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 import types as types_module
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -186,6 +194,17 @@ def _strict_copy(converter: Any) -> Any:
         return value
 
     strict.register_structure_hook_func(primitive_union, one_of)
+
+    def a_list(t: Any) -> bool:  # cattrs would take any iterable: a string as its characters
+        return typing.get_origin(t) is list
+
+    def list_of(value: Any, t: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {type(value).__name__}")
+        (item,) = typing.get_args(t) or (Any,)
+        return [strict.structure(v, item) for v in value]
+
+    strict.register_structure_hook_func(a_list, list_of)
     return strict
 
 
@@ -247,12 +266,70 @@ def _params_problem(method: Any, exc: BaseException) -> str:
     return f"invalid params for {method}"
 
 
+def protocol_of(server: Any) -> LensProtocol:
+    """The `LensProtocol` a server runs (TypeError for another protocol)."""
+    protocol = server.protocol
+    if not isinstance(protocol, LensProtocol):
+        raise TypeError(f"{type(server).__name__} does not run LensProtocol")
+    return protocol
+
+
 def converter_of(server: Any) -> cattrs.Converter:
     """The converter of a server running `LensProtocol` (the one pygls reads messages with)."""
     protocol = server.protocol
     if not isinstance(protocol, LensProtocol):
         raise TypeError(f"{type(server).__name__} does not run LensProtocol")
     return protocol.converter
+
+
+def envelope_problem(data: Any) -> str | None:
+    """Why `data` (a decoded JSON value) is not a JSON-RPC 2.0 request, notification or
+    response; None when it is one. LSP ids are integers or strings; LSP has no batches."""
+    if isinstance(data, list):
+        return "batch messages are not supported" if data else "an empty batch"
+    if not isinstance(data, dict):
+        return f"a message is a JSON object, not {_json_kind(data)}"
+    if data.get("jsonrpc") != "2.0":
+        return 'a message needs "jsonrpc": "2.0"'
+    msg_id = data.get("id")
+    if "id" in data and not _valid_id(msg_id) and not (msg_id is None and "error" in data):
+        return f'an "id" is an integer or a string, not {_json_kind(msg_id)}'
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            return f'"method" is a string, not {_json_kind(data["method"])}'
+        params = data.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            return f'"params" is an object or an array, not {_json_kind(params)}'
+        return None
+    if "result" not in data and "error" not in data:
+        return 'the message has no "method"'
+    if "id" not in data:
+        return 'a response needs an "id"'
+    if "result" in data and "error" in data:
+        return 'a response has "result" or "error", not both'
+    return None
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _json_kind(value: Any) -> str:
+    """`value`'s JSON type, for a message about it."""
+    kinds: tuple[tuple[type | tuple[type, ...], str], ...] = (
+        (bool, "a boolean"), (int, "an integer"), (float, "a non-integer number"),
+        (str, "a string"), (list, "an array"), (dict, "an object"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
+
+
+def _reply_id(data: Any) -> Any:
+    """The id an error answer to `data` carries: its own if valid, else null (JSON-RPC).
+    Null too for a response (our request's id: the client did not ask anything with it)."""
+    if not isinstance(data, dict) or ("method" not in data and ("result" in data
+                                                                 or "error" in data)):
+        return None
+    msg_id = data.get("id")
+    return msg_id if _valid_id(msg_id) else None
 
 
 class _Answered:
@@ -270,6 +347,61 @@ class LensProtocol(LanguageServerProtocol):
         # command arguments with it, so the protocol keeps its own reference.
         self.converter = converter
         self._initialize_seen = False
+        # The start-up front (front.py): the request it answered already (pygls's own
+        # answer is dropped), and who keeps pygls's answer to `initialize` for the next start.
+        self._dropped_response: Any = None
+        self._initialize_id: Any = None
+        self.on_initialize_answer: Callable[[dict[str, Any]], None] | None = None
+
+    def drop_response_to(self, msg_id: Any) -> None:
+        """Do not send the answer to request `msg_id`: the front answered it."""
+        self._dropped_response = msg_id
+
+    def receive(self, data: Any) -> None:
+        """One JSON value read from the client (the transport's entry): refused -32600 if it
+        is not a JSON-RPC message, else structured and handled as pygls would."""
+        problem = envelope_problem(data)
+        if problem is not None:
+            self.refuse(data, JsonRpcInvalidRequest.CODE, f"Invalid Request: {problem}")
+            return
+        if data.get("method") == types.INITIALIZE and not self._initialize_seen:
+            self._initialize_id = data.get("id")
+        try:
+            message = self.structure_message(data)
+        except Exception as exc:  # a notification or response that does not fit its type
+            if "method" in data:
+                log.warning("ignored a notification: %s", _params_problem(data["method"], exc))
+            else:
+                log.warning("ignored a response to %r: %s", data.get("id"), exc)
+            return
+        self.handle_message(message)
+
+    def refuse(self, data: Any, code: int, reason: str) -> None:
+        """Answer `data` (a decoded JSON value, or None) with the error `code`."""
+        log.warning("refused a message: %s", reason)
+        self.send_error(_reply_id(data), code, reason)
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """A JSON-RPC error response; `msg_id` None is written as `"id": null`, which
+        JSON-RPC asks for (lsprotocol's converter would leave the member out)."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": code, "message": message}})
+
+    def _send_response(self, msg_id: Any, result: Any = None,
+                       error: types.ResponseError | None = None) -> None:
+        if msg_id is not None and msg_id == self._dropped_response:
+            self._dropped_response = None
+            return
+        # pygls puts a handler's traceback in its internal error's `data`; pygls has logged
+        # it to stderr already, and the client gets the exception's one line.
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            error = types.ResponseError(code=error.code, message=error.message)
+        if (error is None and msg_id is not None and msg_id == self._initialize_id
+                and self.on_initialize_answer is not None):
+            with contextlib.suppress(Exception):  # a nicety for the next start
+                self.on_initialize_answer(
+                    json.loads(json.dumps(result, default=self._serialize_message)))
+        super()._send_response(msg_id, result, error)
 
     def get_message_type(self, method: str) -> Any:  # type: ignore[override]
         custom = _CUSTOM_MESSAGES.get(method)
@@ -297,6 +429,11 @@ class LensProtocol(LanguageServerProtocol):
         msg_id: Any = getattr(message, "id", None)
         is_request = method is not None and msg_id is not None
         if method == types.INITIALIZE:
+            if self._initialize_seen:  # the LSP: initialize is sent once
+                if is_request:
+                    self.send_error(msg_id, JsonRpcInvalidRequest.CODE,
+                                    "Invalid Request: initialize may be sent only once")
+                return
             self._initialize_seen = True
         elif not self._initialize_seen and method not in (None, types.EXIT):
             if is_request:

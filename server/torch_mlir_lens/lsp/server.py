@@ -21,16 +21,17 @@ from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
+from torch_mlir_lens.lsp import transport
 from torch_mlir_lens.lsp.document import DocumentStore
 from torch_mlir_lens.lsp.engine_host import EngineHost
 from torch_mlir_lens.lsp.features.diagnostics.scheduler import CheckScheduler
 from torch_mlir_lens.lsp.features.notebook_sync import SYNC_OPTIONS as NOTEBOOK_SYNC
-from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter
+from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter, protocol_of
 from torch_mlir_lens.lsp.settings import Settings
 from torch_mlir_lens.lsp.trust import Trust
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine
+    pass
 
 log = logging.getLogger("torch_mlir_lens")
 
@@ -142,29 +143,51 @@ def create_server() -> LensServer:
     return server
 
 
-def run_server(tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, *,
-               prespawned: Engine | None = None) -> int:
-    """Serve LSP over stdio (default) or TCP until the client says exit; the exit code.
+def serve_tcp(server: LensServer, host: str, port: int) -> int:
+    """Serve LSP over TCP (`serve --tcp`) to the first client that connects, until it says
+    exit or leaves; the exit code. Frames are read as on stdio (`transport.py`): a malformed
+    one is answered, or ends the server with one line on stderr."""
+    unreadable: list[str] = []
 
-    The code is 0 after a `shutdown` request and 1 otherwise (`exit` without `shutdown`, or a
-    client that vanished), as the LSP specification asks.
-    `prespawned`: an engine whose worker is already warming up (`Engine.prespawn`), used by
-    the lowering service once the client says the workspace is trusted.
-    """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    server = create_server()
-    server.host.prespawned = prespawned
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)  # pygls writes bytes to it as to stdout
+        try:
+            await transport.serve_reader(transport.FrameReader(transport.StreamChunks(reader)),
+                                         protocol_of(server))
+        except transport.FramingError as exc:
+            unreadable.append(str(exc))
+        finally:
+            done.set()
+
+    async def main() -> None:
+        listening = await asyncio.start_server(connection, host, port)
+        async with listening:
+            await done.wait()
+
+    done = asyncio.Event()
     try:
-        if tcp:
-            server.start_tcp(host, port)
-        else:
-            server.start_io()
+        asyncio.run(main())
+    except (KeyboardInterrupt, SystemExit, BrokenPipeError):  # SystemExit: pygls's `exit`
+        pass
     finally:
-        # The client vanished without shutdown/exit: take the worker (a process group) along.
-        server.host.discard_prespawned()  # never started (no `initialized`)
-        pid = server.host.engine.worker_pid if server.host.engine else None
-        if pid:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-    # pygls ends its loop on `exit` by a SystemExit it swallows: read the state ourselves.
+        server.shutdown()
+        stop_worker(server)
+    if unreadable:
+        sys.stderr.write(f"torch-mlir-lens: the server stops: {unreadable[0]}\n")
+        return 1
+    return exit_code(server)
+
+
+def stop_worker(server: LensServer) -> None:
+    """The client vanished without shutdown/exit: take the worker (a process group) along."""
+    server.host.discard_prespawned()  # never started (no `initialized`)
+    pid = server.host.engine.worker_pid if server.host.engine else None
+    if pid:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def exit_code(server: LensServer) -> int:
+    """0 after a `shutdown` request, else 1 (the LSP's rule). pygls ends its loop on `exit`
+    by a SystemExit it swallows: the state is read here."""
     return 0 if getattr(server.protocol, "_shutdown", False) else 1

@@ -31,6 +31,7 @@ _KEYS = {
     "strictExport": "strict_export",
     "cacheSizeMb": "cache_size_mb",
     "rewrites": "rewrites",
+    "stitchBlocks": "stitch_blocks",
 }
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
@@ -53,6 +54,7 @@ class Settings:
     cache_size_mb: int = defaults.CACHE_SIZE_MB  # the persistent result cache; 0: off
     # Rewrites every module lowers through ("erfinv@tosa", "auto"), beyond its own comment.
     rewrites: tuple[str, ...] = ()
+    stitch_blocks: bool = True  # repeated blocks as one function each (False: inline)
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -72,6 +74,7 @@ class Settings:
             tuple(sorted(self.example_inputs.items())),
             self.strict_export,
             self.rewrites,
+            self.stitch_blocks,
         )
 
 
@@ -111,7 +114,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "cache_size_mb":
         ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         return int(value) if ok else None
-    if name == "strict_export":
+    if name in ("strict_export", "stitch_blocks"):
         return value if isinstance(value, bool) else None
     if name == "rewrites":
         return _rewrites(value)

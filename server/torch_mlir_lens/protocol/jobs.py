@@ -54,9 +54,12 @@ class ModuleJob(Job):
     # Rewrites to lower with, beyond those of the module's comment (rules/rewrite_specs.py:
     # "erfinv@tosa", "histc", "auto"): the command line's and the project's.
     rewrites: list[str] = field(default_factory=list)
+    # Repeated blocks lowered inline, not as one function per block (worker/blocks/).
+    inline_blocks: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """Absolute paths; `construct`, `fingerprint` and `rewrites` only when set."""
+        """Absolute paths; `construct`, `fingerprint`, `rewrites` and `inline_blocks` only
+        when set."""
         data = super().to_json()
         if not self.rewrites:
             del data["rewrites"]
@@ -67,6 +70,8 @@ class ModuleJob(Job):
             del data["construct"]
         if self.fingerprint is None:
             del data["fingerprint"]
+        if not self.inline_blocks:
+            del data["inline_blocks"]
         return data
 
     def module_fields(self) -> ModuleJob:

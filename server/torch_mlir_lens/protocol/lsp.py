@@ -50,6 +50,7 @@ class LowerParams:
     pipeline: str | None = None  # a name from the `pipelines` setting, or a pipeline string
     print_after_all: bool = False
     work_done_token: int | str | None = None
+    inline_blocks: bool | None = None  # repeated blocks inline; None: the stitchBlocks setting
 
 
 @attrs.define
@@ -410,7 +411,12 @@ class ModuleArgs:
 
 @attrs.define
 class ExportModuleArgs:
-    """`torchMlirLens.exportModule`: write the module's IR; never replaces unless asked."""
+    """`torchMlirLens.exportModule`: write the module's IR; never replaces unless asked.
+
+    `output` (a path or `file:` URI; relative to the source file's folder) must be inside the
+    workspace folders and end in .mlir/.mlirbc unless `chosen_by_user`: the client sets it
+    only for a path from its save dialog. Never a source file (`project/write_policy.py`).
+    """
 
     uri: str
     module: str
@@ -418,6 +424,7 @@ class ExportModuleArgs:
     output: str | None = None
     bytecode: bool = False
     overwrite: bool = False
+    chosen_by_user: bool = False
 
 
 @attrs.define
@@ -431,12 +438,17 @@ class ExportModuleResponse:
 
 @attrs.define
 class ExportReproArgs:
-    """`torchMlirLens.exportRepro`: write a reproducer (.mlir + torch-mlir-opt command)."""
+    """`torchMlirLens.exportRepro`: write a reproducer (.mlir + torch-mlir-opt command).
+
+    `output_dir` as an export's `output`: inside the workspace folders unless
+    `chosen_by_user` (the client's folder dialog).
+    """
 
     uri: str
     module: str
     target: str | None = None
     output_dir: str | None = None
+    chosen_by_user: bool = False
 
 
 @attrs.define
@@ -475,10 +487,13 @@ class SetTrustedResponse:
 
 @attrs.define
 class ExplainInputsResponse:
-    """How to give the module example inputs, and the comment to paste."""
+    """Where the module's example inputs come from, or how to give it some; the comment to
+    paste (the one in effect when it has one); its inputs status (`ModuleInfo.inputs`:
+    comment, convention, settings, derived, inferred, missing)."""
 
     message: str
     template: str
+    inputs: str
 
 
 # method → (params type, result type); None: a notification.

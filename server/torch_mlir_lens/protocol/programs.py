@@ -63,6 +63,7 @@ def program_key(job: dict[str, Any], text: str) -> str:
         "settings_inputs": job.get("settings_inputs") or {},
         "workspace": job.get("workspace"),
         "strict": bool(job.get("strict", False)),
+        **({"inline_blocks": True} if job.get("inline_blocks") else {}),
         # Sibling files the module may import: an edit to one must re-export.
         "siblings": folder_stamp(path),
     }

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch_mlir_lens.repo_check.findings import Finding
-from torch_mlir_lens.repo_check.outputs import write_atomically
+from torch_mlir_lens.repo_check.outputs import write_text_atomically
 
 VERSION = 1
 DEFAULT_NAME = "torch-mlir-lens-baseline.json"
@@ -76,7 +76,7 @@ def write_baseline(path: str, findings: list[Finding], keep: set[Key] | None = N
     keys = sorted({f.baseline_key for f in findings} | (keep or set()))
     entries = [{"file": k[0], "module": k[1], "rule": k[2]} for k in keys]
     body = {"version": VERSION, "tool": "torch-mlir-lens", "entries": entries}
-    write_atomically(path, json.dumps(body, indent=1) + "\n")
+    write_text_atomically(path, json.dumps(body, indent=1) + "\n")
     return len(entries)
 
 

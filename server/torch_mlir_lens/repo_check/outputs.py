@@ -12,12 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 
+from torch_mlir_lens.project.write_policy import SOURCE_SUFFIXES
+from torch_mlir_lens.system.atomic_write import write_atomically
+
 
 def unwritable(path: str) -> str | None:
     """Why `path` cannot be written atomically, or None when it can (tried, not guessed:
     a temporary file is created beside it and removed)."""
     if os.path.isdir(path):
         return "is a folder (give a file name)"
+    if path.lower().endswith(SOURCE_SUFFIXES):
+        return "is a source file name: a report never replaces source code"
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"no such folder: {folder}"
@@ -32,18 +37,10 @@ def unwritable(path: str) -> str | None:
     return None
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file renamed over it; OSError on failure
-    (the temporary file removed, any old file untouched)."""
-    tmp = _temp_name(path)
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def write_text_atomically(path: str, text: str) -> None:
+    """Write `text` to `path` whole or not at all (`system/atomic_write.py`); OSError on
+    failure, any old file untouched."""
+    write_atomically(path, text.encode("utf-8"))
 
 
 def _temp_name(path: str) -> str:

@@ -1,7 +1,9 @@
 """The report of a `check` run (or of merged shards), its exit code and JSON.
 
-Exit codes as for one file: 0 every module lowers (or only baselined findings); 1 a module
-does not lower (a new finding); 2 bad input: a file that cannot be read or parsed.
+Exit codes (rules/exit_codes.py): 0 every module lowers (or only baselined findings); 1 a
+module does not lower (a new finding); 2 bad input: a file that cannot be read or parsed; 3
+every new finding is a job that could not run (a worker crash, time-out or memory limit).
+2 comes before 1, and 1 before 3.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from typing import Any
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.rules.exit_codes import check_exit_code
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 FILE_KINDS = {"syntax-error", "load-error"}
 JSON_VERSION = 1
 
@@ -45,9 +47,9 @@ class Report:
         return [f for f in self.findings() if not f.baselined]
 
     def exit_code(self) -> int:
-        if self.problems:
-            return EXIT_BAD_INPUT
-        return EXIT_FAILED if self.new_findings() else EXIT_OK
+        """The run's exit code: file problems, else new findings (rules/exit_codes.py)."""
+        return check_exit_code(bad_input=bool(self.problems),
+                               failure_kinds=[f.kind for f in self.new_findings()])
 
     def summary(self) -> dict[str, int]:
         """Counts for the last line of text output and the JSON `summary`."""

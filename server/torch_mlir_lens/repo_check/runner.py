@@ -41,6 +41,7 @@ class RunOptions:
     cache_dir: str | None = None  # the persistent result cache (None: none)
     rewrites: list[str] = field(default_factory=list)  # `--rewrites` / the project's items
     prove_rewrites: bool = True  # say per finding whether a proven rewrite exists
+    inline_blocks: bool = False  # repeated blocks inline, not one function each
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
@@ -103,7 +104,8 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         return ModuleOutcome(task, entry, findings)
     job = ModuleJob(path=task.path, module=task.name, text=text,
                     settings_inputs=dict(opts.example_inputs), workspace=opts.root,
-                    strict=opts.strict_export, rewrites=list(opts.rewrites))
+                    strict=opts.strict_export, rewrites=list(opts.rewrites),
+                    inline_blocks=opts.inline_blocks)
     started = time.perf_counter()
     try:
         results = await engine.lower(job, targets=opts.targets)

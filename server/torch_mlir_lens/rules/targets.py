@@ -85,7 +85,8 @@ def is_known_target(name: str) -> bool:
     return name in TARGETS
 
 
-# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py).
+# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py),
+# in two halves with a rewrite in between (below).
 # Why each step:
 # - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
 #   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
@@ -102,9 +103,20 @@ def is_known_target(name: str) -> bool:
 # - expand-strided-metadata computes the sizes and strides of dynamic shapes (collapse_shape,
 #   expand_shape, subviews of `?` dims) with affine.apply: a second lower-affine after it turns
 #   them into arith before the conversion to LLVM (dynamic shapes failed without it);
-# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM.
-LLVM_PIPELINE = (
+# - f16 and bf16: LLVM lowers their conversions (and the ones inside any arithmetic on them)
+#   to compiler-rt/libgcc builtins on CPUs without F16C/AVX512-BF16, which the JIT cannot find
+#   (GCC 12's libgcc has no bf16 ones). So 16-bit float math and arithmetic are computed in f32
+#   (math-extend-to-supported-types, arith-emulate-unsupported-floats: each op still rounds to
+#   its 16-bit type, as LLVM would); between the two halves worker/half_floats.py rewrites the
+#   f16 conversions (and those between 16-bit floats and f64) into integer arithmetic, then
+#   arith-expand{include-bf16} does the same for f32 <-> bf16. Nothing is left for the CPU but
+#   SSE2;
+# - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM;
+# - first of all, the calls of a stitched module's block functions are inlined (nothing to do
+#   in a module of one function): deallocation and the JIT's entry point want one function.
+LLVM_PIPELINE_HEAD = (
     "builtin.module("
+    "inline{default-pipeline=},"
     "func.func(refback-generalize-tensor-concat),"
     "func.func(linalg-generalize-named-ops),"
     "one-shot-bufferize{allow-unknown-ops bufferize-function-boundaries "
@@ -117,7 +129,12 @@ LLVM_PIPELINE = (
     "func.func(convert-linalg-to-loops),"
     "lower-affine,"
     "convert-scf-to-cf,"
-    "func.func(arith-expand),"
+    "func.func(math-extend-to-supported-types{target-type=f32},"
+    "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}))"
+)
+LLVM_PIPELINE_TAIL = (
+    "builtin.module("
+    "func.func(arith-expand{include-bf16=true}),"
     "func.func(convert-math-to-llvm),"
     "convert-math-to-libm,"
     "expand-strided-metadata,"
@@ -129,6 +146,18 @@ LLVM_PIPELINE = (
     "convert-ub-to-llvm,"
     "reconcile-unrealized-casts)"
 )
+
+
+# A stitched module (worker/blocks/: one function per repeated block, called at each of its
+# calls): its calls inlined, before a pipeline that needs one function (StableHLO, a user's
+# pipeline), and before a backend's contract check (which rejects `func.call`), run apart.
+INLINE_CALLS_PIPELINE = "builtin.module(inline{default-pipeline=})"
+
+
+def contract_check_pipeline(verify_pass: str, *, inline: bool) -> str:
+    """A backend's contract check (`torch-verify-...-contract`), the calls inlined first when
+    `inline`."""
+    return f"builtin.module({'inline{default-pipeline=},' if inline else ''}{verify_pass})"
 
 
 # Not a lowering: running these two conversions on an empty module loads the StableHLO and

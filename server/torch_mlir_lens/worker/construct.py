@@ -21,7 +21,8 @@ taken and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +91,39 @@ def build_fake(obj: type, init_args: tuple[Any, ...], init_kwargs: dict[str, Any
     a shape and no memory; `.to(dtype)`, `.half()` work), then its meta tensors become fake
     CPU tensors of `mode` (a new one by default), which export takes like real ones.
     """
-    with torch.device("meta"):
+    with torch.device("meta"), _initializers_skipped():
         instance = obj(*init_args, **init_kwargs)
     if isinstance(instance, torch.nn.Module):
         to_fake(instance, mode or new_fake_mode())
         instance.eval()
     return instance
+
+
+@contextlib.contextmanager
+def _initializers_skipped() -> Iterator[None]:
+    """`torch.nn.init`'s in-place initializers return a meta tensor untouched for a while:
+    it has no values to set, and their Python work is most of a deep model's construction
+    (80 Llama layers: 0.07 s of 0.1 s). Other tensors are initialized as always."""
+    saved: dict[str, Callable[..., Any]] = {}
+    for name in dir(torch.nn.init):
+        function = getattr(torch.nn.init, name)
+        if name.endswith("_") and not name.startswith("_") and callable(function):
+            saved[name] = function
+            setattr(torch.nn.init, name, _skipped_on_meta(function))
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(torch.nn.init, name, function)
+
+
+def _skipped_on_meta(function: Callable[..., Any]) -> Callable[..., Any]:
+    def initialize(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensor, torch.Tensor) and tensor.is_meta:
+            return tensor
+        return function(tensor, *args, **kwargs)
+
+    return initialize
 
 
 def to_fake(module: torch.nn.Module, mode: FakeTensorMode) -> None:
@@ -112,7 +140,10 @@ def to_fake(module: torch.nn.Module, mode: FakeTensorMode) -> None:
         out: torch.Tensor = mode.fake_tensor_converter.from_meta_and_device(
             mode, t.detach(), cpu)
         if isinstance(t, torch.nn.Parameter):
-            out = torch.nn.Parameter(out, requires_grad=t.requires_grad)
+            # What torch.nn.Parameter(fake) does to a tensor subclass, without its detach:
+            # `out` is fresh (0.1 ms a weight, 0.07 s for the 723 of a 70 B-parameter model).
+            out.requires_grad_(t.requires_grad)
+            out._is_param = True  # type: ignore[attr-defined]
         made[id(t)] = (t, out)
         return out
 

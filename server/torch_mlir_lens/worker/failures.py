@@ -117,6 +117,8 @@ class Failures:
     def _fx_calls(self) -> fx_origins.FxCalls:
         if self._calls is None:
             self._calls = fx_origins.FxCalls(self.program)
+            for block in getattr(self.program, "block_programs", ()):  # a stitched program's
+                self._calls.merge(fx_origins.FxCalls(block))
         return self._calls
 
     def _group(self, rejected: list[culprit_diags.Rejected], target: str,

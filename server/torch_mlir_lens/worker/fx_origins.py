@@ -190,6 +190,11 @@ class FxCalls:
                 call = FxCall(op, f"higher_order.{hop}", str(hop), IMPORTED)
                 self.by_chain.setdefault(node_chain(node), []).append(call)
 
+    def merge(self, other: FxCalls) -> None:
+        """Add the calls of another program's graph (a stitched block's function)."""
+        for chain, calls in other.by_chain.items():
+            self.by_chain.setdefault(chain, []).extend(calls)
+
     @classmethod
     def _is_alias(cls, node: Any, root: Any, target: str, made: Counter[tuple[str, int]]) -> bool:
         """The call made only this node, with its signature, and torch documents the two ops

@@ -199,7 +199,7 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     `keep` False (a proof of rewrites, in the background): a program it has to build is not
     cached, so that it pushes out none of those the lowerings use (counted apart).
     """
-    from torch_mlir_lens.worker import construct, loader, lowering
+    from torch_mlir_lens.worker import blocks, construct, loader, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
 
     path = job.path
@@ -239,13 +239,27 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
             resolved.instance = None  # never hand a weightless module to a job needing values
         return inputs_mod.instantiate(mod, name, resolved)
 
+    blocks_stats: dict[str, Any] = {}
+
     def export(fn: Any) -> Any:
         _stats["exports_run" if keep else "proof_exports"] += 1
-        return lowering.export_program(
-            fn, resolved.args, resolved.kwargs, user_files=user_files,
-            strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
-            dynamic_at=resolved.dynamic_at,
-        )
+
+        def inline() -> Any:
+            return lowering.export_program(
+                fn, resolved.args, resolved.kwargs, user_files=user_files,
+                strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+                dynamic_at=resolved.dynamic_at,
+            )
+
+        # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
+        # stitched program has not: a proof, or a module asking for rewrites, is lowered inline.
+        why_inline = ("inline: proving rewrites" if not keep
+                      else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
+        program, outcome = blocks.export(fn, resolved, inline, job, user_files, text,
+                                         why_inline=why_inline)
+        blocks_stats.clear()
+        blocks_stats.update(outcome.stats())
+        return program
 
     program, built = construct.construct_and_export(
         inputs_mod.lookup(mod, name), resolved, build_real=build_real, export=export,
@@ -256,7 +270,8 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
                      fn=built.fn, args=tuple(resolved.args),
                      kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction=built.stats(), dynamic_shapes=resolved.dynamic_shapes,
+                     construction={**built.stats(), **blocks_stats},
+                     dynamic_shapes=resolved.dynamic_shapes,
                      loaded=frozenset(loader.touched))
     key = real_key if built.path == construct.REAL else any_key
     if not keep:
@@ -314,6 +329,17 @@ def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str |
     return None
 
 
+def _asks_rewrites(job: ModuleJob, text: str) -> bool:
+    """Whether the job's module is lowered through any rewrite (its comment's or the job's);
+    a comment the rules cannot read says no here and is reported by `_rewriting`."""
+    from torch_mlir_lens.worker.rewrites.variants import requested
+
+    try:
+        return bool(requested(job.path, text, job.module, job.rewrites))
+    except LensError:
+        return False
+
+
 def _rewriting(job: ModuleJob, program: _Program) -> Any:
     """The rewrites the job's module asks for (its comment, the job's), on this program."""
     from torch_mlir_lens.worker.rewrites.jobs import Rewriting
@@ -369,13 +395,16 @@ def _export(job: ExportJob) -> dict[str, Any]:
         raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
     if target != CUSTOM_TARGET and not is_known_target(target):
         raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    from torch_mlir_lens.worker.lowering.artifacts import refuse_source
     from torch_mlir_lens.worker.lowering.writing import write_export
 
+    output = os.path.abspath(output)
+    refuse_source(output, job.path)  # before the export's cost, not only at the write
     program = _program(job, "export")  # the file must hold the real weights
     lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
-    size = write_export(lowerer, target, os.path.abspath(output),
+    size = write_export(lowerer, target, output,
                         bytecode=job.bytecode, options=_lower_options(None))
-    return ExportReply(path=os.path.abspath(output), bytes=size).to_json()
+    return ExportReply(path=output, bytes=size).to_json()
 
 
 def _repro(job: ReproJob) -> dict[str, Any]:
@@ -446,7 +475,9 @@ def _ping(job: Job) -> dict[str, Any]:
 
 
 def _stats_job(job: Job) -> dict[str, Any]:
-    return {**_stats, "pid": os.getpid(), "cached_programs": len(_programs)}
+    from torch_mlir_lens.worker.blocks import counters
+
+    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
 
 
 def _jsonable(value: Any) -> Any:

@@ -101,6 +101,12 @@ class LiteralHooks(FxImporterHooks):
         return ir.Operation.create(name="torch.vtensor.literal", results=[vtensor_type],
                                    attributes={"value": attr}).result
 
+    def attribute(self, tensor: torch.Tensor) -> ir.Attribute | None:
+        """The `dense_resource` of `tensor` (None for one element with a value: a splat is
+        torch-mlir's choice then, and for what no blob can hold). Needs an active context."""
+        valued = has_values(tensor)
+        return None if valued and tensor.numel() <= 1 else self._attribute(tensor, valued)
+
     def _attribute(self, tensor: torch.Tensor, valued: bool) -> ir.Attribute | None:
         known = self._attrs.get(id(tensor))
         if known is not None:

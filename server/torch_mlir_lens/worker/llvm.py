@@ -1,7 +1,9 @@
 """The `llvm` target: linalg-on-tensors → LLVM dialect, ready for the ExecutionEngine.
 
-The pipeline (`rules/targets.py`, `LLVM_PIPELINE`, with why each pass is there) is made of
-upstream MLIR passes bundled in the torch-mlir wheel plus a few torch-mlir ones. Public
+The pipeline (`rules/targets.py`, `LLVM_PIPELINE_HEAD` and `_TAIL`, with why each pass is there)
+is made of upstream MLIR passes bundled in the torch-mlir wheel plus a few torch-mlir ones; between
+its halves `half_floats.py` turns f16/bf16 conversions into integer arithmetic, so that the
+compiled code needs nothing of the CPU beyond x86-64 (SSE2) and no runtime builtin. Public
 functions get the C interface (`llvm.emit_c_interface`) so that `ExecutionEngine.invoke` can
 call them.
 """
@@ -15,7 +17,8 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
-from torch_mlir_lens.rules.targets import LLVM_PIPELINE
+from torch_mlir_lens.rules.targets import LLVM_PIPELINE_HEAD, LLVM_PIPELINE_TAIL
+from torch_mlir_lens.worker.half_floats import expand_half_float_conversions
 from torch_mlir_lens.worker.locations import UserFiles, as_user_files, user_frames_of
 from torch_mlir_lens.worker.mlir_diagnostics import Diag, captured, error_diags
 
@@ -123,7 +126,9 @@ def lower_linalg_to_llvm(
     """
     _register_torch_passes()
     mark_c_interface(module)
-    run_located_pipeline(module, LLVM_PIPELINE, user_files=user_files)
+    run_located_pipeline(module, LLVM_PIPELINE_HEAD, user_files=user_files)
+    expand_half_float_conversions(module)
+    run_located_pipeline(module, LLVM_PIPELINE_TAIL, user_files=user_files)
     _check_all_llvm(module, user_files)
 
 

@@ -101,7 +101,7 @@ class Partial:
     pipeline: str = ""  # the pipeline that lowered `outlined` to `module`
 
 
-def _no_verify_pipeline(target: str, ctx: ir.Context) -> str:
+def no_verify_pipeline(target: str, ctx: ir.Context) -> str:
     """The backend pipeline, expanded, without its final contract verification."""
     full = targets.BACKEND_PIPELINES[target]
     with ctx, captured(ctx):
@@ -444,7 +444,7 @@ def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, 
     if target not in targets.BACKEND_PIPELINES:
         return None
     work = torch_module.clone()
-    pipeline = _no_verify_pipeline(target, work.context)
+    pipeline = no_verify_pipeline(target, work.context)
     outliner = _Outliner(work)
     culprits: list[Culprit] = []
     complete = True

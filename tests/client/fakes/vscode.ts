@@ -226,6 +226,10 @@ class State {
   trusted = true;
   /** Quick picks shown, with their titles. */
   quickPicks: { items: unknown; title?: string }[] = [];
+  /** What the next quick picks choose: an item's label each (none left: dismissed). */
+  quickPickAnswers: string[] = [];
+  /** What the next save or open dialogs answer (none left: cancelled). */
+  dialogAnswers: Uri[] = [];
 }
 
 let state = new State();
@@ -317,10 +321,21 @@ export const window = {
   createStatusBarItem(id?: string) {
     return { id, name: '', text: '', tooltip: '' as unknown, command: '', backgroundColor: undefined as unknown, show() {}, hide() {}, dispose() {} };
   },
-  /** Records the question; the user dismisses it (undefined), as the tests need no answer yet. */
-  showQuickPick(items: unknown, options?: { title?: string }): Promise<undefined> {
+  /** Records the question; answers the item `fake.answerQuickPicks` named, else dismisses it. */
+  showQuickPick(items: unknown, options?: { title?: string }): Promise<unknown> {
     state.quickPicks.push({ items, title: options?.title });
-    return Promise.resolve(undefined);
+    const label = state.quickPickAnswers.shift();
+    const found = Array.isArray(items) ? (items as { label?: string }[]).find((i) => i.label === label) : undefined;
+    return Promise.resolve(found);
+  },
+  /** The next of `fake.answerDialogs`, else cancelled. */
+  showSaveDialog(): Promise<Uri | undefined> {
+    return Promise.resolve(state.dialogAnswers.shift());
+  },
+  /** The next of `fake.answerDialogs` (as the one folder picked), else cancelled. */
+  showOpenDialog(): Promise<Uri[] | undefined> {
+    const uri = state.dialogAnswers.shift();
+    return Promise.resolve(uri && [uri]);
   },
   withProgress<R>(_options: unknown, task: (progress: { report(): void }, token: unknown) => Promise<R>): Promise<R> {
     return task({ report: () => undefined }, { isCancellationRequested: false, onCancellationRequested: () => new Disposable(() => undefined) });
@@ -494,6 +509,16 @@ export const fake = {
   /** Titles of the quick picks shown so far. */
   quickPickTitles(): (string | undefined)[] {
     return state.quickPicks.map((q) => q.title);
+  },
+
+  /** The labels the next quick picks choose, in order. */
+  answerQuickPicks(...labels: string[]): void {
+    state.quickPickAnswers.push(...labels);
+  },
+
+  /** What the next save or open dialogs answer, in order. */
+  answerDialogs(...uris: Uri[]): void {
+    state.dialogAnswers.push(...uris);
   },
 
   /** Output channels made so far. */

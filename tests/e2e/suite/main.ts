@@ -132,6 +132,9 @@ export async function runMain(ws: vscode.Uri): Promise<void> {
     const file = path.join(baseDir(), 'llama_wrapper.py');
     fs.writeFileSync(file, LLAMA_WRAPPER);
     const source = vscode.Uri.file(file);
+    // Opened first, as a user opens a file before its IR: a file outside every folder is
+    // trusted only once VS Code has opened it (the server refuses one asked for by URI alone).
+    await vscode.workspace.openTextDocument(source);
     const { path: panePath, query } = toUriParts({ source: source.toString(), module: 'LlamaWrapper', target: 'linalg' });
     const pane = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: SCHEME, path: panePath, query }));
     await waitFor('the LlamaWrapper pane', 150_000, async () => (pane.getText().includes('func.func') ? true : undefined));

@@ -118,11 +118,13 @@ class WorkerClient:
         if self._worker and self._worker.proc.returncode is None:
             spawn.set_address_limit(self._worker.pid, value)
 
-    def prespawn(self) -> int | None:
-        """Spawn the first worker now, without an event loop (it only imports torch until a
-        job arrives); its pid, or None when it could not start (it is spawned later)."""
+    def prespawn(self, early: EarlyWorker | None = None) -> int | None:
+        """Spawn the first worker now (or take `early`, spawned before us), without an event
+        loop; its pid, or None when it could not start (it is spawned later)."""
         if self._early is None and self._worker is None:
-            self._early = spawn.spawn_early(self.python)
+            self._early = early or spawn.spawn_early(self.python)
+        elif early is not None:
+            early.discard()
         return self._early.pid if self._early is not None else None
 
     def discard_prespawned(self) -> None:
@@ -146,8 +148,7 @@ class WorkerClient:
         """Abort the current request; False when there is none.
 
         A job running in the worker is killed (and the worker restarted); a request still
-        waiting for the worker to warm up is simply dropped. It raises LensError("cancelled").
-        """
+        waiting for the worker to warm up is dropped. It raises LensError("cancelled")."""
         if self._cancel_event is None or self._cancel_event.is_set():
             return False
         self._cancel_event.set()

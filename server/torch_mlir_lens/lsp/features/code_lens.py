@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import cell_positions, convert, verify_view
+from torch_mlir_lens.lsp import cell_positions, convert, lens_specs, verify_view
 from torch_mlir_lens.lsp.document import Document, Verdict
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.rules.targets import target_title
@@ -22,10 +22,8 @@ from torch_mlir_lens.rules.targets import target_title
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.server import LensServer
 
-SHOW_IR = "torchMlirLens.showIr"  # client-side command
-EXPORT = "torchMlirLens.exportModule"
-EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
-VERIFY = "torchMlirLens.verify"
+SHOW_IR, EXPORT, EXPLAIN_INPUTS, VERIFY = (lens_specs.SHOW_IR, lens_specs.EXPORT,
+                                          lens_specs.EXPLAIN_INPUTS, lens_specs.VERIFY)
 
 
 def register(server: LensServer) -> None:
@@ -48,8 +46,8 @@ def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:
     lines = doc.lines
     modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
     for info in modules:
-        if info.kind != "class" and info.inputs == "missing":
-            continue  # a plain helper function: nothing to lower until given inputs
+        if not lens_specs.shows_lenses(info):
+            continue
         rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
         out.extend(module_lenses(server, doc, info, rng))
     return out
@@ -58,29 +56,15 @@ def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:
 def module_lenses(
     server: LensServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
 ) -> list[types.CodeLens]:
-    """The lenses of one module."""
-    uri, name = doc.uri, info.name
-    if info.inputs == "missing":
-        return [_lens(rng, "Set example inputs", EXPLAIN_INPUTS, [{"uri": uri, "module": name}])]
-    out = [
-        _lens(rng, f"Show {target_title(t)} IR", SHOW_IR, [uri, name, t])
-        for t in server.settings.lens_targets
-    ]
-    out.append(
-        _lens(rng, "Export…", EXPORT, [
-            {"uri": uri, "module": name, "target": server.settings.default_target}
-        ])
-    )
-    # "Verify", then its verdict (clicking runs it again).
-    out.append(_lens(rng, verify_view.lens_title(doc.verify_result(name)), VERIFY,
-                     [{"uri": uri, "module": name}]))
-    verdicts = doc.verdicts(name)
-    if verdicts:
-        title, target = verdict_title(verdicts, server.settings.diagnostic_targets,
-                                      server.settings.default_target)
-        if title:
-            out.append(_lens(rng, title, SHOW_IR, [uri, name, target]))
-    return out
+    """The lenses of one module (`lens_specs.module_lens_specs`)."""
+    settings = server.settings
+    verdicts = doc.verdicts(info.name)
+    verdict = (verdict_title(verdicts, settings.diagnostic_targets, settings.default_target)
+               if verdicts else None)
+    specs = lens_specs.module_lens_specs(
+        doc.uri, info, settings.lens_targets, settings.default_target,
+        verify_view.lens_title(doc.verify_result(info.name)), verdict)
+    return [_lens(rng, title, command, arguments) for title, command, arguments in specs]
 
 
 def verdict_title(

@@ -1,11 +1,14 @@
 """`workspace/executeCommand`: export a module, export a reproducer, explain inputs, verify.
 
 Arguments and answers are typed in `protocol.lsp` (`COMMANDS`): one argument object each,
-structured here by the server's converter. An export never replaces an existing file unless
-`overwrite` is true (the client asks the user first); without `output` the file goes next to
-the source under a name that is not taken yet. Verify's verdict also becomes the module's
-Verify lens and, when it fails, diagnostics. (`torchMlirLens.showIr` is the client's own
-command: the server does not register it.)
+structured here by the server's converter. Where an export or a reproducer may go is
+`project/write_policy.py`'s, checked here before any job is sent: never over a source, only
+inside the workspace folders unless `chosenByUser` (the path came from the client's dialog),
+relative paths against the source file's folder. An export never replaces an existing file
+unless `overwrite` is true (the client asks the user first); without `output` the file goes
+next to the source under a name that is not taken yet. Verify's verdict also becomes the
+module's Verify lens and, when it fails, diagnostics. (`torchMlirLens.showIr` is the client's
+own command: the server does not register it.)
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp import answers, convert, verify_view
 from torch_mlir_lens.lsp.document import Document, Stamp, load_document
-from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.features import diagnostics, inputs_explained
 from torch_mlir_lens.lsp.json_rpc import converter_of
+from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.protocol.verify_results import VerifyResult
@@ -122,15 +126,42 @@ def _target(server: LensServer, target: str | None) -> str:
     return target
 
 
-def _path_arg(value: Any, base: str | None) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    path = convert.uri_to_path(value) if value.startswith("file:") else value
-    if path is None:
-        return None
-    if not os.path.isabs(path) and base:
-        path = os.path.join(base, path)
-    return os.path.abspath(path)
+def workspace_roots(server: LensServer) -> list[str]:
+    """The server's workspace folders as paths (the first one alone if the client sent none)."""
+    roots = [convert.uri_to_path(f.uri) for f in server.workspace.folders.values()]
+    found = [r for r in roots if r]
+    if not found and server.workspace_root:
+        found = [server.workspace_root]
+    return found
+
+
+def refused(err: write_policy.WriteRefused) -> JsonRpcException:
+    """A write the policy refuses, as the command's JSON-RPC error (nothing was written)."""
+    return JsonRpcException(message=err.message, code=REQUEST_FAILED,
+                            data={"kind": "write-refused", "path": err.path,
+                                  "reason": err.reason})
+
+
+def _as_path(value: str) -> str:
+    """A `file:` URI's path, else the value (a path; other schemes the policy refuses)."""
+    if value.startswith("file:"):
+        path = convert.uri_to_path(value)
+        if path:
+            return path
+    return value
+
+
+def _default_folder(doc: Document, roots: list[str], argument: str) -> str:
+    """Where a write without a destination goes: beside the source, else the first folder."""
+    folder = os.path.dirname(doc.path) if doc.path else (roots[0] if roots else None)
+    if folder is None:
+        raise JsonRpcInvalidParams(f"`{argument}` is required for an unsaved file")
+    return folder
+
+
+def _default_stem(doc: Document, module: str, target: str) -> str:
+    """`<file stem>.<module>.<target>`: the name of a write without a destination."""
+    return f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
 
 
 def free_path(folder: str, stem: str, suffix: str) -> str:
@@ -149,14 +180,19 @@ async def export(server: LensServer,
     doc, _info, module = document_and_module(server, args.uri, args.module)
     target = _target(server, args.target)
     bytecode = args.bytecode
-    folder = os.path.dirname(doc.path) if doc.path else server.workspace_root
-    output = _path_arg(args.output, server.workspace_root or folder)
-    if output is None:
-        if folder is None:
-            raise JsonRpcInvalidParams("`output` is required for an unsaved file")
-        stem = f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
-        output = free_path(folder, stem, ".mlirbc" if bytecode else ".mlir")
-    elif os.path.exists(output) and not args.overwrite:
+    roots = workspace_roots(server)
+    if args.output:
+        requested = _as_path(args.output)
+    else:
+        stem = _default_stem(doc, module, target)
+        requested = free_path(_default_folder(doc, roots, "output"), stem,
+                              ".mlirbc" if bytecode else ".mlir")
+    try:
+        output = write_policy.check_export(requested, source=doc.path, roots=roots,
+                                           chosen_by_user=args.chosen_by_user)
+    except write_policy.WriteRefused as err:
+        raise refused(err) from None
+    if os.path.exists(output) and not args.overwrite:
         raise JsonRpcException(
             message=f"{output} exists; pass overwrite: true to replace it",
             code=REQUEST_FAILED, data={"kind": "exists", "path": output},
@@ -182,15 +218,19 @@ async def repro(server: LensServer,
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
     target = _target(server, args.target)
-    output_dir = _path_arg(args.output_dir, server.workspace_root)
-    if output_dir is None:
+    roots = workspace_roots(server)
+    if args.output_dir:
+        requested = _as_path(args.output_dir)
+    else:
         # Beside the source, in a new folder: the repro holds every weight, which must not
         # pile up in the system temp folder, and no existing file may be replaced.
-        folder = os.path.dirname(doc.path) if doc.path else server.workspace_root
-        if folder is None:
-            raise JsonRpcInvalidParams("`outputDir` is required for an unsaved file")
-        stem = f"{os.path.splitext(os.path.basename(doc.path or module))[0]}.{module}.{target}"
-        output_dir = free_path(folder, stem, ".repro")
+        stem = _default_stem(doc, module, target)
+        requested = free_path(_default_folder(doc, roots, "outputDir"), stem, ".repro")
+    try:
+        output_dir = write_policy.check_repro_dir(requested, source=doc.path, roots=roots,
+                                                  chosen_by_user=args.chosen_by_user)
+    except write_policy.WriteRefused as err:
+        raise refused(err) from None
     job = _job(server, doc, module)
 
     async def run(engine: Engine) -> ReproReply:
@@ -206,19 +246,13 @@ async def repro(server: LensServer,
 
 
 def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
-    """How to give a module example inputs, with the comment to paste."""
+    """Where the module's example inputs come from, or how to give it some (with the comment
+    to paste), judged on the text the server holds now (`inputs_explained`)."""
     doc, info, module = document_and_module(server, args.uri, args.module)
-    template = discovery.input_template(info, doc.text).strip() if info else (
-        "# torch-mlir-lens: inputs=(torch.randn(2, 16),)"
-    )
-    message = (
-        f"Torch-MLIR Lens needs example inputs to lower {module}. Put this comment on the line "
-        f"above the class (the quick fix on the class name does it): {template} — or give "
-        "an `example_input_array` attribute / `example_inputs()` method, or map the class in "
-        "the `torchMlirLens.exampleInputs` setting."
-    )
-    server.show(message)
-    return lens_types.ExplainInputsResponse(message=message, template=template)
+    said = inputs_explained.explain(info, module, doc.text)
+    server.show(said.message)
+    return lens_types.ExplainInputsResponse(message=said.message, template=said.template,
+                                            inputs=said.inputs)
 
 
 async def verify(server: LensServer,

@@ -124,8 +124,12 @@ async def lower_request(server: LensServer,
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     print_after_all = params.print_after_all
     token = params.work_done_token
+    inline = params.inline_blocks  # a pane's own choice; the setting's needs no override
+    if inline is not None and inline == (not server.settings.stitch_blocks):
+        inline = None
     try:
-        result = await _lower(server, doc, module, target, pipeline, print_after_all, token)
+        result = await _lower(server, doc, module, target, pipeline, print_after_all, token,
+                              inline)
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise commands.lens_error(err) from None
@@ -142,8 +146,9 @@ async def _lower(
     pipeline: str | None,
     print_after_all: bool,
     token: Any,
+    inline_blocks: bool | None = None,
 ) -> LowerResult:
-    plain = pipeline is None and not print_after_all
+    plain = pipeline is None and not print_after_all and inline_blocks is None
     if plain and target in server.settings.check_targets:
         # The check's first stage for this target alone (shared with hover and diagnostics,
         # cached on the document); the other check targets follow without delaying it.
@@ -159,6 +164,7 @@ async def _lower(
     results_list = await server.host.lower(
         doc, module, [] if pipeline else [target], pipeline=pipeline,
         print_after_all=print_after_all, progress_token=token, progress=True,
+        inline_blocks=inline_blocks,
     )
     if not results_list:
         raise LensError(ErrorKind.LOWERING_ERROR, "the engine returned no result")

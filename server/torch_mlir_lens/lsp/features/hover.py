@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 MAX_IR_LINES = 24
 MAX_IR_LINE_CHARS = 160
 MAX_ON_DEMAND = 3  # modules lowered at most for one hover
+_CALL = re.compile(r"\bcall @([\w.$-]+)\(")
+_CONSTANT = re.compile(r"= (arith\.constant|torch\.vtensor\.literal|\"tosa\.const\"|"
+                       r"stablehlo\.constant|torch\.constant\.)")
 
 
 def register(server: LensServer) -> None:
@@ -213,7 +217,10 @@ def render(
     """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
     ir = result.ir.splitlines()
     wanted = [n for n in _ir_lines(result, doc.path, line) if 0 < n <= len(ir)]
-    shown = [_clip(ir[n - 1]) for n in wanted[:MAX_IR_LINES]]
+    # Computations first, constants (weights) after, when not all fit.
+    kept = sorted(sorted(wanted, key=lambda n: _CONSTANT.search(ir[n - 1]) is not None)
+                  [:MAX_IR_LINES])
+    shown = [_clip(ir[n - 1]) for n in kept]
     rest = len(wanted) - len(shown)
     title = target_title(result.target)
     header = f"**{title}** · `{module}` · line {line}"
@@ -233,10 +240,36 @@ def render(
     if library:
         parts.append(library)
     parts.append(f"```mlir\n{body}\n```")
+    blocks = block_functions(result, [ir[n - 1] for n in kept])
+    if blocks:
+        parts.append(blocks)
     verdict = verdict_line(server, doc, module, line)
     if verdict:
         parts.append(verdict)
     return "\n\n".join(parts)
+
+
+def block_functions(result: LowerResult, lines: list[str]) -> str:
+    """Where the repeated blocks called on these IR lines are: "`@Block` (line 949 of the IR:
+    one function for the 80 calls of `Block`)". Empty when the lines call none."""
+    stitched = {b.get("function"): b for b in result.stats.get("blocks") or []
+                if isinstance(b, dict)}
+    called = [name for name in dict.fromkeys(m.group(1) for text in lines
+                                             for m in _CALL.finditer(text))
+              if name in stitched]
+    if not called:
+        return ""
+    ir = result.ir.splitlines()
+    found = []
+    for name in called:
+        defined = next((i for i, text in enumerate(ir, start=1)
+                        if f"func.func private @{name}(" in text), None)
+        where = f"line {defined} of the IR" if defined else "in the IR"
+        block = stitched[name]
+        found.append(f"`@{name}` ({where}: one function for the {block.get('calls')} calls "
+                     f"of `{block.get('class')}`)")
+    return "Repeated block: " + "; ".join(found) + " · inline form: the pane's " \
+        "*Show Repeated Blocks Inline* button or the `stitchBlocks` setting"
 
 
 def verdict_line(server: LensServer, doc: Document, module: str, line: int) -> str:

@@ -36,10 +36,13 @@ def register(server: LensServer) -> None:
         folders = _workspace_folders(params)
         server.workspace_root = folders[0] if folders else None
         # A client that says nothing about trust gets none; trust is per folder: lsp/trust.py.
-        server.trust.initialize(
-            options.get("trusted"), folders,
-            trust.folder_paths(options.get("trustedFolders")),
-            options.get("trustOpenedDocuments"))
+        named = options.get("trustedFolders")
+        trusted_folders = trust.folder_paths(named)
+        if named is not None and trusted_folders is None:
+            log.warning("trustedFolders is not a list of folder URIs: no folder is trusted")
+            trusted_folders = []  # never wider than what the client meant
+        server.trust.initialize(options.get("trusted"), folders, trusted_folders,
+                                options.get("trustOpenedDocuments"))
         if not server.trusted:
             server.host.discard_prespawned()  # spawned before we knew: no user code ran
         configuration.apply_settings(server, None, initial=True)

@@ -12,6 +12,7 @@ folder added to the workspace later runs nothing until the client trusts it too.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,11 @@ def register(server: LensServer) -> None:
 
     @server.feature(lens_types.SET_TRUSTED)
     def on_set_trusted(params: lens_types.SetTrustedParams) -> None:
-        set_trusted(server, params.trusted, folder_paths(params.folders))
+        folders = folder_paths(params.folders)
+        if params.folders is not None and folders is None:
+            log.warning("ignored torchMlirLens/setTrusted: %s", COMMAND_USAGE)
+            return
+        set_trusted(server, params.trusted, folders)
 
     @server.command(lens_types.SET_TRUSTED_COMMAND)
     def set_trusted_command(*args: Any) -> lens_types.SetTrustedResponse:
@@ -61,16 +66,14 @@ def register(server: LensServer) -> None:
 
 
 def folder_paths(value: object) -> list[str] | None:
-    """Folders as the client names them (`file:` URIs or paths) → paths; None unless a list
-    of strings."""
+    """Folders as the client names them (`file:` URIs or absolute paths) → paths; None unless
+    a list of them (a relative path would be resolved against the server's own folder)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return None
-    out = []
-    for item in value:
-        path = convert.uri_to_path(item) if item.startswith("file:") else item
-        if path:
-            out.append(path)
-    return out
+    paths = [convert.uri_to_path(v) if v.startswith("file:") else v for v in value]
+    if not all(p and os.path.isabs(p) for p in paths):
+        return None
+    return [p for p in paths if p]
 
 
 def _paths(folders: Sequence[types.WorkspaceFolder] | None) -> list[str]:

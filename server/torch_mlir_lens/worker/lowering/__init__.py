@@ -4,7 +4,7 @@
     pipeline.py   run pass pipelines with diagnostics captured; the IR after each pass
     artifacts.py  printed IR + source map, the fx target, export files, repro files
     lowerer.py    ProgramLowerer (what to build for a target, cached) and lower_module
-    options.py    LowerOptions (weights, locations, print-after-all, ...), MLIR_TARGETS
+    options.py    LowerOptions (weights, locations, print-after-all, ...)
 
 Callers import from this package; the names below are its public surface.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 from torch_mlir_lens.worker.lowering.artifacts import atomic_write
 from torch_mlir_lens.worker.lowering.export import as_module, export_program
 from torch_mlir_lens.worker.lowering.lowerer import ProgramLowerer, lower_module
-from torch_mlir_lens.worker.lowering.options import MLIR_TARGETS, LowerOptions
+from torch_mlir_lens.worker.lowering.options import LowerOptions
 from torch_mlir_lens.worker.lowering.pipeline import parsing_context, run_pipeline
 
 __all__ = [
-    "MLIR_TARGETS",
     "LowerOptions",
     "ProgramLowerer",
     "as_module",

@@ -6,18 +6,18 @@
     module_bytes(module_op, ...)              the text or bytecode an export writes
     write_repro(...)                          a lowering's input IR + its torch-mlir-opt command
     atomic_write(path, data)                  temp file in the same folder + os.replace
+    refuse_source(path, source)               the write policy's last check, where it writes
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
 import shlex
-import tempfile
 from typing import Any
 
+from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
 from torch_mlir_lens.protocol.results import (
     ErrorKind,
@@ -27,6 +27,7 @@ from torch_mlir_lens.protocol.results import (
     LowerResult,
     PassIr,
 )
+from torch_mlir_lens.system.atomic_write import write_atomically
 from torch_mlir_lens.worker import ir_text, partial
 from torch_mlir_lens.worker.library_frames import library_files
 from torch_mlir_lens.worker.literals import mark_elided
@@ -130,24 +131,23 @@ def write_repro(source_op: Any, pipeline: str, output_dir: str, *, module_name: 
     return {"mlir_path": path, "command": command}
 
 
-def atomic_write(path: str, data: bytes) -> int:
-    """Write `data` to `path` via a temp file in the same folder + os.replace; return size."""
-    folder = os.path.dirname(os.path.abspath(path))
+def refuse_source(path: str, source: str | None = None) -> None:
+    """LensError (write-error) for a write onto Python source or the module's own file.
+
+    The language server and the CLI refuse these before sending the job; this is the same
+    rule again where the bytes are written, so no other way in can replace a source."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                   dir=folder)
+        write_policy.refuse_source(path, source=source)
+    except write_policy.WriteRefused as err:
+        raise LensError(ErrorKind.WRITE_ERROR, err.message) from None
+
+
+def atomic_write(path: str, data: bytes) -> int:
+    """Write `data` to `path` via a temp file in the same folder + os.replace; return size.
+
+    Never over Python source or anything but a regular file (`refuse_source`)."""
+    refuse_source(path)
+    try:
+        return write_atomically(path, data, sync=True)
     except OSError as exc:
         raise LensError(ErrorKind.WRITE_ERROR, f"cannot write {path}: {exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise LensError(ErrorKind.WRITE_ERROR, f"cannot write {path}: {exc}") from exc
-        raise
-    return len(data)

@@ -103,7 +103,7 @@ def _export_message(exc: BaseException) -> str:
     return message
 
 
-def _register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> None:
+def register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> None:
     """Ask torch to keep the frames of the user's helper functions in node stack traces.
 
     Non-strict export records only frames named `forward` (plus registered "anchors"), so ops
@@ -142,7 +142,7 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
     """
     users = UserFiles(user_files)
     module = as_module(fn)
-    _register_user_frames(module, fn, users)
+    register_user_frames(module, fn, users)
     noise = io.StringIO()
     try:
         # torch prints graph dumps on some failures; keep the worker's streams clean.
@@ -163,20 +163,22 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
     return program
 
 
-def import_program(program: Any, users: UserFiles) -> Any:
-    """The FX import of `program` into a fresh context: the raw module op ("main").
+def import_program(program: Any, users: UserFiles, *, context: Any = None,
+                   func_name: str = "main") -> Any:
+    """The FX import of `program` into a fresh context (or `context`): the raw module op,
+    its one function named `func_name`.
 
     Failures raise LensError("export-error"): frozen_import's own already name what is
     missing at the user's line; others (e.g. NotImplementedError for 'with_effects') are
     placed at the line of the graph node whose op the message names.
     """
-    ctx = new_context()
+    ctx = context if context is not None else new_context()
     hooks = LiteralHooks()
     importer = FxImporter(context=ctx, hooks=hooks)
     prim_min_max(program)  # the importer knows prim::min, not torch.sym_min
     try:
         with captured(ctx):
-            import_frozen(importer, program, users=users, func_name="main")
+            import_frozen(importer, program, users=users, func_name=func_name)
     except LensError:
         raise
     except Exception as exc:

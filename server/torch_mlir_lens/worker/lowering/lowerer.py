@@ -28,6 +28,7 @@ from torch_mlir_lens.protocol.results import (
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
 from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
+from torch_mlir_lens.worker.blocks import lowering as blocks
 from torch_mlir_lens.worker.locations import UserFiles
 from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.export import export_program, import_program
@@ -56,6 +57,9 @@ class ProgramLowerer:
         """`module_file`/`module_line` (the class line), when given, locate the failures
         that have no user line of their own; otherwise those stay on the module (None)."""
         self.program = program
+        # A program whose repeated blocks are functions (worker/blocks/): imported stitched,
+        # its block calls kept through the pipelines.
+        self.stitched = program if getattr(program, "is_stitched", False) else None
         self.module_name = module_name
         self.module_file = module_file
         self.module_line = module_line
@@ -85,7 +89,8 @@ class ProgramLowerer:
         """The FX-imported module (imported once). Import failures → LensError export-error."""
         if self._raw is None:
             start = time.perf_counter()
-            self._raw = import_program(self.program, self.users)
+            self._raw = self.stitched.raw_module() if self.stitched else import_program(
+                self.program, self.users)
             self._timed("import", start)
         return self._raw
 
@@ -97,6 +102,8 @@ class ProgramLowerer:
             module = raw.clone()
             try:
                 run_pipeline(module, TORCH_BACKEND_PIPELINE)
+                if self.stitched:
+                    blocks.release_calls(module)
                 self._torch = module
             except PassFailure as failure:
                 self._torch_errors = failure.errors
@@ -144,9 +151,10 @@ class ProgramLowerer:
         start = time.perf_counter()
         module = source.clone()
         try:
-            passes = run_pipeline(module, self.pipeline_for(target, pipeline),
-                                  print_after_all=options.print_after_all,
-                                  keep_weights=options.keep_weights)
+            run = blocks.stitched_runner(target) if self.stitched else run_pipeline
+            passes = run(module, self.pipeline_for(target, pipeline),
+                         print_after_all=options.print_after_all,
+                         keep_weights=options.keep_weights)
         finally:
             self._timed("lower", start)
         self._lowered[key] = module
@@ -251,7 +259,8 @@ class ProgramLowerer:
 
     def _lower_fx(self) -> LowerResult:
         start = time.perf_counter()
-        result = artifacts.fx_result(self.module_name, self.program, self.users)
+        result = (blocks.fx_result(self.module_name, self.program, self.users) if self.stitched
+                  else artifacts.fx_result(self.module_name, self.program, self.users))
         self._timed("print", start)
         return result
 

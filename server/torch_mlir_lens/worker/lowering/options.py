@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MLIR_TARGETS = ("raw", "torch", "linalg", "tosa", "stablehlo", "llvm")
-
 
 @dataclass
 class LowerOptions:

@@ -3,6 +3,7 @@
     (VerifyOutput, VerifyResult: what a verification returns, are in `protocol/verify_results.py`)
     compare.py  per-dtype tolerances, one output against eager, the one-line verdict
     jit.py      JIT an LLVM-dialect module, call it through the C interface (memref ABI)
+    link_errors.py  a failed link: the symbols LLVM did not find, and why each was needed
     linalg.py   verify_linalg_module: linalg → LLVM → JIT → run → compare, errors as results
     job.py      the `verify` job: load, inputs, export, then the above (+ first diverging line)
 

@@ -11,6 +11,7 @@ run this in the worker.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from torch_mlir.runtime import (
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.llvm import external_functions, public_func_ops
 from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.verify.link_errors import captured_native_stderr, link_error_message
 
 # MLIR element type → (ctypes storage type, torch dtype). f16/bf16 travel as raw 16-bit ints
 # (numpy has no bfloat16 without ml_dtypes); i1 is one byte per element in memory.
@@ -203,14 +205,21 @@ def jit(module: ir.Module, opt_level: int = 0) -> ExecutionEngine:
             raise LensError(ErrorKind.VERIFY_ERROR, message) from exc
 
 
-def link(engine: ExecutionEngine, name: str, module: ir.Module) -> None:
-    """Materialize `name` now: the JIT resolves symbols lazily, at the first lookup."""
+def link(engine: ExecutionEngine, name: str, module: ir.Module, opt_level: int = 0) -> None:
+    """Materialize `name` now: the JIT resolves symbols lazily, at the first lookup. A failure
+    names each symbol that was not found and why it was needed.
+
+    LLVM prints the missing symbols to fd 2 only. Capturing fd 2 during the first lookup would
+    also hide the "LLVM ERROR" line of a code generator that kills the process, so a failed
+    link is repeated in a fresh engine (`opt_level`: the first one's) under capture: code
+    generation went through once already.
+    """
     try:
         engine.lookup(name)
+        return
     except RuntimeError as exc:
-        externals = ", ".join(external_functions(module)) or "none"
-        raise LensError(
-            ErrorKind.VERIFY_ERROR,
-            f"JIT could not link {name}: a symbol was not found (external functions: "
-            f"{externals})",
-        ) from exc
+        error = exc
+    with captured_native_stderr() as llvm_text, contextlib.suppress(RuntimeError):
+        ExecutionEngine(module, opt_level=opt_level).lookup(name)
+    message = link_error_message(name, "".join(llvm_text), external_functions(module), str(error))
+    raise LensError(ErrorKind.VERIFY_ERROR, message) from error

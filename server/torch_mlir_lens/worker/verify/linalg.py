@@ -177,7 +177,7 @@ def verify_linalg_module(
         lower_linalg_to_llvm(module, user_files=user_files)
         t = lap("lower_llvm", t)
         engine = jit(module, opt_level)
-        link(engine, sig.name, module)
+        link(engine, sig.name, module, opt_level)
         t = lap("jit", t)
         for run in runs:
             try:

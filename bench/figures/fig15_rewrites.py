@@ -1,4 +1,4 @@
-"""Figure 14: rewrites past rejected ops, proven before they are offered, over two corpora.
+"""Figure 15: rewrites past rejected ops, proven before they are offered, over two corpora.
 
 torch-mlir's own e2e suite (`bench/e2e_suite.py --rewrites`, on a checkout named by
 `$TORCH_MLIR_E2E_SUITE`, its `projects/pt1/python`; without it, the rows of an earlier run in
@@ -28,7 +28,7 @@ from bench.context import Context
 from bench.report import FigureResult, Metric
 from bench.rewrites_figure import summary
 
-NUMBER = 14
+NUMBER = 15
 NAME = "rewrites"
 TITLE = "rewrites past rejected ops, proven (e2e suite, broad sweep)"
 IN_SMOKE = False  # the e2e suite's failing tests and the broad sweep's: over an hour
@@ -64,7 +64,7 @@ async def _broad_rows(ctx: Context) -> list[dict[str, Any]]:
                if r.exported and any(not p.get("ok") for p in r.product.values())]
     types = failing if failing and not ctx.config.quick else list(QUICK_TYPES)
     rows = await sweep(types, ctx.work / "broad_rewrites.jsonl", python=ctx.config.python,
-                       log=ctx.log_path("baseline-fig14"), rewrites=True, compare=False)
+                       log=ctx.log_path("baseline-fig15"), rewrites=True, compare=False)
     return [json.loads(json.dumps(r.__dict__)) for r in rows]
 
 
