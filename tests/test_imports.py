@@ -8,119 +8,36 @@ features annotate their `server` parameter with `LensServer`, which registers th
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-import torch_mlir_lens
-
-PACKAGE_DIR = Path(torch_mlir_lens.__file__).parent
-ROOT = PACKAGE_DIR.parent
-
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        found[name.removesuffix(".__init__")] = path
-    return found
-
-
-def _graph(top_level_only: bool) -> dict[str, set[str]]:
-    """module → the package's modules it imports (`from P import M` names module P.M)."""
-    modules = _modules()
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        nodes = tree.body if top_level_only else list(ast.walk(tree))
-        type_only = {id(n) for block in ast.walk(tree) if _is_type_checking_block(block)
-                     for stmt in block.body for n in ast.walk(stmt)}
-        for node in nodes:
-            if id(node) in type_only:
-                continue
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    sub = f"{node.module}.{alias.name}"
-                    targets.append(sub if sub in modules else node.module)
-            graph[name].update(t for t in targets if t in modules and t != name)
-    return graph
-
-
-def _is_type_checking_block(node: ast.AST) -> bool:
-    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
-    return isinstance(node, ast.If) and ast.unparse(node.test) in (
-        "TYPE_CHECKING", "typing.TYPE_CHECKING")
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[set[str]] = []
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, edges = work[-1]
-            nxt = next(edges, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(component)
-    return found
+from tests.harness import import_graph
+from tests.harness.import_graph import PACKAGE_DIR
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
-    assert _cycles(graph) == [{"a", "b", "c"}]
+    assert import_graph.cycles(graph) == [{"a", "b", "c"}]
 
 
 def test_no_module_level_import_cycle() -> None:
-    assert _cycles(_graph(top_level_only=True)) == []
+    assert import_graph.cycles(import_graph.graph(top_level_only=True)) == []
 
 
 def test_no_import_cycle() -> None:
-    cycles = [sorted(c) for c in _cycles(_graph(top_level_only=False))]
+    cycles = [sorted(c) for c in import_graph.cycles(import_graph.graph(top_level_only=False))]
     assert cycles == [], f"import cycles: {cycles}"
 
 
 def test_the_cli_modules_do_not_import_each_other_in_a_cycle() -> None:
-    cli = {name: deps for name, deps in _graph(top_level_only=False).items()
+    cli = {name: deps for name, deps in import_graph.graph(top_level_only=False).items()
            if name.startswith("torch_mlir_lens.cli")}
     inner = {name: {d for d in deps if d in cli} for name, deps in cli.items()}
-    assert _cycles(inner) == []
+    assert import_graph.cycles(inner) == []
 
 
-CLI_MODULES = sorted(n for n in _modules() if n == "torch_mlir_lens.cli"
+CLI_MODULES = sorted(n for n in import_graph.modules() if n == "torch_mlir_lens.cli"
                      or n.startswith("torch_mlir_lens.cli."))
 
 
@@ -184,7 +101,7 @@ def test_every_package_has_a_layer() -> None:
 def test_each_package_imports_only_the_layers_below_it() -> None:
     crossings = sorted(
         f"{name} imports {dep}"
-        for name, deps in _graph(top_level_only=False).items() for dep in deps
+        for name, deps in import_graph.graph(top_level_only=False).items() for dep in deps
         if _unit(dep) != _unit(name) and LAYERS[_unit(dep)] >= LAYERS[_unit(name)]
     )
     assert crossings == [], "layer crossings:\n" + "\n".join(crossings)
@@ -196,3 +113,12 @@ def test_the_layer_check_sees_a_crossing() -> None:
     crossings = [(n, d) for n, deps in graph.items() for d in deps
                  if _unit(d) != _unit(n) and LAYERS[_unit(d)] >= LAYERS[_unit(n)]]
     assert crossings == [("torch_mlir_lens.worker.x", "torch_mlir_lens.engine.y")]
+
+
+def test_the_inner_layer_check_sees_a_crossing() -> None:
+    """The helper the subpackage layer tests use: the longest prefix names a module's unit;
+    a unit may import itself and what is below it, not what is beside or above it."""
+    layers = {"p.low": 0, "p.high": 1, "p.high.top": 2}
+    graph = {"p.low.a": {"p.high.b"}, "p.high.b": {"p.low.a", "p.high.c"},
+             "p.high.c": set(), "p.high.top.d": {"p.high.b"}, "p.other": {"p.high.top.d"}}
+    assert import_graph.crossings(graph, layers) == ["p.low.a imports p.high.b"]
