@@ -164,3 +164,16 @@ def test_library_rewrites_are_proven_on_tosa(cases: Path, module: str, rewrite: 
     assert offers and all(o["rewrites"] == [rewrite] and o["verified"] for o in offers), offers
     assert all(o["verify"].startswith("✓ matches eager") and "ran" not in o["verify"]
                for o in offers)
+
+
+def test_a_stitched_module_is_proven_and_lowered_through_rewrites_inline(cases: Path) -> None:
+    """Its layers lower as one function; the proof and a lowering through the rewrite need the
+    program torch.export made whole, so neither takes the stitched program the lowering kept."""
+    (tosa,) = _job("lower", cases, "GaussStack", targets=["tosa"])["results"]
+    assert not tosa["ok"] and tosa["stats"]["blocks"], tosa["stats"]  # stitched, erfinv refused
+    (offer,) = _offers(cases, "GaussStack", ["tosa"])
+    assert offer["rewrites"] == ["erfinv"] and offer["verified"], offer
+    (through,) = _job("lower", cases, "GaussStack", targets=["tosa"],
+                      rewrites=["erfinv@tosa"])["results"]
+    assert through["ok"] and through["rewrites"] == ["erfinv"], through["diagnostics"]
+    assert not through["stats"]["blocks"] and "rewrites" in through["stats"]["blocks_note"]

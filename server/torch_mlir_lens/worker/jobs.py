@@ -206,7 +206,15 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     text = job.text if job.text is not None else read_text(path)
     name = job.module
     policy = job.construct
-    base = program_key(job.module_fields().to_json(), text)
+    # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
+    # stitched program has not: a proof, or a module asking for rewrites, has an inline
+    # program of its own, never the stitched one a plain lowering keeps.
+    why_inline = ("inline: proving rewrites" if not keep
+                  else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
+    fields = job.module_fields().to_json()
+    if why_inline:
+        fields["inline_blocks"] = True
+    base = program_key(fields, text)
     real_key, any_key = f"{base}:real", f"{base}:{policy}"
     for key in ([real_key] if need_weights else [any_key, real_key]):
         cached = _programs.get(key)
@@ -251,10 +259,6 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
                 dynamic_at=resolved.dynamic_at,
             )
 
-        # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
-        # stitched program has not: a proof, or a module asking for rewrites, is lowered inline.
-        why_inline = ("inline: proving rewrites" if not keep
-                      else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
         program, outcome = blocks.export(fn, resolved, inline, job, user_files, text,
                                          why_inline=why_inline)
         blocks_stats.clear()

@@ -77,3 +77,27 @@ class Angles(nn.Module):
 class Products(nn.Module):
     def forward(self, x):
         return torch.cumprod(x, dim=1)
+
+
+class GaussLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = torch.special.erfinv(torch.tanh(self.lin(x)) * 0.9)
+        return torch.relu(y) * 0.5 + x.sigmoid() - 0.25
+
+
+# torch-mlir-lens: inputs=(torch.randn(4, 8),)
+class GaussStack(nn.Module):
+    """Repeated layers: lowered stitched (one function per block), proven inline."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(GaussLayer() for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
