@@ -241,9 +241,9 @@ def read_rows(path: Path) -> list[Row]:
 async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executable,
                 log: Path | None = None, resume: bool = False,
                 rewrites: bool = False, compare: bool = True) -> list[Row]:
-    """`compare` False: the product alone (and its rewrites), without plain torch-mlir and
-    the precision check (figure 15 needs neither)."""
-    """Every type of `types` (skipping those in `rows_path` with `resume`); all rows."""
+    """Every type of `types` (skipping those in `rows_path` with `resume`); all rows.
+    `compare` False: the product alone (and its rewrites), without plain torch-mlir and the
+    precision check (figure 15 needs neither)."""
     from torch_mlir_lens.engine import Engine, EngineConfig
 
     done = {r.type for r in read_rows(rows_path)} if resume else set()
