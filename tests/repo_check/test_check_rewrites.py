@@ -99,3 +99,22 @@ def test_export_code_and_verify_through_rewrites_from_the_command_line(tmp_path:
     assert verify.stdout.startswith("gauss: ✓ matches eager")
     bad = run("verify", "model.py", "--rewrites", "erfinv@tpu", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown backend `tpu`" in bad.stderr
+
+
+def test_export_code_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """`--emit-python` writes a `.py` file: a new one, or its own earlier output; the module's
+    file and any other existing file are refused (exit 2) before any worker runs, unchanged."""
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    mine = tmp_path / "train.py"
+    mine.write_text("print('the user wrote this')\n")
+    args = ["export", "model.py", "--module", "gauss", "--target", "linalg", "--emit-python"]
+    for target, why in ((model, "the module's own source file"),
+                        (mine, "is not export code this command wrote")):
+        refused = run(*args, "-o", target.name, cwd=tmp_path)
+        assert refused.returncode == 2 and why in refused.stderr, refused.stderr[-2000:]
+    assert model.read_text() == MODEL and mine.read_text() == "print('the user wrote this')\n"
+    first = run(*args, "-o", "gauss_ir.py", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = run(*args, "-o", "gauss_ir.py", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]

@@ -271,7 +271,8 @@ def _write_outputs(args: argparse.Namespace, settings: CheckSettings, report: Re
     emit(render(report, settings.fmt, settings.root), args.output)
     if opts.cache_dir:
         sys.stderr.write(f"persistent cache {opts.cache_dir}: {opts.cache_hits} of "
-                         f"{opts.cache_lookups} lowerings answered from it\n")
+                         f"{opts.cache_lookups} results answered from it (lowerings, proofs of "
+                         "rewrites)\n")
     if args.output is not None:
         from torch_mlir_lens.repo_check.text_formats import summary_line
 

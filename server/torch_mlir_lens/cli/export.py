@@ -3,6 +3,8 @@
 `-o OUT` is the user's own choice, typed in a terminal: any folder, any name, and an existing
 file is replaced, except a source: the module's own file or any `.py`, `.pyi`, `.pyw`,
 `.ipynb` is refused (exit 2), as the language server refuses it (`project/write_policy.py`).
+`--emit-python` writes Python: a `.py` name, a new file or export code written before, never
+the module's own file nor any other existing file.
 """
 
 from __future__ import annotations
@@ -49,8 +51,10 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise CliError("the output folder does not exist", file=args.output)
+    check = write_policy.check_cli_code_output if args.emit_python \
+        else write_policy.check_cli_output
     try:
-        write_policy.check_cli_output(args.output, source=os.path.abspath(args.file))
+        check(args.output, source=os.path.abspath(args.file))
     except write_policy.WriteRefused as err:
         raise CliError(f"will not write the export here: {err.reason}",
                        file=args.output) from None

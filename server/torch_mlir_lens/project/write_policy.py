@@ -4,6 +4,7 @@ server, the command line and the worker.
     check_export(output, source=..., roots=..., chosen_by_user=False)    → the real path
     check_repro_dir(output_dir, source=..., roots=..., chosen_by_user=False) → the real folder
     check_cli_output(output, source=...)                                  → the real path
+    check_cli_code_output(output, source=...)                             → the real path
     refuse_source(path, source=...)            the check every write makes (worker included)
 
 The rules, each raising `WriteRefused` with the path and the reason:
@@ -20,6 +21,9 @@ The rules, each raising `WriteRefused` with the path and the reason:
 - A relative path is relative to the source file's folder (else the first workspace folder).
 - The command line's `export -o OUT` is the user's own choice, typed in a terminal: anywhere,
   any name, except a source.
+- The command line's `export --emit-python -o OUT.py` writes Python, so a `.py` name is what
+  it should have; it never replaces the module's own file, nor any existing file but export
+  code it wrote before (its docstring carries `EXPORT_CODE_MARK`).
 
 Pure path logic and `os.path`: no torch, no LSP; the callers turn `WriteRefused` into their
 own errors (a JSON-RPC error, `FILE: message` with exit 2, a worker `write-error`).
@@ -34,6 +38,10 @@ from collections.abc import Sequence
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".ipynb")
 EXPORT_SUFFIXES = (".mlir", ".mlirbc")
+# In the docstring of every export code file (worker/rewrites/snippet.py): a file that has it
+# in its first lines was written by `export --emit-python` and may be written again.
+EXPORT_CODE_MARK = "Written by Torch-MLIR Lens; it needs only torch and torch-mlir."
+_MARK_WITHIN_BYTES = 4096
 # `scheme:` of a URI; two letters at least, so a Windows drive (`C:`) is a path.
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 
@@ -157,3 +165,29 @@ def check_cli_output(output: str, *, source: str | None) -> str:
     path = os.path.abspath(output)
     refuse_source(path, source=source)
     return real_path(path)
+
+
+def check_cli_code_output(output: str, *, source: str | None) -> str:
+    """The real path `export --emit-python -o OUT` may write to: anywhere the user says, a
+    new file or export code written before; never the module's own file nor anything else."""
+    path = os.path.abspath(output)
+    real = real_path(path)
+    if source and real == real_path(source):
+        raise WriteRefused(path, "it is the module's own source file")
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise WriteRefused(path, f"it cannot be checked: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise WriteRefused(path, "it exists and is not a regular file")
+    try:
+        with open(real, "rb") as f:
+            head = f.read(_MARK_WITHIN_BYTES).decode("utf-8", "replace")
+    except OSError as exc:
+        raise WriteRefused(path, f"it cannot be read: {exc.strerror or exc}") from None
+    if EXPORT_CODE_MARK not in head:
+        raise WriteRefused(path, "it exists and is not export code this command wrote; "
+                                 "remove it or choose another name")
+    return real

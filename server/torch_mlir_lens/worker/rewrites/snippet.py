@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from torch_mlir_lens.project.write_policy import EXPORT_CODE_MARK
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.rewrites.model import TORCH_DECOMP, TORCH_REFS, Rewrite
 
@@ -142,8 +143,7 @@ def export_code(spec: ExportCodeSpec) -> str:
     parts = [
         f'"""The {spec.target} IR of `{spec.module}` ({spec.path}), with plain torch-mlir.',
         "",
-        "Written by Torch-MLIR Lens; it needs only torch and torch-mlir. Rewrites: "
-        f"{names}.",
+        f"{EXPORT_CODE_MARK} Rewrites: {names}.",
         "Run: python THIS_FILE.py [OUT.mlir]   (the IR goes to stdout without OUT.mlir)",
         '"""',
         "",
