@@ -6,35 +6,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from typing import Any
 
 from torch_mlir_lens.cli.common import CliError, EngineFactory, display, running_engine
 from torch_mlir_lens.cli.parser import EXIT_OK
+from torch_mlir_lens.system.atomic_write import write_atomically
 
 
-def _write(path: str, text: str) -> int:
-    """Write `text` to `path` whole or not at all (a temp file renamed over it)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".export-code-", suffix=".py", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return len(text.encode())
-
-
-async def write_export_code(args: argparse.Namespace, job: Any, make_engine: EngineFactory,
-                            path: str) -> int:
-    """Ask the worker for the export code of `job` at `args.target` and write it to -o."""
+async def write_python(args: argparse.Namespace, job: Any, make_engine: EngineFactory,
+                       path: str) -> int:
+    """Ask the worker for the Python reproducing `job` at `args.target` and write it to -o
+    (whole or not at all: `system/atomic_write.py`)."""
     async with running_engine(args, make_engine, path) as engine:
         code = await engine.export_code(job, args.target)
     try:
-        size = _write(args.output, code["code"])
+        size = write_atomically(args.output, code["code"].encode(), sync=True)
     except OSError as exc:
         raise CliError(f"cannot write: {exc.strerror or exc}", file=args.output) from exc
     used = ", ".join(code.get("rewrites") or []) or "none"
