@@ -58,10 +58,15 @@ def test_serve_loads_nothing_of_the_other_commands() -> None:
             "from torch_mlir_lens.cli import serve\n"
             "loaded = sorted(m for m in sys.modules if m.startswith('torch_mlir_lens.'))\n"
             "print(' '.join(loaded))\n")
+    assert _printed_by(code) == ["torch_mlir_lens.cli", "torch_mlir_lens.cli.serve"]
+
+
+def _printed_by(code: str) -> list[str]:
+    """The words a fresh interpreter running `code` prints (it must exit 0)."""
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["torch_mlir_lens.cli", "torch_mlir_lens.cli.serve"]
+    return proc.stdout.split()
 
 
 # The layers of the package, bottom up (ARCHITECTURE.md explains each): a package imports only
@@ -122,3 +127,29 @@ def test_the_inner_layer_check_sees_a_crossing() -> None:
     graph = {"p.low.a": {"p.high.b"}, "p.high.b": {"p.low.a", "p.high.c"},
              "p.high.c": set(), "p.high.top.d": {"p.high.b"}, "p.other": {"p.high.top.d"}}
     assert import_graph.crossings(graph, layers) == ["p.low.a imports p.high.b"]
+
+
+def test_the_cli_uses_only_the_entry_point_of_the_repository_check() -> None:
+    """The command line parses and prints; the check gate is `repo_check.run(settings)`, and
+    the CLI imports the `repo_check` package alone (type-only imports included), none of its
+    modules: what happens between settings and report stays behind that one door."""
+    package = "torch_mlir_lens.repo_check"
+    reaching_in = sorted(
+        f"{name} imports {dep}"
+        for name, deps in import_graph.graph(top_level_only=False, type_only=True).items()
+        if name == "torch_mlir_lens.cli" or name.startswith("torch_mlir_lens.cli.")
+        for dep in deps if dep.startswith(package + "."))
+    assert reaching_in == [], "the CLI reaches into repo_check:\n" + "\n".join(reaching_in)
+    uses = {dep for name, deps in import_graph.graph(top_level_only=False).items()
+            if name.startswith("torch_mlir_lens.cli.") for dep in deps}
+    assert package in uses  # the rule above is about a real dependency
+
+
+def test_the_repository_check_exports_what_it_lists_without_loading_it() -> None:
+    """Each name `repo_check` exports resolves, and importing the package loads none of its
+    modules (the command line pays for the check only when it runs one)."""
+    code = ("import sys, torch_mlir_lens.repo_check as rc\n"
+            "before = sorted(m for m in sys.modules if m.startswith(rc.__name__ + '.'))\n"
+            "missing = [n for n in rc.__all__ if getattr(rc, n, None) is None]\n"
+            "print(before, missing, 'torch' in sys.modules)\n")
+    assert _printed_by(code) == ["[]", "[]", "False"]

@@ -1,18 +1,28 @@
-"""`torch-mlir-lens check PATH…`: the parser, and the dispatch to the repository check
-(`check_repo`) or, for explicit inputs or one notebook, the single-module check (`check_file`)."""
+"""`torch-mlir-lens check PATH…`: the parser, the settings handed to the check gate, and what
+it prints.
+
+The settings are resolved by `repo_check` (command line, else `[tool.torch-mlir-lens]` of the
+closest pyproject.toml, else the defaults); then a repository runs through `repo_check.run`
+and its report goes to stdout or to `-o`, or, for explicit inputs (or one notebook), one file's
+modules run through the single-module check (`check_file`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
 from torch_mlir_lens.cli.common import EngineFactory, add_cache, add_inputs, make_engine
+from torch_mlir_lens.cli.report_output import as_cli_error, emit
+from torch_mlir_lens.project import limits
 from torch_mlir_lens.rules.targets import BACKENDS
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the `check` subcommand (with the repository options of `check_repo`)."""
-    from torch_mlir_lens.cli.check_repo import add_check_arguments
+    """Add the `check` subcommand: the single-file options and the repository ones."""
+    from torch_mlir_lens.repo_check import FORMATS
 
     check: argparse.ArgumentParser = sub.add_parser(
         "check", help="list the ops each backend cannot lower")
@@ -24,19 +34,59 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     add_inputs(check)
     add_cache(check)
     check.add_argument("--json", action="store_true", help="same as --format json")
-    add_check_arguments(check)
+    check.add_argument("-j", "--jobs", type=limits.argument(limits.jobs), metavar="N",
+                       help="N workers side by side, at most one per CPU (default: CPU "
+                            "count, bounded by memory: N × --memory-limit must fit)")
+    check.add_argument("--format", choices=FORMATS, help="report format (default text)")
+    check.add_argument("-o", "--output", metavar="FILE",
+                       help="write the report to FILE (the summary still goes to stderr)")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="accept the findings listed in FILE: only new ones fail")
+    check.add_argument("--write-baseline", action="store_true",
+                       help="write every current finding to the baseline file and exit 0")
+    check.add_argument("--shard", metavar="I/N",
+                       help="check only the I-th of N equal slices of the modules")
+    check.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                       help="skip paths matching this gitignore-style pattern (repeatable)")
+    check.add_argument("--require-inputs", action="store_true",
+                       help="a module without example inputs is an error, not a note")
+    check.add_argument("--list", action="store_true",
+                       help="print the modules this run (or shard) would check, one "
+                            "`file::Module` a line, and exit without lowering anything")
+    check.add_argument("--config", metavar="PYPROJECT",
+                       help="read [tool.torch-mlir-lens] from this file (default: the "
+                            "closest pyproject.toml that has it)")
+    # Unset means "from pyproject.toml, else the default": repo_check resolves them.
+    check.set_defaults(targets=None, timeout=None, memory_limit=None)
     return check
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """`check PATH…`: a repository (check_repo); explicit inputs: one module (check_file).
+    """`check PATH…`: a repository (the check gate); explicit inputs: one module (check_file).
 
     A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number (`main`)."""
-    from torch_mlir_lens.cli import check_repo
+    from torch_mlir_lens import repo_check
 
-    if check_repo.single_module_run(args):
-        from torch_mlir_lens.cli import check_file
+    with as_cli_error():
+        cwd = os.getcwd()
+        settings = repo_check.resolve_settings(
+            repo_check.CommandLine.from_values(vars(args)),
+            repo_check.read_project_config(args.config, cwd), cwd)
+        if _single_module_run(args):
+            from torch_mlir_lens.cli import check_file
 
-        check_repo.fill_single_module_defaults(args)
-        return await check_file.run(args, make_engine)
-    return await check_repo.run_check(args)
+            return await check_file.run(check_file.resolved_args(args, settings),
+                                        settings.targets, make_engine)
+        result = await repo_check.run(settings)
+        emit(result.text(settings.fmt, settings.root), settings.output)
+    if result.cache_note:
+        sys.stderr.write(result.cache_note + "\n")
+    if settings.output is not None and result.report is not None:
+        sys.stderr.write(result.summary + "\n")
+    return result.exit_code
+
+
+def _single_module_run(args: argparse.Namespace) -> bool:
+    """Explicit inputs name one module of one file (or notebook): the single-file `check`
+    handles it."""
+    return bool(args.inputs or args.inputs_file or args.init) and len(args.paths) <= 1

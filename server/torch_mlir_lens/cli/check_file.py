@@ -1,15 +1,17 @@
 """`check FILE` with explicit inputs (or one notebook): each module of one file at each target,
 as a verdict per target (rules/verdict.py), printed as a listing or as JSON.
 
-The listing is the repository check's per-file listing (repo_check/listing.py): the same
-wording everywhere.
+The settings are the repository check's, resolved by `repo_check` (command line, else
+pyproject.toml, else the defaults); the listing is its per-file listing: the same wording
+everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from torch_mlir_lens.cli.common import (
     CliError,
@@ -25,22 +27,29 @@ from torch_mlir_lens.cli.common import (
 )
 from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.rules.exit_codes import check_exit_code
-from torch_mlir_lens.rules.targets import TARGETS
 from torch_mlir_lens.rules.verdict import verdict_json
 from torch_mlir_lens.source import notebook_program
 
+if TYPE_CHECKING:
+    from torch_mlir_lens.repo_check import CheckSettings
 
-async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """Check the modules of `args.file` at `args.targets`: 0 when every one lowers, 1 when
-    one does not, 3 when a job could not run and none failed to lower (rules/exit_codes.py)."""
-    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
-    for t in targets:
-        if t not in TARGETS:
-            raise CliError(f"unknown target {t!r} (choose from {', '.join(TARGETS)})")
-    if not targets:
-        raise CliError("--targets names no target")
+
+def resolved_args(args: argparse.Namespace, settings: CheckSettings) -> argparse.Namespace:
+    """The command's options with the resolved settings in place of the unset ones: what the
+    engine (limits, cache) and each job (strict export, rewrites) read."""
+    if not args.paths:
+        raise CliError("--inputs/--inputs-file/--init need one FILE")
+    return argparse.Namespace(**{
+        **vars(args), "file": args.paths[0], "timeout": settings.timeout_s,
+        "memory_limit": settings.memory_mb, "strict": settings.strict_export,
+        "rewrites": ",".join(settings.rewrites) if settings.prove_rewrites else "off"})
+
+
+async def run(args: argparse.Namespace, targets: Sequence[str],
+              make_engine: EngineFactory = make_engine) -> int:
+    """Check the modules of `args.file` at `targets`: 0 when every one lowers, 1 when one
+    does not, 3 when a job could not run and none failed to lower (rules/exit_codes.py)."""
     src = load_source(args.file)
     explicit = bool(args.inputs or args.inputs_file or args.init)
     if args.module:
@@ -65,7 +74,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                 continue
             job = module_job(src, name, args)
             try:
-                results = await engine.lower(job, targets=targets)
+                results = await engine.lower(job, targets=list(targets))
             except LensError as err:
                 if explicit and exit_code_for(err.kind) == EXIT_BAD_INPUT:
                     raise from_lens(err, src.path) from err
@@ -92,7 +101,7 @@ async def _with_rewrites(engine: Any, job: Any, results: list[Any], entry: dict[
                          args: argparse.Namespace) -> None:
     """The rewrites each target went through; each culprit's proven rewrite, or why none
     (unless `--rewrites off`; a proof that cannot run only leaves them out)."""
-    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+    from torch_mlir_lens.repo_check import add_rewrites, add_used
 
     add_used(entry, results)
     failing = [t for t, v in entry["targets"].items() if v.get("unsupported")]
@@ -111,4 +120,6 @@ def print_check(src: Any, report: list[dict[str, Any]]) -> None:
     `src` has `path` and `notebook` (None: a .py file; else its lines become cell lines)."""
     entries = report if src.notebook is None else \
         cast(list[dict[str, Any]], notebook_program.relocate_json(report, src.path, src.notebook))
+    from torch_mlir_lens.repo_check import file_listing
+
     sys.stdout.write(file_listing(display(src.path), entries))

@@ -230,12 +230,10 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
 def rewrite_items(text: str | None) -> list[str]:
     """The `--rewrites` items a job lowers with ([] for none, or for check's `off`);
     CliError when one cannot be read."""
-    from torch_mlir_lens.rules.rewrite_specs import parse_specs
+    from torch_mlir_lens.rules.rewrite_specs import command_line_items
 
-    if not text or text.strip() == "off":
-        return []
     try:
-        return [str(spec) for spec in parse_specs(text)]
+        return command_line_items(text)
     except ValueError as exc:
         raise CliError(f"--rewrites: {exc}") from None
 

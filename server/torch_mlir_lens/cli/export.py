@@ -61,9 +61,9 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     src = load_source(args.file)
     job = module_job(src, args.module, args)
     if args.emit_python:
-        from torch_mlir_lens.cli.export_code import write_export_code
+        from torch_mlir_lens.cli.emit_python import write_python
 
-        return await write_export_code(args, job, make_engine, src.path)
+        return await write_python(args, job, make_engine, src.path)
     async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
                                       bytecode=args.bytecode)

@@ -1,13 +1,16 @@
-"""Where `check` and `merge` write their reports: stdout or a file, checked writable first."""
+"""Where `check` and `merge` send their reports (stdout or a file, which `repo_check` writes
+atomically), the reports `merge` reads, and the check gate's input errors as the command
+line's one-line errors."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from torch_mlir_lens.cli.common import CliError
-from torch_mlir_lens.repo_check.outputs import unwritable, write_text_atomically
 
 
 def emit(text: str, output: str | None) -> None:
@@ -15,17 +18,21 @@ def emit(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    from torch_mlir_lens.repo_check import write_report
+
+    write_report(output, text)
+
+
+@contextlib.contextmanager
+def as_cli_error() -> Iterator[None]:
+    """A `repo_check.CheckInputError` raised inside becomes the command's `FILE: message`
+    error (exit 2)."""
+    from torch_mlir_lens.repo_check import CheckInputError
+
     try:
-        write_text_atomically(output, text)
-    except OSError as exc:
-        raise CliError(f"cannot write the report: {exc.strerror or exc}", file=output) from exc
-
-
-def check_writable(path: str | None, what: str) -> None:
-    """Refuse an output that cannot be written before the run, not after it."""
-    problem = unwritable(path) if path is not None else None
-    if problem is not None:
-        raise CliError(f"cannot write the {what} there: {problem}", file=path)
+        yield
+    except CheckInputError as err:
+        raise CliError(err.message, file=err.file) from err
 
 
 def read_json(path: str) -> Any:

@@ -1,15 +1,77 @@
 """Check a whole repository, as a CI gate: `torch-mlir-lens check PATH…` and `merge`.
 
+The command line uses this package through what it exports here, and nothing else:
+
+    settings = resolve_settings(CommandLine.from_values(vars(args)),
+                                read_project_config(args.config, os.getcwd()), os.getcwd())
+    result = await run(settings)                      → CheckResult (exit code, Report)
+    text = result.text(settings.fmt, settings.root)   → stdout, or write_report(path, text)
+    merge_reports([(path, parsed), …], fmt, root)     → MergedReport (`merge`)
+
+Bad input is a CheckInputError (message, file), said before any module is lowered.
+The modules behind it:
+
+- `settings`: command line, else `[tool.torch-mlir-lens]` (`project/config.py`), else the
+  defaults, once for every field; `gate`: `run`, the steps in order; `errors`;
 - `paths`, `ignore`: PATHs → Python files and notebooks (globs, `.gitignore`, `exclude`);
-  the project's `[tool.torch-mlir-lens]` is `project/config.py`'s;
 - `plan`: files → modules (the editor's discovery), shards;
 - `notebook_modules`, `ipynb_lines`: a notebook's modules, cell lines in reports, the .ipynb
   file lines review tools show them at;
 - `runner`: N isolated workers side by side, per-module failures, results in order;
 - `findings`, `baseline`, `report`, `assemble`: what failed, what is accepted, the exit code;
-- `text_formats`, `listing`, `sarif`, `render`: text, JSON, SARIF 2.1.0 and GitHub
-  annotations; `outputs`: reports written atomically; `run_identity`: the shards of one run
-  (`merge`); `progress`: the lines a long run prints.
+- `rewrite_findings`: each finding's proven rewrite;
+- `outputs`: the formats (`text_formats`, `listing`, `sarif`: text, JSON, SARIF 2.1.0 and
+  GitHub annotations) and the files written atomically; `merging`, `run_identity`: the
+  shards of one run (`merge`); `progress`: the lines a long run prints.
 
-Nothing here imports torch: user code runs only in the workers.
+The names are loaded when first used, so importing the package costs nothing (`serve` and the
+other commands never pay for the check). Nothing here imports torch: user code runs only in
+the workers.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.repo_check.errors import CheckInputError
+    from torch_mlir_lens.repo_check.gate import CheckResult, run
+    from torch_mlir_lens.repo_check.listing import file_listing
+    from torch_mlir_lens.repo_check.merging import MergedReport, merge_reports
+    from torch_mlir_lens.repo_check.outputs import FORMATS, check_writable, write_report
+    from torch_mlir_lens.repo_check.report import Report
+    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+    from torch_mlir_lens.repo_check.settings import (
+        CheckSettings,
+        CommandLine,
+        read_project_config,
+        resolve_settings,
+    )
+
+# name → the module that defines it
+_EXPORTS = {
+    "run": "gate", "CheckResult": "gate",
+    "CheckSettings": "settings", "CommandLine": "settings", "resolve_settings": "settings",
+    "read_project_config": "settings",
+    "CheckInputError": "errors",
+    "Report": "report",
+    "FORMATS": "outputs", "check_writable": "outputs", "write_report": "outputs",
+    "merge_reports": "merging", "MergedReport": "merging",
+    # the single-module check words its listing and rewrites as the repository check does
+    "file_listing": "listing", "add_rewrites": "rewrite_findings", "add_used": "rewrite_findings",
+}
+
+__all__ = [
+    "FORMATS", "CheckInputError", "CheckResult", "CheckSettings", "CommandLine", "MergedReport",
+    "Report", "add_rewrites", "add_used", "check_writable", "file_listing", "merge_reports",
+    "read_project_config", "resolve_settings", "run", "write_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name's module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -10,6 +10,7 @@ names are those of worker/rewrites/ (`erfinv`, `histc`, `empty_tensors`, `decomp
 `refs.<op>`): a name no rewrite has is an error when the module is lowered.
 
     parse_specs(text)            → [RewriteSpec]; ValueError saying what is wrong
+    command_line_items(text)     → `--rewrites` as the items a job lowers with ([] for `off`)
     names_for(specs, backend)    → the names `backend` lowers with ("auto" included)
     with_spec(text, name, backend) → the `rewrites=` value with one more item
     comment_edit(lines, info, names, backend) → the one-line edit recording them in the
@@ -61,6 +62,14 @@ def parse_specs(text: str | Iterable[str] | None) -> list[RewriteSpec]:
         if spec not in specs:
             specs.append(spec)
     return specs
+
+
+def command_line_items(text: str | None) -> list[str]:
+    """The `--rewrites` items a job lowers with ([] for none, or for check's `off`);
+    ValueError when one cannot be read."""
+    if not text or text.strip() == "off":
+        return []
+    return [str(spec) for spec in parse_specs(text)]
 
 
 def names_for(specs: Iterable[RewriteSpec], backend: str) -> list[str]:

@@ -85,6 +85,18 @@ def is_known_target(name: str) -> bool:
     return name in TARGETS
 
 
+def parse_targets(text: str) -> list[str]:
+    """The targets of a comma-separated list such as `--targets linalg,tosa`; ValueError
+    naming an unknown one, or saying the list names none."""
+    targets = [t.strip() for t in text.split(",") if t.strip()]
+    for t in targets:
+        if t not in TARGETS:
+            raise ValueError(f"unknown target {t!r} (choose from {', '.join(TARGETS)})")
+    if not targets:
+        raise ValueError("--targets names no target")
+    return targets
+
+
 # The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py),
 # in two halves with a rewrite in between (below).
 # Why each step:

@@ -13,15 +13,14 @@ from torch_mlir_lens.cli.parser import EXIT_OK
 from torch_mlir_lens.system.atomic_write import write_atomically
 
 
-async def write_export_code(args: argparse.Namespace, job: Any, make_engine: EngineFactory,
-                            path: str) -> int:
-    """Ask the worker for the export code of `job` at `args.target` and write it to -o."""
+async def write_python(args: argparse.Namespace, job: Any, make_engine: EngineFactory,
+                       path: str) -> int:
+    """Ask the worker for the Python reproducing `job` at `args.target` and write it to -o
+    (whole or not at all: `system/atomic_write.py`)."""
     async with running_engine(args, make_engine, path) as engine:
         code = await engine.export_code(job, args.target)
     try:
-        data = code["code"].encode("utf-8")
-        write_atomically(args.output, data)
-        size = len(data)
+        size = write_atomically(args.output, code["code"].encode(), sync=True)
     except OSError as exc:
         raise CliError(f"cannot write: {exc.strerror or exc}", file=args.output) from exc
     used = ", ".join(code.get("rewrites") or []) or "none"
