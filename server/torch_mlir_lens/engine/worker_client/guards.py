@@ -92,7 +92,7 @@ def timeout_error(timeout: float, file: str | None, line: int | None) -> LensErr
     )
 
 
-# The worker's in-process pass runners (worker/lowering/pipeline.py, and op_isolation.py's for
+# The worker's in-process pass runners (worker/stages/pipeline.py, and op_isolation.py's for
 # an op tried alone): a crash dump whose current thread holds one died inside a torch-mlir pass.
 _IN_A_PASS = re.compile(
     r'torch_mlir_lens[/\\]worker[/\\](lowering[/\\]pipeline\.py", line \d+ in _run_parsed|'
