@@ -43,7 +43,7 @@ CHUNK = 300
 CHUNK_TIMEOUT_S = 1800
 TEST_TIMEOUT_S = 240  # the suite has a module whose forward never returns (TimeOutModule)
 CRASHED = "crashed this process"  # also when run again with its passes forked
-GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/crash_guard.py reads it
+GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/ir/crash_guard.py reads it
 
 
 def _stub_suite_imports() -> None:
@@ -102,7 +102,7 @@ def _plain_lowers(test: Any, args: tuple[Any, ...], kwargs: dict[str, Any], targ
     import torch
     from torch_mlir import fx
 
-    from torch_mlir_lens.worker import crash_guard
+    from torch_mlir_lens.worker.ir import crash_guard
 
     def lowers() -> bool:
         try:

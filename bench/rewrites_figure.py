@@ -28,9 +28,9 @@ BACKENDS = ("linalg", "tosa", "stablehlo")
 def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
             target: str) -> dict[str, Any]:
     """Offers for one failing pair, then the module lowered with all of them and verified."""
+    from torch_mlir_lens.worker.rewrite_jobs.offers import target_offers
+    from torch_mlir_lens.worker.rewrite_jobs.proof import Prover
     from torch_mlir_lens.worker.rewrites.candidates import by_name
-    from torch_mlir_lens.worker.rewrites.offers import target_offers
-    from torch_mlir_lens.worker.rewrites.proof import Prover
 
     start = time.perf_counter()
     prover = Prover(lowerer, module, args, kwargs)

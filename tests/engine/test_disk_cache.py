@@ -20,7 +20,7 @@ def test_a_stored_reply_comes_back_while_its_files_and_libraries_hold(tmp_path: 
     sibling.write_text("FACTOR = 2\n")
     versions = {"fakelib": "1.0"}
     cache = DiskCache(tmp_path / "c", 1 << 20, version_of=versions.get)
-    from torch_mlir_lens.worker.provenance import file_digest
+    from torch_mlir_lens.worker.loading.provenance import file_digest
 
     cache.put("k", REPLY, {"files": {str(sibling): file_digest(str(sibling))},
                            "libraries": {"fakelib": "1.0"}})

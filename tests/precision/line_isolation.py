@@ -16,8 +16,8 @@ from torch_mlir.dialects import func as func_d
 from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.rules.targets import TARGETS
-from torch_mlir_lens.worker.locations import LocationResolver
-from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.ir.locations import LocationResolver
+from torch_mlir_lens.worker.ir.mlir_diagnostics import captured
 
 Line = tuple[str, int]
 

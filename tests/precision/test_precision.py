@@ -21,7 +21,7 @@ import torch
 
 from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.worker.culprit_precision import culprits_lowering_alone
-from torch_mlir_lens.worker.locations import LocationResolver
+from torch_mlir_lens.worker.ir.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 
 from .line_isolation import failing_lines

@@ -11,7 +11,7 @@ import pytest
 
 from torch_mlir_lens.protocol.jobs import LowerJob, StatsJob, VerifyJob
 from torch_mlir_lens.protocol.results import LowerResult
-from torch_mlir_lens.worker import jobs
+from torch_mlir_lens.worker import job_handlers
 
 MODELS = Path(__file__).resolve().parent / "models" / "repeated_blocks.py"
 SOURCE = MODELS.read_text()
@@ -30,7 +30,7 @@ def _lower(module: str, targets: list[str], *, text: str | None = None,
            inline: bool = False) -> dict[str, LowerResult]:
     job = LowerJob(path=str(MODELS), module=module, targets=targets, text=text,
                    inline_blocks=inline)
-    reply = jobs.run_job({**job.to_json(), "id": 1})
+    reply = job_handlers.run_job({**job.to_json(), "id": 1})
     assert reply["ok"], reply
     results = [LowerResult.from_json(r) for r in reply["result"]["results"]]
     return {r.target: r for r in results}
@@ -38,7 +38,7 @@ def _lower(module: str, targets: list[str], *, text: str | None = None,
 
 def _verify(module: str, *, inline: bool = False) -> dict[str, Any]:
     job = VerifyJob(path=str(MODELS), module=module, inline_blocks=inline)
-    reply = jobs.run_job({**job.to_json(), "id": 2})
+    reply = job_handlers.run_job({**job.to_json(), "id": 2})
     assert reply["ok"], reply
     return reply["result"]
 
@@ -142,7 +142,7 @@ def test_a_rejected_op_in_a_block_is_one_culprit_at_the_block_line() -> None:
 
 
 def _counters() -> dict[str, int]:
-    reply = jobs.run_job({**StatsJob().to_json(), "id": 3})
+    reply = job_handlers.run_job({**StatsJob().to_json(), "id": 3})
     return {k: v for k, v in reply["result"].items() if k.startswith("block_")}
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import torch
 
-from torch_mlir_lens.worker import construct
-from torch_mlir_lens.worker.jobs import run_job
-from torch_mlir_lens.worker.literals import ELIDED_KEY, mark_elided
+from torch_mlir_lens.worker.ir.literals import ELIDED_KEY, mark_elided
+from torch_mlir_lens.worker.job_handlers import run_job
+from torch_mlir_lens.worker.loading import construct
 
 USER_FILE = textwrap.dedent(
     """\

@@ -1,8 +1,8 @@
 """Steps that crash the process (torch-mlir asserting or segfaulting) run in a forked child.
 
 The crash used here is real: torch-mlir 20261001's scatter conversion writes out of bounds for a
-negative `dim` (worker/scatter_dims.py); with that shim switched off, Linalg's pipeline dies on
-`torch.scatter(x, -1, ...)` (the diagnostic saying "crashed torch-mlir (SIG...)" proves it did).
+negative `dim` (worker/shims/scatter_dims.py); with that shim switched off, Linalg's pipeline dies
+on `torch.scatter(x, -1, ...)` (the diagnostic saying "crashed torch-mlir (SIG...)" proves it did).
 The worker (here: the test process) must survive it, name the pass and the op at its line,
 lower everything else, and answer the other backends.
 """
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from torch_mlir_lens.system.procs import family_rss_bytes
-from torch_mlir_lens.worker import crash_guard
+from torch_mlir_lens.worker.ir import crash_guard
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 
 HERE = Path(__file__).resolve()
@@ -79,7 +79,7 @@ def test_a_forked_child_is_not_counted_twice_in_the_family_memory() -> None:
 @pytest.fixture
 def crashing_scatter(monkeypatch: pytest.MonkeyPatch) -> ProgramLowerer:
     """A lowerer whose Linalg pipeline really crashes torch-mlir (the scatter shim is off)."""
-    import torch_mlir_lens.worker.lowering.export as export_mod
+    import torch_mlir_lens.worker.stages.torch_export as export_mod
 
     monkeypatch.setattr(export_mod, "positive_scatter_dims", lambda module_op: 0)
     monkeypatch.setenv(crash_guard.GUARD_PASSES_ENV, "1")  # as in a worker after a crash

@@ -23,8 +23,8 @@ from torch_mlir import ir
 
 from torch_mlir_lens.protocol.results import LensDiagnostic, LowerResult
 from torch_mlir_lens.rules import culprits
-from torch_mlir_lens.worker import op_isolation
 from torch_mlir_lens.worker.culprit_precision import culprit_precision, culprits_lowering_alone
+from torch_mlir_lens.worker.culprits import op_isolation
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "culprit_cases.py")
@@ -253,9 +253,9 @@ def test_an_op_that_lowers_alone_is_reported_as_failing_in_its_context(
         cases: dict[str, Case]) -> None:
     """When a backend's error points at an op that lowers alone (nothing fails alone), it is
     no culprit: a `lowering-error` at its line says it fails only with the ops around it."""
-    from torch_mlir_lens.worker import illegal_ops
-    from torch_mlir_lens.worker.locations import LocationResolver
-    from torch_mlir_lens.worker.mlir_diagnostics import Diag
+    from torch_mlir_lens.worker.culprits import illegal_ops
+    from torch_mlir_lens.worker.ir.locations import LocationResolver
+    from torch_mlir_lens.worker.ir.mlir_diagnostics import Diag
 
     torch_module = cases["TimestepAndUpsample"].lowerer.torch_module()
     cat = next(op for op in illegal_ops.walk_ops(torch_module)

@@ -15,7 +15,7 @@ import torch
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.protocol.verify_results import Divergence
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.divergence import first_divergence
+from torch_mlir_lens.worker.verify.divergence import first_divergence
 from torch_mlir_lens.worker.verify.job import verify_lowerer
 
 MODELS_PATH = Path(__file__).parent / "models" / "verify_models.py"

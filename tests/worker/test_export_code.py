@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from torch_mlir_lens.worker.jobs import run_job
+from torch_mlir_lens.worker.job_handlers import run_job
 
 MODEL = textwrap.dedent('''\
     import torch

@@ -6,7 +6,8 @@ import torch
 from tests.worker.models import library_calls
 from torch import nn
 
-from torch_mlir_lens.worker import fx_origins, op_aliases
+from torch_mlir_lens.worker.culprits import fx_origins
+from torch_mlir_lens.worker.ir import op_aliases
 from torch_mlir_lens.worker.lowering import export_program
 
 

@@ -24,7 +24,7 @@ from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.llvm import lower_linalg_to_llvm
+from torch_mlir_lens.worker.stages.llvm import lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import default_tolerances
 from torch_mlir_lens.worker.verify.jit import function_signature, link, run_compiled
 from torch_mlir_lens.worker.verify.job import verify_callable

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from tqdm import tqdm
 
-from torch_mlir_lens.worker import hygiene
+from torch_mlir_lens.worker.loading import hygiene
 
 
 @pytest.fixture

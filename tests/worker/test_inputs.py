@@ -8,7 +8,7 @@ import torch
 
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.inputs import instantiate, resolve_inputs
-from torch_mlir_lens.worker.loader import load_definitions
+from torch_mlir_lens.worker.loading.loader import load_definitions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

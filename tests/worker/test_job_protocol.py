@@ -14,7 +14,7 @@ from torch_mlir_lens.engine.job_keys import filled
 from torch_mlir_lens.engine.scheduler import program_needed
 from torch_mlir_lens.protocol.jobs import LowerJob, Reply, StatsJob, VerifyJob, parse_job
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker.jobs import run_job
+from torch_mlir_lens.worker.job_handlers import run_job
 
 USER_FILE = textwrap.dedent(
     """\

@@ -1,4 +1,4 @@
-"""The llvm/torch-mlir#4743 shim (worker/legacy_view_shim.py): which views torch-mlir's legacy
+"""The llvm/torch-mlir#4743 shim (worker/shims/legacy_view_shim.py): which views torch-mlir's legacy
 Linalg view lowering narrows, that the Linalg target reroutes exactly those, and that the
 result runs right at several sizes while torch-mlir's own lowering does not.
 """
@@ -16,8 +16,8 @@ import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES
-from torch_mlir_lens.worker import legacy_view_shim as shim
 from torch_mlir_lens.worker import lowering
+from torch_mlir_lens.worker.shims import legacy_view_shim as shim
 from torch_mlir_lens.worker.verify.job import verify_lowerer
 
 MODELS = Path(__file__).parent / "models" / "dynamic_views.py"

@@ -1,6 +1,6 @@
 """Shims that let real library code through: negative scatter dims, unsorted top-k, slice
 writes "to the end", custom ops with a Python implementation, `torch.sym_min` of a
-data-dependent size, frozen tensors in tensor lists (worker/scatter_dims.py, topk_sorted.py,
+data-dependent size, frozen tensors in tensor lists (worker/shims/scatter_dims.py, topk_sorted.py,
 slice_bounds.py, custom_ops.py, sym_minmax.py, list_constants.py). Each that lowers is
 checked against eager PyTorch by running the compiled Linalg (Verify), not only for lowering.
 """
@@ -13,8 +13,8 @@ import pytest
 import torch
 from transformers.integrations import moe
 
-from torch_mlir_lens.worker.custom_ops import grouped_mm_by_row
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
+from torch_mlir_lens.worker.shims.custom_ops import grouped_mm_by_row
 from torch_mlir_lens.worker.verify.job import verify_callable
 
 HERE = str(Path(__file__).resolve())
@@ -139,7 +139,7 @@ def test_sym_min_of_a_data_dependent_size_imports(monkeypatch: pytest.MonkeyPatc
     `prim::min.int` it imports, and each backend names what it cannot lower at its line.
     (Linalg's conversion of the data-dependent index segfaults: passes are guarded here as in
     a worker after such a crash, see test_crash_guard.py.)"""
-    from torch_mlir_lens.worker import crash_guard
+    from torch_mlir_lens.worker.ir import crash_guard
 
     monkeypatch.setenv(crash_guard.GUARD_PASSES_ENV, "1")
     program = export_program(MaskedTopK(), (torch.randn(4, 6),), user_files=[HERE])

@@ -18,7 +18,7 @@ import torch
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.rules.targets import LLVM_PIPELINE_HEAD
 from torch_mlir_lens.worker import lowering
-from torch_mlir_lens.worker.llvm import leftover_ops, lower_linalg_to_llvm
+from torch_mlir_lens.worker.stages.llvm import leftover_ops, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify import (
     VerifyResult,
     compare_output,

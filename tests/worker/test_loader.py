@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker import loader
-from torch_mlir_lens.worker.loader import load_definitions
+from torch_mlir_lens.worker.loading import loader
+from torch_mlir_lens.worker.loading.loader import load_definitions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -213,6 +213,6 @@ def test_modules_loaded_before_any_user_file_are_skipped_by_the_scans(tmp_path, 
     assert load_definitions(str(main)).FACTOR == 3
     loaded = dict(loader.modules_loaded_since_start())
     assert loaded["late_sibling"].__file__ == str(tmp_path / "proj" / "late_sibling.py")
-    from torch_mlir_lens.worker.loader import user_files_for
+    from torch_mlir_lens.worker.loading.loader import user_files_for
 
     assert str(tmp_path / "proj" / "late_sibling.py") in user_files_for(str(main))

@@ -1,5 +1,5 @@
 """Each culprit says why its backend refuses it, in real lowerings (rules/refusals.py through
-worker/rewrites/reasons.py): the backend's own words, else a rule's that holds."""
+worker/culprits/reasons.py): the backend's own words, else a rule's that holds."""
 
 from __future__ import annotations
 

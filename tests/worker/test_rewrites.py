@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import torch
 
-from torch_mlir_lens.worker.jobs import run_job
+from torch_mlir_lens.worker.job_handlers import run_job
 from torch_mlir_lens.worker.rewrites import library
 from torch_mlir_lens.worker.rewrites.library import special
-from torch_mlir_lens.worker.rewrites.model import Rewrite
+from torch_mlir_lens.worker.rewrites.table import Rewrite
 
 CASES = Path(__file__).parent / "models" / "rewrite_cases.py"
 

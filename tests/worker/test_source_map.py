@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from torch_mlir_lens.protocol.results import LowerResult
-from torch_mlir_lens.worker import ir_text
-from torch_mlir_lens.worker.locations import LocationResolver, UserFiles
+from torch_mlir_lens.worker.ir import ir_text
+from torch_mlir_lens.worker.ir.locations import LocationResolver, UserFiles
 from torch_mlir_lens.worker.lowering import LowerOptions, lower_module
 
 MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "small_models.py")

@@ -86,9 +86,9 @@ def test_tolerances_from_the_job_apply(user_file: Path) -> None:
                                  {"opt_level": True}])
 def test_bad_requests_are_the_jobs_error(user_file: Path, bad: dict) -> None:
     """What a worker reads off the pipe: a wrong field is the job's bad-request error."""
-    from torch_mlir_lens.worker import jobs
+    from torch_mlir_lens.worker.job_handlers import run_job
 
-    reply = jobs.run_job({"id": 3, "op": "verify", "path": str(user_file), "module": "Net",
+    reply = run_job({"id": 3, "op": "verify", "path": str(user_file), "module": "Net",
                           **bad})
     assert not reply["ok"] and reply["error"]["kind"] == ErrorKind.BAD_REQUEST, reply
 
@@ -100,18 +100,18 @@ def test_unknown_module_is_an_error(user_file: Path) -> None:
 
 
 def test_run_job_dispatches_verify(user_file: Path) -> None:
-    from torch_mlir_lens.worker import jobs
+    from torch_mlir_lens.worker.job_handlers import run_job
 
-    reply = jobs.run_job({"id": 7, "op": "verify", "path": str(user_file), "module": "plain"})
+    reply = run_job({"id": 7, "op": "verify", "path": str(user_file), "module": "plain"})
     assert reply["ok"] and reply["id"] == 7
     assert reply["result"]["module"] == "plain"
     assert reply["result"]["ok"], reply["result"]["message"]
     assert reply["result"]["message"].startswith("✓ matches eager")
     # A module that does not lower is a verdict (the reply is ok), not a failed job...
-    broken = jobs.run_job({"id": 8, "op": "verify", "path": str(user_file), "module": "Broken"})
+    broken = run_job({"id": 8, "op": "verify", "path": str(user_file), "module": "Broken"})
     assert broken["ok"] and not broken["result"]["ok"]
     # ... an unknown module is the job's error.
-    unknown = jobs.run_job({"id": 9, "op": "verify", "path": str(user_file), "module": "Nope"})
+    unknown = run_job({"id": 9, "op": "verify", "path": str(user_file), "module": "Nope"})
     assert not unknown["ok"] and unknown["error"]["kind"] == ErrorKind.UNKNOWN_MODULE
 
 

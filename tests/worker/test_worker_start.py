@@ -18,12 +18,13 @@ MLP = str(Path(__file__).resolve().parents[2] / "examples" / "mlp.py")
 
 FIRST_JOB_WITHOUT_WARM_UP = """
 import gc, json, sys
-from torch_mlir_lens.worker import hygiene, main
+from torch_mlir_lens.worker.loading import hygiene
+from torch_mlir_lens.worker import main
 main._prepare()
 facts = {"frozen": gc.get_freeze_count(), "gc_enabled": gc.isenabled(),
          "young_threshold": gc.get_threshold()[0]}
 baseline = hygiene.Baseline.take()
-from torch_mlir_lens.worker.jobs import run_job
+from torch_mlir_lens.worker.job_handlers import run_job
 reply = run_job({"id": 1, "op": "lower", "path": sys.argv[1], "module": "MLP",
                  "targets": ["linalg"]})
 facts["ok"] = reply["ok"]
@@ -33,7 +34,7 @@ print(json.dumps(facts))
 
 DESCENDANTS = """
 import json, subprocess
-from torch_mlir_lens.worker import hygiene
+from torch_mlir_lens.worker.loading import hygiene
 facts = {"before_subreaper": hygiene._may_have_descendants()}
 facts["subreaper"] = hygiene.become_subreaper()
 facts["no_child"] = hygiene._may_have_descendants()

@@ -2,10 +2,10 @@
 
 An entry is a lowering's reply (IR per target, line map, diagnostics, stats) stored under a
 key that covers the job and its environment (`environment.py`), plus what the worker said
-the answer depends on (`worker/provenance.py`): the other files the code executed, with their
-content hashes, and the installed libraries, with their versions. A lookup hashes those files
-and reads those versions again: the entry is used only when all still match, so an answer is
-confirmed, not recomputed, and never served stale.
+the answer depends on (`worker/loading/provenance.py`): the other files the code executed,
+with their content hashes, and the installed libraries, with their versions. A lookup hashes
+those files and reads those versions again: the entry is used only when all still match, so
+an answer is confirmed, not recomputed, and never served stale.
 
 Safe to share: two editor windows and a CLI may read and write one folder at once. Entries
 are written to a temporary file and renamed into place (readers see a whole entry or none);

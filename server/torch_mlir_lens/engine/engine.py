@@ -345,7 +345,7 @@ class Engine:
 
 
 def _write_temps(output: str) -> set[str]:
-    """The temp files an atomic write of `output` makes beside it (worker/lowering/artifacts.py)."""
+    """The temp files an atomic write of `output` makes beside it (worker/stages/artifacts.py)."""
     folder, name = os.path.split(output)
     try:
         entries = os.listdir(folder)

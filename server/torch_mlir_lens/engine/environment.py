@@ -19,7 +19,7 @@ from pathlib import Path
 from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
 
 # The distributions every lowering depends on; libraries a module imports are checked per
-# entry (worker/provenance.py).
+# entry (worker/loading/provenance.py).
 CORE_DISTRIBUTIONS = ("torch", "torch-mlir")
 
 _VERSIONS_SCRIPT = (

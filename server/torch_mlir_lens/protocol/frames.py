@@ -6,7 +6,7 @@ at the one line that called the library; the frames inside the library are kept 
 
 A `FrameTable` holds, for each IR line whose op's call chain has at least one library frame,
 that whole chain: user and library frames, innermost first (frames inside torch itself and the
-standard library are dropped by the worker; see `worker/library_frames.py`). Chains repeat a
+standard library are dropped by the worker; see `worker/ir/library_frames.py`). Chains repeat a
 lot (every layer of a model runs the same lines), so each distinct chain is stored once and IR
 lines refer to it by index. IR lines whose chain is user code only are not listed: their map
 entries are the whole chain.

@@ -171,7 +171,7 @@ class LowerResult:
     # Whole call chains (library frames included) of the IR lines made inside library code.
     frames: FrameTable = field(default_factory=FrameTable)
     # ok=False and partial=True: `ir` is the target IR of everything the backend accepts, each
-    # rejected op kept in place as a call (worker/partial.py); the diagnostics name them.
+    # rejected op kept in place as a call (worker/culprits/partial.py); the diagnostics name them.
     partial: bool = False
     # The rewrites this lowering went through (worker/rewrites/), by name: each made some ops.
     rewrites: list[str] = field(default_factory=list)

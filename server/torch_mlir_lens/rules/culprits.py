@@ -1,8 +1,8 @@
 """The one way every command and view words a failed lowering (no torch, no MLIR).
 
 `lower`, `export`, `verify`, `check`, hovers and lenses all read the same unsupported-op
-diagnostics (one per cause and line, worker/culprit_diags.py) and print them through here, so
-they name the same ops at the same lines.
+diagnostics (one per cause and line, worker/culprits/culprit_diags.py) and print them through
+here, so they name the same ops at the same lines.
 """
 
 from __future__ import annotations

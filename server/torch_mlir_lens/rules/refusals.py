@@ -3,7 +3,7 @@
 torch-mlir's conversions mostly answer "failed to legalize operation 'torch.aten.slice.Tensor'"
 and keep their reason in a debug log. What decides is usually visible in the op as the Torch
 dialect holds it: its operand and result types and its constant operands. Each rule below reads
-those facts (`OpFacts`, filled by worker/rewrites/reasons.py from the op lowered alone) and
+those facts (`OpFacts`, filled by worker/culprits/reasons.py from the op lowered alone) and
 names the one that the backend cannot take: a zero-sized result on TOSA, a dynamic size, a
 64-bit float, a grouped convolution, `antialias=True`.
 
@@ -11,7 +11,7 @@ A rule speaks only of an op that failed alone: it explains a verdict, it never m
 reason that is a fact of the backend (TOSA has no zero-sized tensors) stands as it is; one that
 is only likely (a dynamic size, a 64-bit float) comes with the types the op would have
 without it (`Refusal.instead`), and the worker keeps it only when the op lowers alone so
-(worker/rewrites/reasons.py). tests/rules/test_refusals.py checks each rule's words,
+(worker/culprits/reasons.py). tests/rules/test_refusals.py checks each rule's words,
 tests/worker/test_refusal_reasons.py sees them in real lowerings.
 """
 

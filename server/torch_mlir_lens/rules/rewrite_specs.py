@@ -5,7 +5,7 @@
     torch-mlir-lens check --rewrites auto                  (every proven rewrite)
 
 An item is `NAME@BACKEND` (only that backend lowers through it) or `NAME` (every backend);
-`auto` takes every rewrite the worker proves for a culprit (worker/rewrites/offers.py). The
+`auto` takes every rewrite the worker proves for a culprit (worker/rewrite_jobs/offers.py). The
 names are those of worker/rewrites/ (`erfinv`, `histc`, `empty_tensors`, `decomp.<op>`,
 `refs.<op>`): a name no rewrite has is an error when the module is lowered.
 

@@ -97,8 +97,8 @@ def parse_targets(text: str) -> list[str]:
     return targets
 
 
-# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT (worker/llvm.py),
-# in two halves with a rewrite in between (below).
+# The `llvm` target's own pipeline, linalg-on-tensors → LLVM dialect for the JIT
+# (worker/stages/llvm.py), in two halves with a rewrite in between (below).
 # Why each step:
 # - tensor.concat (torch.cat, RoPE's rotate_half) has no bufferization: torch-mlir's
 #   refback-generalize-tensor-concat rewrites it into slices inserted into an empty tensor;
@@ -119,8 +119,8 @@ def parse_targets(text: str) -> list[str]:
 #   to compiler-rt/libgcc builtins on CPUs without F16C/AVX512-BF16, which the JIT cannot find
 #   (GCC 12's libgcc has no bf16 ones). So 16-bit float math and arithmetic are computed in f32
 #   (math-extend-to-supported-types, arith-emulate-unsupported-floats: each op still rounds to
-#   its 16-bit type, as LLVM would); between the two halves worker/half_floats.py rewrites the
-#   f16 conversions (and those between 16-bit floats and f64) into integer arithmetic, then
+#   its 16-bit type, as LLVM would); between the two halves worker/stages/half_floats.py rewrites
+#   the f16 conversions (and those between 16-bit floats and f64) into integer arithmetic, then
 #   arith-expand{include-bf16} does the same for f32 <-> bf16. Nothing is left for the CPU but
 #   SSE2;
 # - the rest is the standard conversion of loops, arith, math, memref, func and cf to LLVM;
@@ -174,7 +174,7 @@ def contract_check_pipeline(verify_pass: str, *, inline: bool) -> str:
 
 # Not a lowering: running these two conversions on an empty module loads the StableHLO and
 # TMTensor dialects, which this wheel registers only as dependencies of passes, so that IR
-# holding their ops can be parsed (worker/lowering/pipeline.py).
+# holding their ops can be parsed (worker/stages/pipeline.py).
 DIALECT_LOADING_PIPELINE = (
     "builtin.module(func.func(convert-torch-to-stablehlo,convert-torch-to-tmtensor))"
 )

@@ -16,11 +16,11 @@ from typing import Any
 
 from torch_mlir import ir
 
-from torch_mlir_lens.worker import crash_guard
-from torch_mlir_lens.worker.illegal_ops import nearest_located
-from torch_mlir_lens.worker.locations import LocationResolver
+from torch_mlir_lens.worker.culprits.illegal_ops import nearest_located
+from torch_mlir_lens.worker.culprits.op_isolation import is_constant, op_name, verdicts
+from torch_mlir_lens.worker.ir import crash_guard
+from torch_mlir_lens.worker.ir.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
-from torch_mlir_lens.worker.op_isolation import is_constant, op_name, verdicts
 
 
 @dataclass

@@ -80,7 +80,7 @@ def _quiet_std_streams() -> None:
 
 def _end_family(signum: int, _frame: object = None) -> None:
     """SIGTERM: end whatever the user's code spawned, then this worker (and its group)."""
-    from torch_mlir_lens.worker.hygiene import kill_descendants
+    from torch_mlir_lens.worker.loading.hygiene import kill_descendants
 
     kill_descendants()
     if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
@@ -124,7 +124,7 @@ def _prepare() -> None:
         import torch
         import torch_mlir.fx  # noqa: F401
 
-        from torch_mlir_lens.worker import jobs, lowering  # noqa: F401
+        from torch_mlir_lens.worker import job_handlers, lowering  # noqa: F401
 
         # Internal modules: if a torch release moves them, the first export imports its own.
         with contextlib.suppress(ImportError):
@@ -143,7 +143,7 @@ def _prepare() -> None:
 
 
 def _mark_preloaded() -> None:
-    from torch_mlir_lens.worker.loader import mark_preloaded
+    from torch_mlir_lens.worker.loading.loader import mark_preloaded
 
     mark_preloaded()  # no user code has run yet: nothing loaded so far is the user's
 
@@ -188,8 +188,8 @@ def _job_waiting(fd: int, within: float = 0.0) -> bool:
 
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
-    from torch_mlir_lens.worker import hygiene, import_graph
-    from torch_mlir_lens.worker.jobs import release_evicted, run
+    from torch_mlir_lens.worker.job_handlers import release_evicted, run
+    from torch_mlir_lens.worker.loading import hygiene, import_graph
 
     # Imports are recorded from here on (what an answer depends on: provenance.py); before
     # the baseline, so that restoring the standard library after a job keeps the recorder.
@@ -252,13 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=False)
     _prepare()
-    from torch_mlir_lens.worker.hygiene import become_subreaper
+    from torch_mlir_lens.worker.loading.hygiene import become_subreaper
 
     become_subreaper()
     code = serve(in_fd, out_fd)
     if os.environ.get(OWN_GROUP_ENV) == "1" and os.getpgrp() == os.getpid():
         # The parent went away without stopping us: end whatever the user's code spawned.
-        from torch_mlir_lens.worker.hygiene import kill_descendants
+        from torch_mlir_lens.worker.loading.hygiene import kill_descendants
 
         kill_descendants()
         sys.stdout.flush()

@@ -6,7 +6,7 @@ the pipes `channel.py`, the limits and their wording `guards.py`.
 
 One crash is answered otherwise: a worker that died inside a torch-mlir pass (its crash dump
 says so). The next worker then runs its passes in forked children (`GUARD_PASSES_ENV`,
-worker/crash_guard.py), and the job runs once more there, where the crash becomes a
+worker/ir/crash_guard.py), and the job runs once more there, where the crash becomes a
 diagnostic at the op's line and the other targets answer.
 """
 
@@ -32,7 +32,7 @@ from torch_mlir_lens.system.procs import is_running
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch on a loaded machine can be slow
-GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/crash_guard.py reads it
+GUARD_PASSES_ENV = "TORCH_MLIR_LENS_GUARD_PASSES"  # as worker/ir/crash_guard.py reads it
 
 
 class WorkerClient:

@@ -92,11 +92,11 @@ def timeout_error(timeout: float, file: str | None, line: int | None) -> LensErr
     )
 
 
-# The worker's in-process pass runners (worker/lowering/pipeline.py, and op_isolation.py's for
-# an op tried alone): a crash dump whose current thread holds one died inside a torch-mlir pass.
+# The worker's in-process pass runners (worker/stages/pipeline.py, and culprits/op_isolation.py's
+# for an op tried alone): a crash dump whose current thread holds one died inside a torch-mlir pass.
 _IN_A_PASS = re.compile(
-    r'torch_mlir_lens[/\\]worker[/\\](lowering[/\\]pipeline\.py", line \d+ in _run_parsed|'
-    r'op_isolation\.py", line \d+ in _errors)')
+    r'torch_mlir_lens[/\\]worker[/\\](stages[/\\]pipeline\.py", line \d+ in _run_parsed|'
+    r'culprits[/\\]op_isolation\.py", line \d+ in _errors)')
 
 
 def crashed_in_a_pass(text: str) -> bool:

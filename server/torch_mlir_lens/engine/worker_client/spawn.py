@@ -118,7 +118,7 @@ def worker_env(env: dict[str, str] | None) -> dict[str, str]:
 def worker_argv(python: str, in_fd: int, out_fd: int) -> list[str]:
     """The worker's command line, its channel on the given fds."""
     # -P: nothing is imported from the working directory (system/safe_path.py); a job's own
-    # folders go on sys.path for that job only (worker/jobs.py).
+    # folders go on sys.path for that job only (worker/job_handlers.py).
     return [python, SAFE_PATH_FLAG, "-m", "torch_mlir_lens.worker.main", "--in-fd", str(in_fd),
             "--out-fd", str(out_fd)]
 

@@ -1,6 +1,6 @@
 """Quick fixes for export errors about dynamic dims: apply what torch.export suggests.
 
-An export error (`export-error` diagnostic, worded by worker/export_errors.py) may carry
+An export error (`export-error` diagnostic, worded by worker/stages/export_errors.py) may carry
 torch.export's `Suggested fixes:` or say that a dynamic dim's example has size 0 or 1
 (source/dynamic_dims.py reads both). The fixes edit the module's own comment lines:
 

@@ -12,14 +12,14 @@ lowered inline, as without stitching.
     survey.py    one fake-tensor run of the whole module: each block call recorded or matched
     prove.py     calls with one digest → groups (named after the block's class)
     trace.py     a group's block exported once, its weights as arguments
-    cache.py     traced blocks kept across lowerings (an edit to the parent re-uses them)
+    block_cache.py  traced blocks kept across lowerings (an edit to the parent re-uses them)
     stub.py      the parent's export with each block call as one custom op
     stitch.py    one MLIR module: `main` + a private function per group, the ops → func.call
     lowering.py  a stitched module through the backend pipelines
     program.py   the whole export (`export_with_blocks`) and `StitchedProgram`
     fx_view.py   the `fx` target of a stitched program: the parent graph, then each block's
 
-The worker calls `export` (jobs.py); the lowerer recognises a `StitchedProgram`.
+The worker calls `export` (job_handlers.py); the lowerer recognises a `StitchedProgram`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def export(fn: Any, resolved: Any, inline: Callable[[], Any], job: Any,
     blocks are proven and the job allows it, else `inline()` (`why_inline`: the caller's
     reason to, when it has one). Returns (program, outcome)."""
     from torch_mlir_lens.worker.blocks.program import Outcome, export_with_blocks
-    from torch_mlir_lens.worker.locations import UserFiles
+    from torch_mlir_lens.worker.ir.locations import UserFiles
 
     why_not = (why_inline if why_inline
                else "inline: asked for" if getattr(job, "inline_blocks", False)
@@ -50,9 +50,9 @@ def export(fn: Any, resolved: Any, inline: Callable[[], Any], job: Any,
 
 def counters() -> dict[str, int]:
     """The worker's block counters: functions traced, traced functions re-used."""
-    from torch_mlir_lens.worker.blocks import cache
+    from torch_mlir_lens.worker.blocks import block_cache
 
-    return dict(cache.counters)
+    return dict(block_cache.counters)
 
 
 __all__ = ["counters", "export"]

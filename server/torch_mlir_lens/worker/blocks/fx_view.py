@@ -11,12 +11,12 @@ from typing import Any
 
 from torch_mlir_lens.protocol.frames import FrameTable
 from torch_mlir_lens.protocol.results import IrLineMapping, LowerResult
-from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.ir.locations import UserFiles
 
 
 def fx_result(module_name: str, program: Any, users: UserFiles) -> LowerResult:
     """The `fx` result of a `StitchedProgram` (always ok)."""
-    from torch_mlir_lens.worker.lowering.artifacts import fx_text_and_map
+    from torch_mlir_lens.worker.stages.artifacts import fx_text_and_map
 
     pieces: list[tuple[str, Any]] = [("", program.parent)]
     for block in program.blocks:

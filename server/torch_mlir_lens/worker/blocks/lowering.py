@@ -23,7 +23,7 @@ def lower_stitched(module_op: Any, target: str, pipeline: str, *, print_after_al
                    keep_weights: bool = False) -> list[PassIr] | None:
     """Lower the stitched Torch-backend `module_op` to `target` in place (as `run_pipeline`
     does a plain one): PassFailure when a pass or the backend's contract check fails."""
-    from torch_mlir_lens.worker.lowering.pipeline import run_pipeline
+    from torch_mlir_lens.worker.stages.pipeline import run_pipeline
 
     plan = backend_plan(target, pipeline, module_op.context)
     if plan.prelude is not None:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker.blocks import cache
+from torch_mlir_lens.worker.blocks import block_cache
 from torch_mlir_lens.worker.blocks.prove import Chain, Group, find_chains, group_calls
 from torch_mlir_lens.worker.blocks.stitch import Function, StitchError, raw_function, stitch
 from torch_mlir_lens.worker.blocks.stub import (
@@ -34,7 +34,7 @@ from torch_mlir_lens.worker.blocks.stub import (
 )
 from torch_mlir_lens.worker.blocks.survey import survey
 from torch_mlir_lens.worker.blocks.trace import export_block
-from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.ir.locations import UserFiles
 
 MAX_LISTED = 8  # calls left inline named in the stats (the count is complete)
 
@@ -47,7 +47,7 @@ class StitchedBlock:
     class_name: str
     paths: list[str]  # the blocks it stands for ("layers.0", ...)
     ops: int  # ATen ops of one call
-    traced: cache.Traced
+    traced: block_cache.Traced
     kernel: GroupKernel
     source: str  # "traced" or "cached"
     calls: int = 0  # call sites in the stitched module
@@ -137,7 +137,7 @@ class StitchedProgram:
 
 def _digest_key(group: Group, users: UserFiles, texts: dict[str, str]) -> str | None:
     rep = group.representative
-    source = cache.source_key(type(rep.module), users, texts)
+    source = block_cache.source_key(type(rep.module), users, texts)
     if source is None:
         return None
     return hashlib.sha256(f"{rep.digest}:{source}".encode()).hexdigest()
@@ -157,12 +157,12 @@ def _runner(program: Any) -> Any:
 def _block(group: Group, users: UserFiles, texts: dict[str, str]) -> StitchedBlock:
     rep = group.representative
     key = _digest_key(group, users, texts)
-    traced = cache.lookup(key)
+    traced = block_cache.lookup(key)
     source = "cached"
     if traced is None:
         program = export_block(rep, users)
-        traced = cache.Traced(program, _runner(program))
-        cache.store(key, traced, users, cache.class_file(type(rep.module)))
+        traced = block_cache.Traced(program, _runner(program))
+        block_cache.store(key, traced, users, block_cache.class_file(type(rep.module)))
         source = "traced"
     if traced.raw is None:
         traced.raw = raw_function(traced.program, users)
@@ -267,7 +267,7 @@ def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: lis
         outcome.reason = "no block call was stitched"
         return parent, outcome
     start = time.perf_counter()
-    from torch_mlir_lens.worker.lowering.export import import_program
+    from torch_mlir_lens.worker.stages.torch_export import import_program
 
     try:
         raw = import_program(parent, users)

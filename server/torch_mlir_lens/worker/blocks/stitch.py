@@ -1,7 +1,7 @@
 """One MLIR module: the parent's `main` calling one private function per group of blocks.
 
 The parent program is imported as usual; each group's function is imported once (its raw MLIR
-kept with the traced block, `cache.py`) into the same context and appended as
+kept with the traced block, `block_cache.py`) into the same context and appended as
 `func.func private @<Block>`; every `torch.operator "torch.torch_mlir_lens_blocks.call_*"` of
 `main` becomes `func.call @<Block>(inputs..., weights...)` at the same location (the parent's
 line), its block's weights frozen in as literals just before it, as the FX importer freezes
@@ -34,10 +34,10 @@ from torch_mlir.dialects import func as func_d
 
 from torch_mlir_lens.rules import targets
 from torch_mlir_lens.worker.blocks.stub import IMPORTED_PREFIX, GroupKernel
-from torch_mlir_lens.worker.crash_guard import note_weights
-from torch_mlir_lens.worker.literals import LiteralHooks
-from torch_mlir_lens.worker.locations import UserFiles
-from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.ir.crash_guard import note_weights
+from torch_mlir_lens.worker.ir.literals import LiteralHooks
+from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.ir.mlir_diagnostics import captured
 
 _VERIFY_PASS = re.compile(r"torch-verify-[\w-]+-backend-contract")
 CHAIN_PREFIX = f"{IMPORTED_PREFIX}chain_"
@@ -58,7 +58,7 @@ class Function:
 
 def raw_function(program: Any, users: UserFiles) -> bytes:
     """The block program imported alone (a scratch context), as bytecode."""
-    from torch_mlir_lens.worker.lowering.export import import_program
+    from torch_mlir_lens.worker.stages.torch_export import import_program
 
     module_op = import_program(program, users, func_name="block")
     buf = io.BytesIO()
@@ -238,7 +238,7 @@ class BackendPlan:
 
 def backend_plan(target: str, pipeline: str, ctx: ir.Context) -> BackendPlan:
     """The plan for `target` (`pipeline`: the one a plain module would run)."""
-    from torch_mlir_lens.worker.partial import no_verify_pipeline
+    from torch_mlir_lens.worker.culprits.partial import no_verify_pipeline
 
     if target in ("linalg", "tosa"):
         split = no_verify_pipeline(target, ctx)
@@ -261,7 +261,7 @@ def check_contract(module_op: Any, verify_pass: str) -> None:
     (its errors at the block's lines) when it fails. The copy's calls become constants of
     their results' types (every function is then checked once, as it is), or, for results
     not all static tensors of numbers, are inlined."""
-    from torch_mlir_lens.worker.lowering.pipeline import run_pipeline
+    from torch_mlir_lens.worker.stages.pipeline import run_pipeline
 
     copy = module_op.clone()
     emptied = _calls_emptied(copy)

@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.blocks.record import BlockCall, attribute
-from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.ir.locations import UserFiles
 
 
 class BlockFunction(torch.nn.Module):
@@ -72,7 +72,7 @@ def example_inputs(call: BlockCall) -> tuple[Any, ...]:
 def export_block(call: BlockCall, users: UserFiles) -> Any:
     """The block of `call` exported (torch-mlir's decompositions applied) as a function of
     its tensor inputs and weights; LensError when it cannot be, or does not match the call."""
-    from torch_mlir_lens.worker.lowering.export import export_program, register_user_frames
+    from torch_mlir_lens.worker.stages.torch_export import export_program, register_user_frames
 
     register_user_frames(call.module, call.module, users)
     program = export_program(BlockFunction(call), example_inputs(call), {},

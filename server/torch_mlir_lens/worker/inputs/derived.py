@@ -16,10 +16,10 @@ from torch_mlir_lens.discovery import ModuleInfo
 from torch_mlir_lens.discovery.fingerprint import fingerprint
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.source.reading import read_text
-from torch_mlir_lens.worker import loader
 from torch_mlir_lens.worker.inputs.construction import lookup
 from torch_mlir_lens.worker.inputs.recording import Recorded, clone, record, weights_policy
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
+from torch_mlir_lens.worker.loading import loader
 
 # Resolves a parent's inputs from its own sources only (no derived inputs): the precedence of
 # `resolve.py`, passed in because that precedence is what asks for derived inputs.

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.worker import construct
 from torch_mlir_lens.worker.inputs.construction import construct_module, lookup, user_line
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
+from torch_mlir_lens.worker.loading import construct
 
 
 @dataclass

@@ -6,9 +6,9 @@
     lower_module(fn, args, kwargs, targets=[...])            → [LowerResult], one export
 
 The FX import happens once per lowerer and the torch-backend module is kept: every backend
-works on a clone of it. This module decides what to build and caches it; export.py exports
-and imports, pipeline.py runs the passes, artifacts.py prints and writes, writing.py writes a
-lowerer's exports and reproducers.
+works on a clone of it. This module decides what to build and caches it; the stages (stages/:
+torch_export.py exports and imports, pipeline.py runs the passes, artifacts.py prints and
+writes) do it; writing.py writes a lowerer's exports and reproducers.
 """
 
 from __future__ import annotations
@@ -27,19 +27,21 @@ from torch_mlir_lens.protocol.results import (
 )
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS, TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker import failures, ir_text, legacy_view_shim, partial
 from torch_mlir_lens.worker.blocks import lowering as blocks
-from torch_mlir_lens.worker.locations import UserFiles
-from torch_mlir_lens.worker.lowering import artifacts
-from torch_mlir_lens.worker.lowering.export import export_program, import_program
+from torch_mlir_lens.worker.culprits import failures, partial
+from torch_mlir_lens.worker.ir import ir_text
+from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.ir.mlir_diagnostics import Diag
 from torch_mlir_lens.worker.lowering.options import LowerOptions
-from torch_mlir_lens.worker.lowering.pipeline import (
+from torch_mlir_lens.worker.shims import legacy_view_shim
+from torch_mlir_lens.worker.stages import artifacts
+from torch_mlir_lens.worker.stages.pipeline import (
     PassFailure,
     backend_pipeline,
     partial_passes,
     run_pipeline,
 )
-from torch_mlir_lens.worker.mlir_diagnostics import Diag
+from torch_mlir_lens.worker.stages.torch_export import export_program, import_program
 
 
 def _alive(ref: weakref.ReferenceType[ProgramLowerer]) -> ProgramLowerer:
@@ -177,7 +179,7 @@ class ProgramLowerer:
         if "llvm" in self._lowered:
             return self._lowered["llvm"]
         try:
-            from torch_mlir_lens.worker import llvm as llvm_mod
+            from torch_mlir_lens.worker.stages import llvm as llvm_mod
         except ImportError as exc:
             raise LensError(ErrorKind.BAD_REQUEST, "llvm target not available") from exc
         linalg, _ = self._lower_from_torch("linalg", None, LowerOptions())

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.rules.targets import TORCH_BACKEND_PIPELINE
-from torch_mlir_lens.worker.lowering import artifacts
 from torch_mlir_lens.worker.lowering.lowerer import ProgramLowerer
 from torch_mlir_lens.worker.lowering.options import LowerOptions
+from torch_mlir_lens.worker.stages import artifacts
 
 
 def write_export(lowerer: ProgramLowerer, target: str, output: str, *, bytecode: bool = False,

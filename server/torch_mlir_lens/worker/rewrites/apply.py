@@ -1,7 +1,7 @@
 """A program with rewrites applied: torch-mlir's decomposition table plus the rewrites'
 entries, run on the program torch.export made (the user's code is never edited).
 
-    remember(decomposed, exported)       export.py keeps the program before decompositions
+    remember(decomposed, exported)       torch_export.py keeps the program before its decompositions
     rewritten(program, rewrites)         → the program decomposed again with the rewrites
     made_by(frames)                      → the rewrite that made an op (its location's frames)
 
@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from torch_mlir_lens.worker.rewrites.model import Rewrite, table_of
+from torch_mlir_lens.worker.rewrites.table import Rewrite, table_of
 
 _EXPORTED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _FRAMES: dict[tuple[str, int], str] = {}  # (file, line) of a rewrite's frame → its name
@@ -30,7 +30,7 @@ def remember(decomposed: Any, exported: Any) -> None:
 
 
 def exported_of(program: Any) -> Any | None:
-    """The program before decompositions, when export.py kept it."""
+    """The program before decompositions, when torch_export.py kept it."""
     return _EXPORTED.get(program)
 
 
@@ -72,8 +72,8 @@ def rewritten(program: Any, rewrites: list[Rewrite]) -> tuple[Any, set[str]]:
     Raises what the decompositions raise (a rewrite that cannot be traced)."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
-    from torch_mlir_lens.worker.custom_ops import run_decompositions
-    from torch_mlir_lens.worker.region_origins import restore_region_origins
+    from torch_mlir_lens.worker.shims.custom_ops import run_decompositions
+    from torch_mlir_lens.worker.shims.region_origins import restore_region_origins
 
     exported = exported_of(program)
     if exported is None:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.worker.rewrites.library import LIBRARY
-from torch_mlir_lens.worker.rewrites.model import (
+from torch_mlir_lens.worker.rewrites.table import (
     TORCH_DECOMP,
     TORCH_REFS,
     Rewrite,

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from torch_mlir_lens.worker.rewrites.model import EMPTY_REGION, mlir_name
+from torch_mlir_lens.worker.rewrites.table import EMPTY_REGION, mlir_name
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 

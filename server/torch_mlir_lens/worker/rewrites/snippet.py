@@ -24,7 +24,7 @@ import torch
 
 from torch_mlir_lens.project.write_policy import EXPORT_CODE_MARK
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.worker.rewrites.model import TORCH_DECOMP, TORCH_REFS, Rewrite
+from torch_mlir_lens.worker.rewrites.table import TORCH_DECOMP, TORCH_REFS, Rewrite
 
 # Targets and torch-mlir's name for them (`fx.export_and_import(output_type=...)`).
 OUTPUT_TYPES = {"raw": "raw", "torch": "torch", "linalg": "linalg-on-tensors", "tosa": "tosa",

@@ -6,6 +6,9 @@
     link_errors.py  a failed link: the symbols LLVM did not find, and why each was needed
     linalg.py   verify_linalg_module: linalg → LLVM → JIT → run → compare, errors as results
     job.py      the `verify` job: load, inputs, export, then the above (+ first diverging line)
+    divergence.py  the first line whose value diverges from eager
+    sizes.py    the sizes Verify runs at, named by the `dynamic=` spec
+    backends.py  TOSA / StableHLO verified through Linalg
 
 This package re-exports the names the rest of the worker uses; `job.py` is imported by its
 full name (it reaches back to the worker's job helpers).

@@ -17,7 +17,7 @@ def linalg_of(lowerer: Any, backend: str) -> Any:
     """`backend`'s lowering of the lowerer's program as linalg-on-tensors. A backend that
     rejects the module raises its LensError (lowering-error); one whose IR does not convert
     raises LensError("verify-error") naming the first error."""
-    from torch_mlir_lens.worker.lowering.pipeline import PassFailure, run_pipeline
+    from torch_mlir_lens.worker.stages.pipeline import PassFailure, run_pipeline
 
     if backend == "linalg":
         return lowerer.module_for("linalg")

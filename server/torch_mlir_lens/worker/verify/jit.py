@@ -30,8 +30,8 @@ from torch_mlir.runtime import (
 )
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.worker.llvm import external_functions, public_func_ops
-from torch_mlir_lens.worker.mlir_diagnostics import captured
+from torch_mlir_lens.worker.ir.mlir_diagnostics import captured
+from torch_mlir_lens.worker.stages.llvm import external_functions, public_func_ops
 from torch_mlir_lens.worker.verify.link_errors import captured_native_stderr, link_error_message
 
 # MLIR element type → (ctypes storage type, torch dtype). f16/bf16 travel as raw 16-bit ints

@@ -24,7 +24,7 @@ from torch_mlir_lens.protocol.jobs import VerifyJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, Severity
 from torch_mlir_lens.protocol.verify_results import DimSize, VerifyResult, dims_text
 from torch_mlir_lens.rules import culprits
-from torch_mlir_lens.worker.job_fields import read_text
+from torch_mlir_lens.worker.loading.job_fields import read_text
 from torch_mlir_lens.worker.verify import sizes
 from torch_mlir_lens.worker.verify.backends import linalg_of
 from torch_mlir_lens.worker.verify.linalg import SizeInputs, verify_linalg_module
@@ -140,7 +140,7 @@ def _locate(result: VerifyResult, linalg: Any, lowerer: Any, args: tuple[Any, ..
             dims: list[DimSize]) -> None:
     """Add the first diverging line to a mismatch (best effort: a failure only loses it);
     `dims`: the sizes of the dynamic dims it was run at, if any."""
-    from torch_mlir_lens.worker.divergence import first_divergence
+    from torch_mlir_lens.worker.verify.divergence import first_divergence
 
     start = time.perf_counter()
     try:
@@ -206,14 +206,14 @@ def verify_callable(
 def run_verify_job(job: VerifyJob,
                    mutate_ir: Callable[[str], str] | None = None) -> VerifyResult:
     """A `verify` job on its own: load, inputs, export, verify (the worker's job shares the
-    export of its program cache instead, `worker/jobs.py`).
+    export of its program cache instead, `worker/job_handlers.py`).
 
     Raises LensError for bad requests, load errors, unknown modules and inputs problems (the
     job's error reply). `mutate_ir` alters the linalg text before it is compiled (tests force
     a mismatch with it).
     """
     from torch_mlir_lens.worker import inputs as inputs_mod
-    from torch_mlir_lens.worker import loader
+    from torch_mlir_lens.worker.loading import loader
 
     check_options(job)
     rtol, atol, opt_level = job.rtol, job.atol, job.opt_level

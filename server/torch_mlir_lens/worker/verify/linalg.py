@@ -2,7 +2,7 @@
 
     verify_linalg_module(linalg, fn, args, kwargs, module_name=...)  → VerifyResult
 
-linalg-on-tensors → LLVM (worker/llvm.py) → JIT (jit.py) → call the public function on the
+linalg-on-tensors → LLVM (worker/stages/llvm.py) → JIT (jit.py) → call the public function on the
 example inputs, flattened like torch.export → compare every output with `fn(*args, **kwargs)`
 (compare.py). Problems come back in the result, never as exceptions.
 """
@@ -28,8 +28,8 @@ from torch_mlir_lens.protocol.verify_results import (
     VerifyResult,
     dims_text,
 )
-from torch_mlir_lens.worker.llvm import PipelineError, lower_linalg_to_llvm
-from torch_mlir_lens.worker.locations import UserFiles
+from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.stages.llvm import PipelineError, lower_linalg_to_llvm
 from torch_mlir_lens.worker.verify.compare import (
     compare_output,
     format_error,

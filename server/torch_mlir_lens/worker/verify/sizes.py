@@ -34,7 +34,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from torch_mlir_lens.protocol.verify_results import DimSize
-from torch_mlir_lens.worker.dynamic_spec import named_dims
+from torch_mlir_lens.worker.stages.dynamic_spec import named_dims
 
 SMALLEST = 2  # torch.export specializes 0 and 1: a dynamic dim is at least 2
 PRIMES = (5, 7, 11, 13, 17, 19, 23, 29, 31, 37)

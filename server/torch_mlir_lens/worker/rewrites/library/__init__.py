@@ -23,7 +23,7 @@ from torch_mlir_lens.worker.rewrites.library import (
     scatter,
     special,
 )
-from torch_mlir_lens.worker.rewrites.model import EMPTY_REGION, Rewrite
+from torch_mlir_lens.worker.rewrites.table import EMPTY_REGION, Rewrite
 
 _ALL = (
     Rewrite(

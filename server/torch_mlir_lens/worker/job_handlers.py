@@ -1,0 +1,506 @@
+"""`run_job(job) -> reply`: the worker's one entry point, data in and data out.
+
+A job is a JSON-ready dict (docs/contracts.md, "Worker jobs"); the reply is
+`{"id", "ok": True, "result"}` or `{"id", "ok": False, "error": LensError json}`. Nothing here
+talks to a pipe, so the same function runs in the worker process and in tests in-process.
+
+The expensive step is the export (torch.export + FX import). A small per-process cache of
+`ProgramLowerer`s keyed by everything that decides the exported program (file text, module,
+inputs, strict) lets several targets and several jobs on the same module export once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from torch_mlir_lens.protocol.jobs import (
+    ExportCodeJob,
+    ExportJob,
+    ExportReply,
+    Job,
+    LowerJob,
+    ModuleJob,
+    ModulesJob,
+    Reply,
+    ReproJob,
+    RewritesJob,
+    VerifyJob,
+    parse_job,
+)
+from torch_mlir_lens.protocol.programs import program_key
+from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
+from torch_mlir_lens.worker.loading.job_fields import read_text
+from torch_mlir_lens.worker.loading.provenance import provenance
+
+MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
+
+_stats: dict[str, int] = {"jobs_run": 0, "exports_run": 0, "proof_jobs": 0, "proof_exports": 0}
+
+
+@dataclass
+class _Program:
+    """An exported program, ready to lower to any target."""
+
+    lowerer: Any  # worker.lowering.ProgramLowerer
+    inputs_source: str | None
+    timings: dict[str, float] = field(default_factory=dict)
+    fn: Any = None  # the module instance (or function) that was exported: verify runs it
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    user_files: list[str] = field(default_factory=list)
+    construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
+    # The modules its job loaded by path (its file, a parent giving it inputs): a later job
+    # lowering this program depends on them too (provenance.py).
+    loaded: frozenset[str] = frozenset()
+    dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
+    variants: Any = None  # rewrite_jobs.variants.Variants: its lowerers with rewrites
+
+
+_programs: OrderedDict[str, _Program] = OrderedDict()
+# Programs pushed out of the cache, freed by `release_evicted` once the reply is written:
+# freeing one (an MLIR context, a module's weights) takes milliseconds nobody should wait for.
+_evicted: list[_Program] = []
+
+
+def release_evicted() -> None:
+    """Free the programs the cache let go of (the worker calls this after each reply)."""
+    _evicted.clear()
+
+
+def run_job(data: dict[str, Any]) -> dict[str, Any]:
+    """Run one job frame (`protocol.jobs`) and return its reply's JSON; never raises."""
+    return run(data).to_json()
+
+
+def run(data: dict[str, Any]) -> Reply:
+    """Run one job frame and return its reply; never raises."""
+    job_id = data.get("id") if isinstance(data, dict) else None
+    job_id = job_id if isinstance(job_id, int) else None
+    try:
+        job = parse_job(data)
+        if not isinstance(job, ModuleJob | ModulesJob):
+            return Reply(job_id, True, _HANDLERS[job.op](job), programs=held_programs())
+        # A proof of rewrites runs in the background after checks: counted apart from the
+        # jobs that lower (whose count says how much an edit cost).
+        _stats["proof_jobs" if isinstance(job, RewritesJob) else "jobs_run"] += 1
+        _begin_job()
+        release_evicted()  # when run in-process, nobody called it after the last job
+        try:
+            with _restored_process_state():
+                _add_import_root(job)
+                result = _HANDLERS[job.op](job)
+        finally:
+            _end_job()
+        return Reply(job_id, True, result, programs=held_programs())
+    except LensError as exc:
+        if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
+            # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
+            exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
+                            file=exc.file, line=exc.line)
+        return Reply(job_id, False, error=exc.to_json(), programs=held_programs())
+    except BaseException as exc:  # the user's code can raise anything, even SystemExit
+        return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
+
+
+def _begin_job() -> None:
+    """What this job loads and imports is what its answer depends on (provenance.py)."""
+    from torch_mlir_lens.worker.loading import import_graph, loader
+
+    loader.begin_job()
+    import_graph.begin_job()
+
+
+def _end_job() -> None:
+    """Stamp the user's modules this job imported (also lazily, while tracing): an edit to
+    one of them is then seen by the next job, which imports it afresh (loader.py)."""
+    from torch_mlir_lens.worker.loading import loader
+
+    loader.stamp_imported_modules()
+
+
+def held_programs() -> list[str]:
+    """The keys (`protocol.programs.program_key`) of the exported programs held, oldest first.
+
+    Sent in every reply, so the engine knows which jobs only lower and need no export.
+    """
+    return list(dict.fromkeys(key.rpartition(":")[0] for key in _programs))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """True when exc is, or was caused by, an allocation failure (the RLIMIT_AS backstop)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or "can't allocate memory" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _unexpected(exc: BaseException) -> LensError:
+    """A LensError for an exception no lower layer classified."""
+    text = str(exc)
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text:
+        return LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {text.splitlines()[0][:300]}"
+                         if text else "out of memory")
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return LensError(ErrorKind.LOWERING_ERROR, f"{type(exc).__name__}: {text}{where}")
+
+
+def _add_import_root(job: Job) -> None:
+    """The job's workspace folder goes on sys.path for this job (restored after it).
+
+    The worker starts with nothing of any workspace importable (`-P`, a neutral working
+    directory): a workspace's packages (`from mypkg.layers import Block` in a file below the
+    root) resolve only inside a job, which the server sends only for a trusted folder. The
+    loader puts the file's own folder before it, as `python file.py` would.
+    """
+    workspace = getattr(job, "workspace", None)
+    if workspace and os.path.isdir(workspace) and workspace not in sys.path:
+        sys.path.insert(0, workspace)
+
+
+@contextlib.contextmanager
+def _restored_process_state() -> Iterator[None]:
+    """Undo what user code commonly changes in the process: cwd, sys.path, std streams."""
+    cwd = os.getcwd()
+    path = list(sys.path)
+    streams = (sys.stdout, sys.stderr, sys.stdin)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+        sys.path[:] = path
+        sys.stdout, sys.stderr, sys.stdin = streams
+
+
+# --- module jobs -----------------------------------------------------------------------------
+
+
+def _program(job: ModuleJob, need_weights: str | None = None, *,
+             keep: bool = True) -> _Program:
+    """The exported program of the job's module: cached, else load → inputs → export.
+
+    Built without its weights (construct.py) unless `need_weights` names what needs them;
+    a program with real weights serves every job, one without serves only those that elide.
+    `keep` False (a proof of rewrites, in the background): a program it has to build is not
+    cached, so that it pushes out none of those the lowerings use (counted apart).
+    """
+    from torch_mlir_lens.worker import blocks, lowering
+    from torch_mlir_lens.worker import inputs as inputs_mod
+    from torch_mlir_lens.worker.loading import construct, loader
+
+    path = job.path
+    text = job.text if job.text is not None else read_text(path)
+    name = job.module
+    policy = job.construct
+    # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
+    # stitched program has not: a proof, or a module asking for rewrites, has an inline
+    # program of its own, never the stitched one a plain lowering keeps.
+    why_inline = ("inline: proving rewrites" if not keep
+                  else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
+    fields = job.module_fields().to_json()
+    if why_inline:
+        fields["inline_blocks"] = True
+    base = program_key(fields, text)
+    real_key, any_key = f"{base}:real", f"{base}:{policy}"
+    for key in ([real_key] if need_weights else [any_key, real_key]):
+        cached = _programs.get(key)
+        if cached is not None:
+            _programs.move_to_end(key)
+            return cached
+
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    mod = loader.load_definitions(path, text)
+    timings["load"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    shapes_only = None if need_weights or policy == construct.REAL else policy
+    with inputs_mod.recording_without_weights(shapes_only):
+        resolved = inputs_mod.resolve_inputs(
+            mod, name, path=path, text=text,
+            inputs_expr=job.inputs, inputs_file=job.inputs_file,
+            init_expr=job.init, settings_inputs=job.settings_inputs,
+            workspace=job.workspace,
+        )
+    timings["inputs"] = time.perf_counter() - start
+
+    user_files = loader.user_files_for(path)
+    start = time.perf_counter()
+
+    def build_real() -> Any:
+        given = resolved.instance
+        if given is not None and construct.is_fake_module(given):
+            resolved.instance = None  # never hand a weightless module to a job needing values
+        return inputs_mod.instantiate(mod, name, resolved)
+
+    blocks_stats: dict[str, Any] = {}
+
+    def export(fn: Any) -> Any:
+        _stats["exports_run" if keep else "proof_exports"] += 1
+
+        def inline() -> Any:
+            return lowering.export_program(
+                fn, resolved.args, resolved.kwargs, user_files=user_files,
+                strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+                dynamic_at=resolved.dynamic_at,
+            )
+
+        program, outcome = blocks.export(fn, resolved, inline, job, user_files, text,
+                                         why_inline=why_inline)
+        blocks_stats.clear()
+        blocks_stats.update(outcome.stats())
+        return program
+
+    program, built = construct.construct_and_export(
+        inputs_mod.lookup(mod, name), resolved, build_real=build_real, export=export,
+        need_weights=need_weights, policy=policy)
+    lowerer = lowering.ProgramLowerer(program, module_name=name, user_files=user_files)
+    timings["export"] = time.perf_counter() - start
+
+    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
+                     fn=built.fn, args=tuple(resolved.args),
+                     kwargs=dict(resolved.kwargs or {}), user_files=user_files,
+                     construction={**built.stats(), **blocks_stats},
+                     dynamic_shapes=resolved.dynamic_shapes,
+                     loaded=frozenset(loader.touched))
+    key = real_key if built.path == construct.REAL else any_key
+    if not keep:
+        return entry
+    _programs[key] = entry
+    while len(_programs) > MAX_CACHED_PROGRAMS:
+        _evicted.append(_programs.popitem(last=False)[1])
+    return entry
+
+
+def _lower_options(job: LowerJob | None) -> Any:
+    from torch_mlir_lens.worker.lowering import LowerOptions
+
+    job = job or LowerJob(path="", module="")  # export: the defaults
+    wanted = {
+        "keep_weights": job.keep_weights,
+        "debug_info": job.debug_info,
+        "print_after_all": job.print_after_all,
+        "list_unsupported": job.list_unsupported,
+    }
+    # Pass only the options this LowerOptions knows, so the two sides can evolve apart.
+    known = getattr(LowerOptions, "__dataclass_fields__", wanted)
+    return LowerOptions(**{k: v for k, v in wanted.items() if k in known})
+
+
+def _job_targets(job: LowerJob) -> list[tuple[str, str | None]]:
+    """[(target name, custom pipeline or None)] in the order the job asked for them."""
+    pipeline = job.pipeline
+    wanted: list[tuple[str, str | None]] = []
+    for target in job.targets:
+        if not is_known_target(target):
+            raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+        wanted.append((target, None))
+    if pipeline and pipeline.strip():
+        wanted.append((CUSTOM_TARGET, pipeline))
+    if not wanted:
+        raise LensError(ErrorKind.BAD_REQUEST, "the job names no target and no pipeline")
+    return wanted
+
+
+def _failed_results(job: LowerJob, err: LensError) -> dict[str, Any]:
+    """One failed LowerResult per target, carrying the export error at its line."""
+    results = []
+    for target, _ in _job_targets(job):
+        res = LowerResult(module=job.module, target=target, ok=False,
+                          diagnostics=[err.to_diagnostic(target)])
+        results.append(res.to_json())
+    return {"results": results, "provenance": provenance(job.path)}
+
+
+def _weights_needed(options: Any, wanted: list[tuple[str, str | None]]) -> str | None:
+    """What in a lower job needs real weight values, or None (they are elided)."""
+    if options.keep_weights:
+        return "--keep-weights"
+    return None
+
+
+def _asks_rewrites(job: ModuleJob, text: str) -> bool:
+    """Whether the job's module is lowered through any rewrite (its comment's or the job's);
+    a comment the rules cannot read says no here and is reported by `_rewriting`."""
+    from torch_mlir_lens.worker.rewrite_jobs.variants import requested
+
+    try:
+        return bool(requested(job.path, text, job.module, job.rewrites))
+    except LensError:
+        return False
+
+
+def _rewriting(job: ModuleJob, program: _Program) -> Any:
+    """The rewrites the job's module asks for (its comment, the job's), on this program."""
+    from torch_mlir_lens.worker.rewrite_jobs.rewriting import Rewriting
+    from torch_mlir_lens.worker.rewrite_jobs.variants import Variants, requested
+
+    text = job.text if job.text is not None else read_text(job.path)
+    if program.variants is None:
+        program.variants = Variants(program.lowerer)
+    specs = requested(job.path, text, job.module, job.rewrites)
+    return Rewriting(program.variants, program.fn, program.args, program.kwargs, specs)
+
+
+def _lower(job: LowerJob) -> dict[str, Any]:
+    wanted = _job_targets(job)
+    options = _lower_options(job)
+    try:
+        program = _program(job, _weights_needed(options, wanted) or (
+            "--rewrites auto" if "auto" in job.rewrites else None))
+        rewriting = _rewriting(job, program)
+    except LensError as err:
+        # An export failure is a result (the module does not export, here is why and where);
+        # bad requests, load and input errors stay errors.
+        if err.kind == ErrorKind.EXPORT_ERROR:
+            return _failed_results(job, err)
+        raise
+    results = []
+    first_timings = dict(program.timings)
+    program.timings = {}  # a later job reusing the program did not pay for it
+    for target, pipeline in wanted:
+        try:
+            lowerer, used = rewriting.lowerer("linalg" if target == "llvm" else target)
+        except LensError as err:  # a rewrite that cannot be applied to this program
+            if err.kind != ErrorKind.EXPORT_ERROR:
+                raise
+            results.append(LowerResult(module=job.module, target=target, ok=False,
+                                       diagnostics=[err.to_diagnostic(target)]).to_json())
+            continue
+        res: LowerResult = lowerer.lower(target, pipeline=pipeline, options=options)
+        res.rewrites = used
+        res.inputs_source = res.inputs_source or program.inputs_source
+        res.stats = {**res.stats, **program.construction}
+        for name, seconds in first_timings.items():
+            res.timings.setdefault(name, seconds)
+        first_timings = {}  # only the first result carries the shared steps
+        results.append(res.to_json(compact_map=True))
+    # What else the answer depends on, for the engine's persistent cache.
+    return {"results": results, "provenance": provenance(job.path, program.loaded)}
+
+
+def _export(job: ExportJob) -> dict[str, Any]:
+    target, output = job.target, job.output
+    if not output:
+        raise LensError(ErrorKind.BAD_REQUEST, "export needs an 'output' path")
+    if target != CUSTOM_TARGET and not is_known_target(target):
+        raise LensError(ErrorKind.BAD_REQUEST, f"unknown target {target!r}")
+    from torch_mlir_lens.worker.lowering.writing import write_export
+    from torch_mlir_lens.worker.stages.artifacts import refuse_source
+
+    output = os.path.abspath(output)
+    refuse_source(output, job.path)  # before the export's cost, not only at the write
+    program = _program(job, "export")  # the file must hold the real weights
+    lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
+    size = write_export(lowerer, target, output,
+                        bytecode=job.bytecode, options=_lower_options(None))
+    return ExportReply(path=output, bytes=size).to_json()
+
+
+def _repro(job: ReproJob) -> dict[str, Any]:
+    target, output_dir = job.target, job.output_dir
+    if not output_dir:
+        raise LensError(ErrorKind.BAD_REQUEST, "repro needs an 'output_dir'")
+    from torch_mlir_lens.worker.lowering.writing import write_repro
+
+    program = _program(job, "repro")
+    lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
+    return _jsonable(write_repro(lowerer, target, os.path.abspath(output_dir)))
+
+
+def _verify(job: VerifyJob) -> dict[str, Any]:
+    """JIT the module's Linalg IR, run it on the example inputs, compare with eager; on a
+    mismatch, also the first user line whose values differ (verify/job.py)."""
+    from torch_mlir_lens.worker.verify.job import check_options, verify_lowerer
+
+    check_options(job)
+    program = _program(job, "verify")
+    lowerer, _used = _rewriting(job, program).lowerer(job.target)
+    result = verify_lowerer(lowerer, program.fn, program.args, program.kwargs,
+                            rtol=job.rtol, atol=job.atol, opt_level=job.opt_level,
+                            dynamic_shapes=program.dynamic_shapes, backend=job.target)
+    result.inputs_source = program.inputs_source
+    return result.to_json()
+
+
+def _rewrites(job: RewritesJob) -> dict[str, Any]:
+    """Prove the rewrites of every culprit of the job's targets (worker/rewrites/)."""
+    from torch_mlir_lens.rules.targets import BACKENDS
+
+    targets = job.targets or list(BACKENDS)
+    for target in targets:
+        if target not in BACKENDS:
+            raise LensError(ErrorKind.BAD_REQUEST, f"rewrites are proven for a backend "
+                            f"({', '.join(BACKENDS)}), not {target!r}")
+    program = _program(job, "rewrites", keep=False)  # Verify runs the module: real weights
+    report = _rewriting(job, program).report(targets)
+    return {**report.to_json(), "provenance": provenance(job.path, program.loaded)}
+
+
+def _export_code(job: ExportCodeJob) -> dict[str, Any]:
+    """Python that reproduces the module's IR with plain torch-mlir, its rewrites inlined."""
+    from torch_mlir_lens.worker.rewrite_jobs.variants import written_keys
+
+    program = _program(job)
+    text = job.text if job.text is not None else read_text(job.path)
+    written = written_keys(job.path, text, job.module)
+    source = program.inputs_source or ""
+    expr = job.inputs if source == "cli" else written.get("inputs") if source == "comment" \
+        else None
+    code = _rewriting(job, program).export_code(
+        job.path, job.module, job.target, (expr, source), job.init or written.get("init"),
+        program.dynamic_shapes)
+    return {**code, "provenance": provenance(job.path, program.loaded)}
+
+
+def _modules(job: ModulesJob) -> dict[str, Any]:
+    from torch_mlir_lens.discovery import find_modules
+
+    text = job.text if job.text is not None else read_text(job.path)
+    return {"modules": [_jsonable(m) for m in find_modules(text, job.path)]}
+
+
+def _ping(job: Job) -> dict[str, Any]:
+    return {"pid": os.getpid()}
+
+
+def _stats_job(job: Job) -> dict[str, Any]:
+    from torch_mlir_lens.worker.blocks import counters
+
+    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
+
+
+def _jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return value
+
+
+_HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "lower": _lower,
+    "export": _export,
+    "repro": _repro,
+    "verify": _verify,
+    "rewrites": _rewrites,
+    "export-code": _export_code,
+    "modules": _modules,
+    "ping": _ping,
+    "stats": _stats_job,
+}

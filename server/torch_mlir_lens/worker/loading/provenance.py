@@ -1,0 +1,99 @@
+"""What a lowering's answer depends on besides the job itself: for the persistent result cache.
+
+The engine's cache key covers the job (the module's fingerprint, inputs, settings, options)
+and the environment (interpreter, torch, torch-mlir, this package). What it cannot know is
+which other files the module's code executed and which installed libraries it came from:
+the worker reports them here, after the job, so that a cached answer is used only while each
+file still has the same content and each library the same version.
+
+What the job's module reached through the imports the worker recorded (import_graph.py):
+its imports and theirs, the files its job loaded by path (a parent module giving it inputs),
+and any module that appeared during the job by other means; each non-library file of these
+and each installed distribution they came from. A file too many costs a needless miss when it
+changes; a file too few would serve a stale answer, so when in doubt a file is kept. Files
+that user code reads with `open()` are not tracked (documented in the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import sys
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.worker.loading import import_graph, loader
+from torch_mlir_lens.worker.loading.loader import module_name_for, modules_loaded_since_start
+
+
+@cache
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose files are installed code, not the user's."""
+    import site
+    import sysconfig
+
+    roots = {sys.prefix, sys.exec_prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"]}
+    roots.update(site.getsitepackages())
+    roots.add(site.getusersitepackages())
+    return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
+
+
+@cache
+def _distributions_of() -> dict[str, list[str]]:
+    """Top-level import name → the distributions providing it (computed once per worker)."""
+    return dict(importlib.metadata.packages_distributions())
+
+
+def _is_library(real: str) -> bool:
+    return in_installed_package(real) or real.startswith(_library_roots())
+
+
+def file_digest(path: str) -> str | None:
+    """sha256 of a file's bytes, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _depended_on(job_path: str, loaded_by_path: Iterable[str]) -> list[tuple[str, Any]]:
+    """(name, module) of what the job's module reached: through the imports recorded since
+    the worker started (import_graph), else (a job run in-process) everything loaded."""
+    loaded = modules_loaded_since_start()
+    if not import_graph.installed():
+        return loaded
+    reached = import_graph.reached_from(
+        {module_name_for(job_path), *loader.touched, *loaded_by_path})
+    return [(name, module) for name, module in loaded if name in reached]
+
+
+def provenance(job_path: str, loaded_by_path: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+    """`{"files": {path: sha256}, "libraries": {distribution: version}}` of what the job's
+    code loaded. The job's own file is left out: its text is part of the job (unsaved
+    edits). `loaded_by_path`: the modules the job that exported its program loaded by path."""
+    own = os.path.abspath(job_path)
+    files: dict[str, str] = {}
+    tops: set[str] = set()
+    for name, module in _depended_on(job_path, loaded_by_path):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not file.endswith(".py"):
+            continue
+        path = os.path.abspath(file)
+        real = os.path.realpath(path)
+        if _is_library(real):
+            tops.add(name.partition(".")[0])
+        elif path != own and (digest := file_digest(path)) is not None:
+            files[path] = digest
+    libraries: dict[str, str] = {}
+    providers = _distributions_of()
+    for top in tops:
+        for dist in providers.get(top, ()):
+            try:
+                libraries[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return {"files": dict(sorted(files.items())), "libraries": dict(sorted(libraries.items()))}

@@ -1,0 +1,165 @@
+"""How a torch.export failure reads: what torch said that helps fix it, and where it happened.
+
+`explained(err, exc, ...)` rewords the export error `torch_export.py` made (first line of
+torch's message, the user's line) when there is more to say:
+
+- **Constraints violated** (dynamic dims): torch's reasons and its `Suggested fixes:` block are
+  kept, each fix also written in the `dynamic=` comment's syntax (source/dynamic_dims.py: the
+  editor's quick fix applies it), and the error is located at the `dynamic=` comment.
+- **A dynamic dim whose example size is 0 or 1**: torch.export takes those sizes for
+  constants and says the code "specialized" the dim; the message says what happened instead
+  (dynamic_dims.too_small_message) and how to fix it.
+- **Raised inside library code** (a `transformers` model): located at the user's line that
+  reaches it, with the library lines on the way in `related`, innermost first, and the
+  innermost named in the message, as unsupported ops made in library code are.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from torch_mlir_lens.protocol.frames import short_path
+from torch_mlir_lens.protocol.results import LensError, RelatedLocation
+from torch_mlir_lens.source.dynamic_dims import (
+    TooSmallExample,
+    suggested_fixes,
+    too_small_message,
+)
+from torch_mlir_lens.worker.ir.library_frames import LibraryFiles
+from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.stages.dynamic_spec import named_dims
+
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+_VIOLATED = re.compile(r"Constraints violated \(([^)]*)\)!?")
+_NOISE = (re.compile(r"\s*For more information, run with TORCH_LOGS=\S+\.?"),)
+_TRAILER = "The error above occurred when calling torch.export.export"
+MAX_RELATED = 6
+_library: LibraryFiles | None = None
+
+
+def _libraries() -> LibraryFiles:
+    global _library
+    if _library is None:
+        _library = LibraryFiles()
+    return _library
+
+
+def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any],
+              kwargs: dict[str, Any], dynamic_shapes: Any, users: UserFiles,
+              dynamic_at: tuple[str, int] | None = None) -> LensError:
+    """`err` (torch_export.py's wording of `exc`) reworded and relocated when there is more
+    to say.
+
+    `dynamic_at` is where the `dynamic=` spec was written (file, line): constraint errors go
+    there."""
+    text = str(exc)
+    violated = _VIOLATED.search(text)
+    if violated is not None:
+        names = [n.strip() for n in violated.group(1).split(",") if n.strip()]
+        message = _constraints_message(text, names, fn, args, kwargs, dynamic_shapes)
+        file, line = dynamic_at or (err.file, err.line)
+        return LensError(err.kind, message, file=file, line=line)
+    related = _library_frames(exc, text, users)
+    if not related:
+        return err
+    origin = f"{short_path(related[0].file)}:{related[0].line}"
+    first, _, rest = err.message.partition("\n")
+    message = f"{first} (in {origin})" + (f"\n{rest}" if rest else "")
+    return LensError(err.kind, message, file=err.file, line=err.line, related=related)
+
+
+# --- dynamic dims -----------------------------------------------------------------------------
+
+
+def _too_small(names: Sequence[str], fn: Any, args: Sequence[Any], kwargs: dict[str, Any],
+               spec: Any) -> list[TooSmallExample]:
+    """The named dims whose example size torch.export takes for a constant (0 or 1)."""
+    out: list[TooSmallExample] = []
+    seen: set[str] = set()
+    for dim in named_dims(fn, args, kwargs, spec):
+        size = int(dim.tensor.shape[dim.axis])
+        if dim.name in names and size in (0, 1) and dim.name not in seen:
+            seen.add(dim.name)
+            out.append(TooSmallExample(dim.name, dim.input, dim.axis, size,
+                                       tuple(int(s) for s in dim.tensor.shape)))
+    return out
+
+
+def _constraints_message(text: str, names: Sequence[str], fn: Any, args: Sequence[Any],
+                         kwargs: dict[str, Any], spec: Any) -> str:
+    small = _too_small(names, fn, args, kwargs, spec)
+    lines = [f"torch.export failed: {too_small_message(s)}" for s in small]
+    others = [n for n in names if n not in {s.dim for s in small}]
+    if others:
+        lines += _torch_lines(text, others, first=not lines)
+        fixes = [f for f in suggested_fixes(text) if f.name in others]
+        if fixes:
+            lines.append("In the dynamic= comment: " + "; ".join(f.describe() for f in fixes))
+    return "\n".join(lines)
+
+
+def _torch_lines(text: str, names: Sequence[str], *, first: bool) -> list[str]:
+    """torch's header, reasons and suggested fixes for `names` (the dims not explained
+    otherwise), without its pointers to logs and draft_export."""
+    body = text.split(_TRAILER, 1)[0]
+    header, *rest = body.strip().splitlines()
+    for noise in _NOISE:
+        header = noise.sub("", header)
+    header = re.sub(r"Constraints violated \([^)]*\)", f"Constraints violated ({', '.join(names)})",
+                    header)
+    out = [f"torch.export failed: UserError: {header.strip()}" if first else header.strip()]
+    keep = True
+    for line in rest:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if line.startswith("  - "):  # one reason per dim
+            keep = any(re.search(rf"\b{re.escape(n)}\b", line) for n in names)
+        elif re.match(r"\s+\w+\s*=", line):  # one suggested fix per dim
+            keep = line.split("=", 1)[0].strip() in names
+        elif stripped == "Suggested fixes:":
+            keep = True
+        if keep:
+            out.append(line.rstrip())
+    return out
+
+
+# --- library code ----------------------------------------------------------------------------
+
+
+def _frames(exc: BaseException, text: str) -> list[tuple[str, int]]:
+    """The frames of the failure, outermost first: torch's "Original traceback" in the
+    message when there is one (failures while re-tracing a graph), else the traceback's."""
+    written = [(f, int(n)) for f, n in _FILE_LINE.findall(text)]
+    if written:
+        return written
+    frames: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    chain = []
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for e in reversed(chain):  # the first raised first
+        frames += [(fs.filename, fs.lineno or 0) for fs in traceback.extract_tb(e.__traceback__)]
+    return frames
+
+
+def _library_frames(exc: BaseException, text: str, users: UserFiles) -> list[RelatedLocation]:
+    """The library frames between the innermost user frame and where it was raised,
+    innermost first; [] when it was not raised inside library code."""
+    frames = _frames(exc, text)
+    last_user = max((i for i, (f, _) in enumerate(frames) if f in users), default=None)
+    if last_user is None:
+        return []
+    inside = [(f, n) for f, n in frames[last_user + 1:]
+              if f not in users and _libraries().is_library(f)]
+    out: list[RelatedLocation] = []
+    for i, (file, line) in enumerate(reversed(inside[-MAX_RELATED:])):
+        message = "raised here" if i == 0 else "called from here"
+        out.append(RelatedLocation(file, line, message))
+    return out
