@@ -209,3 +209,23 @@ async def test_ending_workers_that_just_died_leaves_their_reaping_to_asyncio(
         await channel.end(worker)
         assert proc.returncode == 0
     assert not [r.getMessage() for r in caplog.records if "Unknown child" in r.getMessage()]
+
+
+def test_the_pass_runners_a_crash_dump_is_matched_against_exist() -> None:
+    """`crashed_in_a_pass` matches the worker's pass runners by file and function: each must
+    still be there, else a crash in a pass reads as a plain worker crash after a move."""
+    import inspect
+
+    from torch_mlir_lens.engine.worker_client import guards
+    from torch_mlir_lens.worker.culprits import op_isolation
+    from torch_mlir_lens.worker.stages import pipeline
+
+    for module, function in ((pipeline, "_run_parsed"), (op_isolation, "_errors")):
+        fn = getattr(module, function)
+        file, line = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1] + 1
+        dump = (f"Current thread 0x1 (most recent call first):\n"
+                f'  File "{file}", line {line} in {function}\n')
+        assert guards.crashed_in_a_pass(dump), dump
+    elsewhere = ('Current thread 0x1 (most recent call first):\n'
+                 '  File "/x/worker/main.py", line 3 in main\n')
+    assert not guards.crashed_in_a_pass(elsewhere)
