@@ -37,7 +37,7 @@ Standard LSP
 Custom requests and notifications (`torchMlirLens/lower`, `/modules`, `/verify`,
 `/serverInfo`; `/status` server→client, `/setTrusted` client→server): their params and results
 are the typed classes of `torch_mlir_lens.protocol.lsp` (the client's twin is
-client/src/protocol.ts); the converter structures them (`lsp/json_rpc.py`).
+client/src/protocol.ts); the converter structures them (`lsp/wire/json_rpc.py`).
 
 Trust: untrusted until the client says otherwise (`initializationOptions.trusted`, the
 `/setTrusted` notification or the `torchMlirLens.setTrusted` command); see `trust.py`.

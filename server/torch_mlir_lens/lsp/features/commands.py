@@ -21,10 +21,12 @@ import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import answers, convert, verify_view
+from torch_mlir_lens.lsp.checks import verify_view
+from torch_mlir_lens.lsp.checks.publish import publish
 from torch_mlir_lens.lsp.document import Document, Stamp, load_document
-from torch_mlir_lens.lsp.features import diagnostics, inputs_explained
-from torch_mlir_lens.lsp.json_rpc import converter_of
+from torch_mlir_lens.lsp.features import inputs_explained
+from torch_mlir_lens.lsp.wire import answers, convert
+from torch_mlir_lens.lsp.wire.json_rpc import converter_of
 from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
@@ -32,9 +34,8 @@ from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine, ModuleJob
-    from torch_mlir_lens.lsp.server import LensServer
-    from torch_mlir_lens.protocol.jobs import ExportReply, ReproReply
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.protocol.jobs import ModuleJob
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 CONTENT_MODIFIED = -32801
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the server-side commands."""
 
     @server.command(EXPORT)
@@ -69,7 +70,7 @@ def register(server: LensServer) -> None:
 _Args = TypeVar("_Args")
 
 
-def _single_arg(server: LensServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
+def _single_arg(server: CheckingServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
     """The command's one argument object, structured as `cls` (camelCase on the wire).
 
     Not pygls's own structuring of annotated command parameters: that answers a bad argument
@@ -98,7 +99,7 @@ def lens_error(err: LensError) -> JsonRpcException:
 
 
 def document_and_module(
-    server: LensServer, uri: str, module: str
+    server: CheckingServer, uri: str, module: str
 ) -> tuple[Document, discovery.ModuleInfo | None, str]:
     """The document, the module's static info (None if not found) and the module name."""
     if not module:
@@ -107,26 +108,26 @@ def document_and_module(
         doc = load_document(server.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    modules = server.modules_of(doc)
     info = next((m for m in modules if m.name == module), None)
     return doc, info, module
 
 
-def _job(server: LensServer, doc: Document, module: str) -> ModuleJob:
+def _job(server: CheckingServer, doc: Document, module: str) -> ModuleJob:
     try:
         return server.host.job(doc, module)
     except LensError as err:
         raise lens_error(err) from None
 
 
-def _target(server: LensServer, target: str | None) -> str:
+def _target(server: CheckingServer, target: str | None) -> str:
     target = target or server.settings.default_target
     if target not in TARGETS or target == "fx":
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     return target
 
 
-def workspace_roots(server: LensServer) -> list[str]:
+def workspace_roots(server: CheckingServer) -> list[str]:
     """The server's workspace folders as paths (the first one alone if the client sent none)."""
     roots = [convert.uri_to_path(f.uri) for f in server.workspace.folders.values()]
     found = [r for r in roots if r]
@@ -174,7 +175,7 @@ def free_path(folder: str, stem: str, suffix: str) -> str:
     return candidate
 
 
-async def export(server: LensServer,
+async def export(server: CheckingServer,
                  args: lens_types.ExportModuleArgs) -> lens_types.ExportModuleResponse:
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
@@ -199,11 +200,9 @@ async def export(server: LensServer,
         )
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> ExportReply:
-        return await engine.export(job, target, output, bytecode)
-
     try:
-        result = await server.host.call(f"exporting {module}", run)
+        result = await server.host.call(
+            f"exporting {module}", lambda engine: engine.export(job, target, output, bytecode))
     except LensError as err:
         raise lens_error(err) from None
     path = result.path
@@ -213,7 +212,7 @@ async def export(server: LensServer,
                                            bytes=result.bytes)
 
 
-async def repro(server: LensServer,
+async def repro(server: CheckingServer,
                 args: lens_types.ExportReproArgs) -> lens_types.ExportReproResponse:
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
@@ -233,11 +232,9 @@ async def repro(server: LensServer,
         raise refused(err) from None
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> ReproReply:
-        return await engine.repro(job, target, output_dir)
-
     try:
-        result = await server.host.call(f"writing a reproducer for {module}", run)
+        result = await server.host.call(f"writing a reproducer for {module}",
+                                        lambda engine: engine.repro(job, target, output_dir))
     except LensError as err:
         raise lens_error(err) from None
     return lens_types.ExportReproResponse(mlir_path=result.mlir_path,
@@ -245,7 +242,8 @@ async def repro(server: LensServer,
                                           command=result.command)
 
 
-def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
+def explain(server: CheckingServer,
+            args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
     """Where the module's example inputs come from, or how to give it some (with the comment
     to paste), judged on the text the server holds now (`inputs_explained`)."""
     doc, info, module = document_and_module(server, args.uri, args.module)
@@ -255,7 +253,7 @@ def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.Expla
                                             inputs=said.inputs)
 
 
-async def verify(server: LensServer,
+async def verify(server: CheckingServer,
                  args: lens_types.VerifyParams) -> lens_types.VerifyResponse:
     """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
 
@@ -265,14 +263,12 @@ async def verify(server: LensServer,
     doc, info, module = document_and_module(server, args.uri, args.module)
     job = _job(server, doc, module)
 
-    async def run(engine: Engine) -> VerifyResult:
-        if args.target and args.target != "linalg":  # the backend's own IR, run
-            return await engine.verify(job, rtol=args.rtol, atol=args.atol, target=args.target)
-        return await engine.verify(job, rtol=args.rtol, atol=args.atol)
-
     stamp = doc.stamp()
     try:
-        result: VerifyResult = await server.host.call(f"verifying {module}", run)
+        # Another backend's own IR is run when asked; Linalg's by default.
+        result: VerifyResult = await server.host.call(
+            f"verifying {module}", lambda engine: engine.verify(
+                job, rtol=args.rtol, atol=args.atol, target=args.target or "linalg"))
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
             _show_verify(server, doc, info, module, stamp, VerifyResult(
@@ -284,7 +280,7 @@ async def verify(server: LensServer,
 
 
 def _show_verify(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     info: discovery.ModuleInfo | None,
     module: str,
@@ -300,5 +296,5 @@ def _show_verify(
     records = verify_view.verify_records(lines, doc.path, module, rng, result)
     if not doc.record_verify(stamp, module, result, records):
         return  # closed or edited meanwhile: the verdict is of another text
-    diagnostics.publish(server, doc)
+    publish(server, doc)
     server.refresh_lenses()

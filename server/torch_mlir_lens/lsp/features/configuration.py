@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import diagnostics, project_config
-from torch_mlir_lens.lsp.settings import SECTION, effective_settings, section_of
+from torch_mlir_lens.lsp.checks import check_triggers
+from torch_mlir_lens.lsp.features import project_config
+from torch_mlir_lens.lsp.state.settings import SECTION, section_of
+from torch_mlir_lens.lsp.wire import convert
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the configuration handlers."""
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -42,11 +43,11 @@ def register(server: LensServer) -> None:
         # which it applies without asking), and a workspace must not trust itself.
         pushed = section_of(payload)
         if pushed is not None:  # kept: a client without workspace/configuration sends no more
-            server.pushed_settings = dict(pushed)
+            server.remember_pushed(pushed)
         await pull_settings(server)
 
 
-async def pull_settings(server: LensServer) -> None:
+async def pull_settings(server: CheckingServer) -> None:
     """Fetch `torchMlirLens` from the client (if it can answer) and apply it.
 
     A client without `workspace/configuration` (Neovim 0.7, Helix, ...) gets the settings it
@@ -69,14 +70,12 @@ async def pull_settings(server: LensServer) -> None:
 
 
 def apply_settings(
-    server: LensServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
+    server: CheckingServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
 ) -> None:
     """Make new settings effective: engine limits, caches, lenses and diagnostics."""
-    new, problems = effective_settings(server.init_settings, client_settings,
-                                       server.workspace_root)
+    old, new, problems = server.apply_settings(client_settings)
     for problem in problems:
         log.warning(problem)
-    old, server.settings = server.settings, new
     if initial or old == new:
         return
     log.info("settings changed")
@@ -86,7 +85,7 @@ def apply_settings(
         if results_changed:
             doc.forget_results()
             doc.forget_modules()
-    diagnostics.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
+    check_triggers.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
     server.refresh_lenses()  # lens targets, default target or inputs may have changed
 
 

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def changed(params: types.DidChangeWatchedFilesParams) -> bool:
     return any(change.uri.endswith("/pyproject.toml") for change in params.changes)
 
 
-async def watch(server: LensServer) -> None:
+async def watch(server: CheckingServer) -> None:
     """Ask the client to report pyproject.toml changes (no-op if it cannot register)."""
     if not get_capability(
         server.client_capabilities, "workspace.did_change_watched_files.dynamic_registration",

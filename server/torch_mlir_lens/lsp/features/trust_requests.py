@@ -2,7 +2,7 @@
 and going, and what an untrusted server tells the user.
 
 `initialize` takes the client's statement (`lifecycle.py`); no statement means untrusted, and
-trust is per folder (`lsp/trust.py`). Trust can be granted or withdrawn later, without a
+trust is per folder (`lsp/state/trust.py`). Trust can be granted or withdrawn later, without a
 restart, by the notification (the VS Code client) or by the command (`workspace/executeCommand`,
 for clients that can run a server command but not send a custom notification, e.g. Helix's
 `:lsp-workspace-command`). Only the client can say it: nothing the workspace contains does. A
@@ -19,20 +19,20 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import diagnostics
-from torch_mlir_lens.lsp.trust import UNTRUSTED
+from torch_mlir_lens.lsp.checks import check_triggers
+from torch_mlir_lens.lsp.state.trust import UNTRUSTED
+from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
 COMMAND_USAGE = 'expected one argument: {"trusted": true | false, "folders"?: [URI, ...]}'
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the notification, the command and the folder changes."""
 
     @server.feature(lens_types.SET_TRUSTED)
@@ -81,16 +81,15 @@ def _paths(folders: Sequence[types.WorkspaceFolder] | None) -> list[str]:
     return [p for p in paths if p]
 
 
-def announce_untrusted(server: LensServer) -> None:
+def announce_untrusted(server: CheckingServer) -> None:
     """Say once, and in the status, why nothing is lowered (and how to trust)."""
     server.host.set_status(UNTRUSTED, server.trust.detail)
-    if not server.untrusted_announced:
-        server.untrusted_announced = True
+    if server.first_untrusted_announcement():
         server.show(server.trust.announcement, types.MessageType.Warning)
     log.warning("%s", server.trust.detail)
 
 
-def set_trusted(server: LensServer, trusted: bool, folders: list[str] | None = None) -> None:
+def set_trusted(server: CheckingServer, trusted: bool, folders: list[str] | None = None) -> None:
     """Trust (or stop trusting) `folders` (every workspace folder when None); start or stop
     the worker as some trust exists or none is left, and check the open files again."""
     before = (server.trusted, frozenset(server.trust.roots))
@@ -110,4 +109,4 @@ def set_trusted(server: LensServer, trusted: bool, folders: list[str] | None = N
     for doc in server.store:
         if not server.trust.covers(doc.path):
             doc.forget_results()
-    diagnostics.recheck_all(server, lowering=True)
+    check_triggers.recheck_all(server, lowering=True)

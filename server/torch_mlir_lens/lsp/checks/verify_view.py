@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord
-from torch_mlir_lens.lsp.lens_specs import VERIFY_TITLE
+from torch_mlir_lens.lsp.wire import convert
+from torch_mlir_lens.lsp.wire.lens_specs import VERIFY_TITLE
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
 

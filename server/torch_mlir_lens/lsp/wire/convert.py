@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types
 from pygls import uris
 
-from torch_mlir_lens.lsp.lens_specs import name_span
+from torch_mlir_lens.lsp.wire.lens_specs import name_span
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
