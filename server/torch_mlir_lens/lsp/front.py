@@ -345,5 +345,5 @@ def full_server(early: EarlyWorker | None) -> LensServer:
     engine = Engine(EngineConfig(python=sys.executable))
     if early is not None:
         engine.adopt_prespawned(early)
-    server.host.prespawned = engine
+    server.host.hold_prespawned(engine)
     return server

@@ -6,8 +6,10 @@ document, turned into diagnostics and published.
 - `staging.py`: a module's check in two stages (hover, lenses, requests and diagnostics share it);
 - `check_triggers.py` → `pending.py` → `document_check.py`: when a document is checked (one
   check under way per document, debounced), and what its check does;
-- `findings.py`: findings → diagnostic records; `publish.py`: records → LSP diagnostics
+- `finding_records.py`: findings → diagnostic records; `publish.py`: records → LSP diagnostics
   (`library_related.py`: library lines; `cell_positions.py`: notebook cells);
-- `rewrite_offers.py`: proven rewrites of culprits; `verify_view.py`: Verify's lens and
-  diagnostics; `output_budget.py`: the worker's printed output, bounded.
+- `requested_module.py`: the document, module and engine job a request names;
+- `rewrite_offers.py`: proven rewrites of culprits; `verify_run.py` runs Verify,
+  `verify_view.py` shows its lens and diagnostics; `output_budget.py`: the worker's printed
+  output, bounded.
 """

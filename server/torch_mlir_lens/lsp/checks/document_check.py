@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.checks import rewrite_offers, staging
-from torch_mlir_lens.lsp.checks.findings import (
+from torch_mlir_lens.lsp.checks.finding_records import (
     error_records,
     result_records,
     static_records,

@@ -3,8 +3,8 @@
 Everything that runs user code goes through `EngineHost`: an untrusted workspace never starts
 the worker, every call shows in the `torchMlirLens/status` notifications (and, when asked, as
 work-done progress). Sharing, superseding and cancelling lowerings is the engine's job
-(`engine/engine.py`, the one scheduling layer); what a check records on a document is the
-diagnostics feature's (`checks/staging.py`).
+(`engine/engine.py`, the one scheduling layer); what a check records on a document is
+`staging.py`'s.
 """
 
 from __future__ import annotations
@@ -86,6 +86,11 @@ class EngineHost:
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
         self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
+
+    def hold_prespawned(self, engine: Engine) -> None:
+        """Keep the engine `serve` made before the loop (not started): `start` takes it over,
+        `discard_prespawned` stops its worker."""
+        self.prespawned = engine
 
     def discard_prespawned(self) -> None:
         """Stop the worker `serve` spawned before the client said the workspace is untrusted."""

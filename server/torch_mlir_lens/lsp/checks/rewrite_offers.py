@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp.checks.findings import result_records
+from torch_mlir_lens.lsp.checks.finding_records import result_records
 from torch_mlir_lens.lsp.checks.publish import publish
 from torch_mlir_lens.lsp.document import Document, Stamp
 from torch_mlir_lens.protocol.results import LensError, LowerResult

@@ -5,7 +5,7 @@ wire them in:
 
 - code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
   "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
-- commands.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
+- verify_run.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
   publish and refresh the lenses.
 """
 

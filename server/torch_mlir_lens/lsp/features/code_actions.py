@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.checks import cell_positions
-from torch_mlir_lens.lsp.checks.findings import INPUTS_MISSING
+from torch_mlir_lens.lsp.checks.finding_records import INPUTS_MISSING
 from torch_mlir_lens.lsp.checks.publish import SOURCE
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import dynamic_fixes

@@ -13,10 +13,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp.checks import cell_positions, staging
+from torch_mlir_lens.lsp.checks import cell_positions, staging, verify_run
 from torch_mlir_lens.lsp.document import Document, load_document
-from torch_mlir_lens.lsp.features import commands
 from torch_mlir_lens.lsp.wire import answers, convert
+from torch_mlir_lens.lsp.wire.request_io import lens_error
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
@@ -45,7 +45,7 @@ def register(server: CheckingServer) -> None:
 
     @server.feature(VERIFY)
     async def verify(params: lens_types.VerifyParams) -> lens_types.VerifyResponse:
-        return await commands.verify(server, params)
+        return await verify_run.verify(server, params)
 
 
 def _document(server: CheckingServer, uri: str) -> Document:
@@ -132,7 +132,7 @@ async def lower_request(server: CheckingServer,
                               inline)
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
-            raise commands.lens_error(err) from None
+            raise lens_error(err) from None
         return cell_positions.relocate_lower(
             doc, answers.lower_error(module, CUSTOM_TARGET if pipeline else target, err))
     return cell_positions.relocate_lower(doc, answers.lower_response(result))

@@ -7,12 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from torch_mlir_lens.lsp.features.commands import (
-    _job,
-    _single_arg,
-    document_and_module,
-    lens_error,
-)
+from torch_mlir_lens.lsp.checks.requested_module import document_and_module, module_job
+from torch_mlir_lens.lsp.wire.request_io import lens_error, single_arg
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import LensError
 
@@ -25,14 +21,14 @@ def register(server: CheckingServer) -> None:
 
     @server.command(lens_types.EXPORT_CODE)
     async def export_code(*args: Any) -> lens_types.ExportCodeResponse:
-        return await code_of(server, _single_arg(server, args, lens_types.ExportCodeArgs))
+        return await code_of(server, single_arg(server, args, lens_types.ExportCodeArgs))
 
 
 async def code_of(server: CheckingServer,
                   args: lens_types.ExportCodeArgs) -> lens_types.ExportCodeResponse:
     """The export code of the module at `args.target` (default: the default target)."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
-    job = _job(server, doc, module)
+    job = module_job(server, doc, module)
     target = args.target or server.settings.default_target
 
     try:
