@@ -8,6 +8,7 @@ from the module that registers it ties the two together as much as a call would.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tests.harness import import_graph
 from tests.harness.import_graph import PACKAGE_DIR
@@ -69,12 +70,19 @@ def test_only_the_engine_host_and_the_start_up_front_import_the_engine() -> None
     assert importers == [f"{LSP}.checks.engine_host", f"{LSP}.front"]
 
 
-# --- one writer per document field ----------------------------------------------------------
+# --- one writer per piece of state -----------------------------------------------------------
 
-def _document_fields() -> set[str]:
-    """`Document`'s attributes: what its methods assign on `self`, and its properties."""
-    tree = ast.parse(DOCUMENT_MODULE.read_text(encoding="utf-8"))
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Document")
+SESSION_MODULE = LSP_DIR / "state" / "session.py"
+CHECKING_SERVER_MODULE = LSP_DIR / "checks" / "checking_server.py"
+# The names that hold a Document or the server, besides any annotated with these types.
+DOCUMENT_HOLDERS = ({"doc", "document"}, {"Document"})
+SERVER_HOLDERS = ({"server"}, {"Session", "CheckingServer", "LensServer"})
+
+
+def class_fields(path: Path, name: str) -> set[str]:
+    """A class's attributes: what its methods assign on `self`, and its properties."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
     fields: set[str] = set()
     for node in ast.walk(cls):
         for target in _assigned(node):
@@ -108,9 +116,9 @@ _MUTATORS = {"append", "extend", "add", "update", "clear", "pop", "remove", "dis
              "insert", "setdefault", "popitem"}
 
 
-def _document_names(tree: ast.AST) -> set[str]:
-    """The names that hold a `Document`: `doc`/`document`, and any annotated `Document`."""
-    names = {"doc", "document"}
+def _holder_names(tree: ast.AST, holders: tuple[set[str], set[str]]) -> set[str]:
+    """The names that hold the object: the usual ones, and any annotated with its type."""
+    names, types = set(holders[0]), holders[1]
     for node in ast.walk(tree):
         if isinstance(node, ast.arg) and node.annotation is not None:
             annotation, name = node.annotation, node.arg
@@ -118,44 +126,57 @@ def _document_names(tree: ast.AST) -> set[str]:
             annotation, name = node.annotation, node.target.id
         else:
             continue
-        if "Document" in {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}:
+        if types & {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}:
             names.add(name)
     return names
 
 
-def document_writes(source: str, fields: set[str]) -> list[str]:
-    """Where `source` assigns a field of a `Document` (a name that holds one), or changes a
+def field_writes(source: str, fields: set[str],
+                 holders: tuple[set[str], set[str]] = DOCUMENT_HOLDERS) -> list[str]:
+    """Where `source` assigns a field of the object (on a name that holds one), or changes a
     field's value in place (`doc.notebook.spans.clear()`)."""
     tree = ast.parse(source)
-    docs = _document_names(tree)
+    held = _holder_names(tree, holders)
 
-    def on_document(node: ast.expr) -> bool:
-        return isinstance(node, ast.Name) and node.id in docs
+    def on_holder(node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in held
 
     found = []
     for node in ast.walk(tree):
         for target in _assigned(node):
             if isinstance(target, ast.Attribute) and target.attr in fields \
-                    and on_document(target.value):
-                found.append(f"line {node.lineno}: {ast.unparse(target)} = ...")
+                    and on_holder(target.value):
+                found.append(f"line {getattr(node, 'lineno', 0)}: {ast.unparse(target)} = ...")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in _MUTATORS:
             chain = node.func.value
             while isinstance(chain, ast.Attribute):
-                if chain.attr in fields and on_document(chain.value):
+                if chain.attr in fields and on_holder(chain.value):
                     found.append(f"line {node.lineno}: {ast.unparse(node.func)}(...)")
                     break
                 chain = chain.value
     return found
 
 
+def _writes_outside(owners: set[Path], fields: set[str],
+                    holders: tuple[set[str], set[str]]) -> dict[str, list[str]]:
+    writes = {}
+    for path in sorted(LSP_DIR.rglob("*.py")):
+        if path in owners:
+            continue
+        found = field_writes(path.read_text(encoding="utf-8"), fields, holders)
+        if found:
+            writes[str(path.relative_to(PACKAGE_DIR))] = found
+    return writes
+
+
 def test_the_writer_scan_sees_a_field_assigned_outside() -> None:
-    fields = _document_fields()
+    fields = class_fields(DOCUMENT_MODULE, "Document")
     assert {"version", "notebook", "published_cells", "uri", "path"} <= fields
     source = ("def f(doc, mine: Document | None, entry):\n    doc.version = 3\n"
               "    old, mine.notebook = doc.notebook, None\n    doc.notebook.spans.clear()\n"
               "    self.version = 1\n    entry.uri = ''\n")
-    assert sorted(document_writes(source, fields)) == [
+    assert sorted(field_writes(source, fields)) == [
         "line 2: doc.version = ...", "line 3: mine.notebook = ...",
         "line 4: doc.notebook.spans.clear(...)"]
 
@@ -163,13 +184,17 @@ def test_the_writer_scan_sees_a_field_assigned_outside() -> None:
 def test_only_the_document_writes_its_fields() -> None:
     """Every `Document` field is assigned in `Document`'s methods alone (features record
     through them, which is where freshness is decided)."""
-    fields = _document_fields()
-    writes = {}
-    for path in sorted(LSP_DIR.rglob("*.py")):
-        if path == DOCUMENT_MODULE:
-            continue
-        found = document_writes(path.read_text(encoding="utf-8"), fields)
-        if found:
-            writes[str(path.relative_to(PACKAGE_DIR))] = found
-    assert writes == {}
+    fields = class_fields(DOCUMENT_MODULE, "Document")
+    assert _writes_outside({DOCUMENT_MODULE}, fields, DOCUMENT_HOLDERS) == {}
 
+
+def test_only_the_session_writes_the_server_state() -> None:
+    """Settings, workspace root, trust, documents, engine host: set by the session (and the
+    checking server that adds the host) alone; features call their methods."""
+    fields = class_fields(SESSION_MODULE, "Session") | class_fields(
+        CHECKING_SERVER_MODULE, "CheckingServer")
+    assert {"settings", "workspace_root", "trust", "store", "host"} <= fields
+    assert field_writes("def f(server):\n    server.settings = 1\n", fields,
+                        SERVER_HOLDERS) == ["line 2: server.settings = ..."]
+    owners = {SESSION_MODULE, CHECKING_SERVER_MODULE}
+    assert _writes_outside(owners, fields, SERVER_HOLDERS) == {}
