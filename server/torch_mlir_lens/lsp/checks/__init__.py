@@ -8,6 +8,7 @@ document, turned into diagnostics and published.
   check under way per document, debounced), and what its check does;
 - `finding_records.py`: findings → diagnostic records; `publish.py`: records → LSP diagnostics
   (`library_related.py`: library lines; `cell_positions.py`: notebook cells);
+- `state_changes.py`: what follows a change of settings or trust (checks again, lenses);
 - `requested_module.py`: the document, module and engine job a request names;
 - `rewrite_offers.py`: proven rewrites of culprits; `verify_run.py` runs Verify,
   `verify_view.py` shows its lens and diagnostics; `output_budget.py`: the worker's printed

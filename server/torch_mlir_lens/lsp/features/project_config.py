@@ -3,7 +3,7 @@
 The settings themselves are merged in `settings.effective_settings` (the project's keys win
 over the editor's, so the editor and `torch-mlir-lens check` in CI agree). Here: ask the
 client to watch `**/pyproject.toml` (dynamic registration, where the client supports it);
-status.py applies the settings again when one changes.
+`configuration.py` applies the settings again when one changes.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ GLOB = "**/pyproject.toml"
 
 
 def changed(params: types.DidChangeWatchedFilesParams) -> bool:
-    """Whether a watched-files notification concerns a pyproject.toml (status.py re-reads the
-    settings then)."""
+    """Whether a watched-files notification concerns a pyproject.toml (`configuration.py`
+    re-reads the settings then)."""
     return any(change.uri.endswith("/pyproject.toml") for change in params.changes)
 
 
