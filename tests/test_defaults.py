@@ -7,7 +7,7 @@ from pathlib import Path
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.engine import EngineConfig
-from torch_mlir_lens.lsp.settings import Settings
+from torch_mlir_lens.lsp.state.settings import Settings
 
 MANIFEST = Path(__file__).resolve().parents[1] / "package.json"
 

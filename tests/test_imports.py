@@ -3,7 +3,7 @@
 The graph is read from the source (ast), so it sees imports inside functions too: a lazy import
 hides a cycle at import time but still ties two modules into one. Imports under
 `if TYPE_CHECKING:` are left out: they name types for annotations and never run (the LSP
-features annotate their `server` parameter with `LensServer`, which registers them).
+features annotate their `server` parameter with the server type they are given).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.protocol import JsonRPCResponseMessage, default_converter
 
-from torch_mlir_lens.lsp.json_rpc import lens_converter
+from torch_mlir_lens.lsp.wire.json_rpc import lens_converter
 
 
 def _wire(converter: Any, message: Any) -> str:

@@ -1,6 +1,6 @@
 """The typed answers of `torchMlirLens/lower` and `/verify`, as the server's converter writes them.
 
-In process, no server: results as the engine gives them → `lsp/answers.py` → the JSON pygls
+In process, no server: results as the engine gives them → `lsp/wire/answers.py` → the JSON pygls
 sends (its converter, then `json.dumps` with its serializer as the fallback). Field names are
 the camelCase ones the client reads (`client/src/protocol.ts`); values keep their meaning.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pygls.protocol import JsonRPCResponseMessage
 
-from torch_mlir_lens.lsp import answers
-from torch_mlir_lens.lsp.convert import path_to_uri
-from torch_mlir_lens.lsp.json_rpc import lens_converter
+from torch_mlir_lens.lsp.wire import answers
+from torch_mlir_lens.lsp.wire.convert import path_to_uri
+from torch_mlir_lens.lsp.wire.json_rpc import lens_converter
 from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
 from torch_mlir_lens.protocol.results import (
     IrLineMapping,

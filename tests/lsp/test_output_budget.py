@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torch_mlir_lens.lsp.output_budget import OutputBudget
+from torch_mlir_lens.lsp.checks.output_budget import OutputBudget
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.verify_view import (
+from torch_mlir_lens.lsp.checks.verify_view import (
     LENS_TITLE,
     lens_title,
     verify_records,

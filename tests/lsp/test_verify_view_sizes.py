@@ -1,11 +1,11 @@
 """Verify in the editor for a module with dynamic dims: the verdict on the class lists each
-size run (lsp/verify_view.py)."""
+size run (lsp/checks/verify_view.py)."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.verify_view import lens_title, verify_records
+from torch_mlir_lens.lsp.checks.verify_view import lens_title, verify_records
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 LINES = ["import torch", "class Net(torch.nn.Module):", "    def forward(self, x):",

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from torch_mlir_lens.lsp.transport import (
+from torch_mlir_lens.lsp.wire.transport import (
     QUIET_S,
     FrameReader,
     FramingError,
@@ -307,8 +307,8 @@ def test_internal_errors_carry_no_traceback() -> None:
     server's own fails on purpose, so a failing one is registered on a real server."""
     from pygls.io_ import StdoutWriter
 
-    from torch_mlir_lens.lsp.json_rpc import LensProtocol
     from torch_mlir_lens.lsp.server import create_server
+    from torch_mlir_lens.lsp.wire.json_rpc import LensProtocol
 
     out = io.BytesIO()
     frames = read_all(frame(request(1, method="initialize", params={

@@ -229,7 +229,7 @@ def test_progress_bar_draws_in_place_and_erases_itself() -> None:
 
 
 def test_editor_settings_take_the_project_table_last(tmp_path: Path) -> None:
-    from torch_mlir_lens.lsp.settings import effective_settings
+    from torch_mlir_lens.lsp.state.settings import effective_settings
 
     editor = {"diagnosticTargets": ["linalg", "tosa", "stablehlo"], "timeoutSeconds": 60,
               "exampleInputs": {"A": "(1,)", "B": "(2,)"}, "defaultTarget": "tosa"}

@@ -3,6 +3,11 @@
 This process never imports torch: user code runs only in the engine's worker, started in
 the background at `initialized` when the workspace is trusted.
 
+Inside, layers import only the ones before them (`tests/test_lsp_layers.py`): `wire/` (no
+server state) → `document/` → `state/` (the session) → `checks/` (the check every feature
+shares, and the engine host) → `features/` (one LSP feature a module) → `server.py`, which
+composes them; `front.py` answers the start-up before pygls loads.
+
 Protocol surface (camelCase payloads; lines in results are 1-based, LSP positions 0-based):
 
 Standard LSP
@@ -37,15 +42,15 @@ Standard LSP
 Custom requests and notifications (`torchMlirLens/lower`, `/modules`, `/verify`,
 `/serverInfo`; `/status` server→client, `/setTrusted` client→server): their params and results
 are the typed classes of `torch_mlir_lens.protocol.lsp` (the client's twin is
-client/src/protocol.ts); the converter structures them (`lsp/json_rpc.py`).
+client/src/protocol.ts); the converter structures them (`lsp/wire/json_rpc.py`).
 
 Trust: untrusted until the client says otherwise (`initializationOptions.trusted`, the
-`/setTrusted` notification or the `torchMlirLens.setTrusted` command); see `trust.py`.
+`/setTrusted` notification or the `torchMlirLens.setTrusted` command); see `state/trust.py`.
 
 Settings: `initializationOptions` = {trusted, settings: {...}}; `workspace/configuration`
 section `torchMlirLens` (pulled at start and on every `workspace/didChangeConfiguration`,
 which never changes trust); a client that cannot be asked gets the settings
-it pushed last in `workspace/didChangeConfiguration`; see `settings.py`. The workspace's
+it pushed last in `workspace/didChangeConfiguration`; see `state/settings.py`. The workspace's
 pyproject.toml `[tool.torch-mlir-lens]` is a last layer over them
 (`settings.effective_settings`); the server registers `workspace/didChangeWatchedFiles`
 for `**/pyproject.toml` (dynamic registration, when the client supports it) and re-applies

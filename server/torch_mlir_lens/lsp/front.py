@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
-from torch_mlir_lens.lsp import lens_specs, transport
+from torch_mlir_lens.lsp.wire import lens_specs, transport
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.system.atomic_write import write_atomically
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
-    from torch_mlir_lens.lsp.json_rpc import LensProtocol
     from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.wire.json_rpc import LensProtocol
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class Front:
     def _lenses(self, uri: str, text: str) -> list[dict[str, Any]] | None:
         """The document's lenses as the full server writes them; None to leave it to it."""
         from torch_mlir_lens import discovery
-        from torch_mlir_lens.lsp.settings import effective_settings
+        from torch_mlir_lens.lsp.state.settings import effective_settings
         from torch_mlir_lens.source.notebook_program import is_notebook
 
         path = _path_of(uri)
@@ -234,7 +234,7 @@ class Front:
         once)."""
         if self._protocol is not None:
             return self._protocol
-        from torch_mlir_lens.lsp.json_rpc import protocol_of
+        from torch_mlir_lens.lsp.wire.json_rpc import protocol_of
 
         server = self._load_server()
         protocol = protocol_of(server)
@@ -345,5 +345,5 @@ def full_server(early: EarlyWorker | None) -> LensServer:
     engine = Engine(EngineConfig(python=sys.executable))
     if early is not None:
         engine.adopt_prespawned(early)
-    server.host.prespawned = engine
+    server.host.hold_prespawned(engine)
     return server

@@ -1,8 +1,10 @@
-"""The Torch-MLIR Lens language server: state, feature registration, entry point.
+"""The Torch-MLIR Lens language server: the layers composed, the features registered.
 
-Thin on purpose: each LSP feature lives in its own module under `features/` and registers
-itself on the server (as esbonio's features do); everything that runs user code goes
-through `EngineHost` (`engine_host.py`). This process never imports torch: the worker does.
+Thin on purpose: the state lives in the session (`state/session.py`), the engine host and the
+diagnostics checks one layer up (`checks/`), and each LSP feature in its own module under
+`features/`, which registers itself on the server (as esbonio's features do). Everything that
+runs user code goes through `EngineHost` (`checks/engine_host.py`). This process never imports
+torch: the worker does.
 """
 
 from __future__ import annotations
@@ -13,83 +15,45 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
-from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import __version__
-from torch_mlir_lens.lsp import transport
-from torch_mlir_lens.lsp.document import DocumentStore
-from torch_mlir_lens.lsp.engine_host import EngineHost
-from torch_mlir_lens.lsp.features.diagnostics.scheduler import CheckScheduler
-from torch_mlir_lens.lsp.features.notebook_sync import SYNC_OPTIONS as NOTEBOOK_SYNC
-from torch_mlir_lens.lsp.json_rpc import LensProtocol, lens_converter, protocol_of
-from torch_mlir_lens.lsp.settings import Settings
-from torch_mlir_lens.lsp.trust import Trust
-
-if TYPE_CHECKING:
-    pass
+from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+from torch_mlir_lens.lsp.features import (
+    code_actions,
+    code_lens,
+    commands,
+    configuration,
+    custom_requests,
+    export_code,
+    hover,
+    lifecycle,
+    notebook_sync,
+    server_info,
+    sync,
+    trust_requests,
+)
+from torch_mlir_lens.lsp.wire import transport
+from torch_mlir_lens.lsp.wire.json_rpc import LensProtocol, lens_converter, protocol_of
 
 log = logging.getLogger("torch_mlir_lens")
 
+# In registration order: life cycle and settings first, then sync, then what answers requests.
+FEATURES = (lifecycle, configuration, trust_requests, server_info, sync, notebook_sync,
+            code_lens, hover, code_actions, commands, export_code, custom_requests)
 
-class LensServer(LanguageServer):
-    """pygls server plus the state the features share."""
+
+class LensServer(CheckingServer):
+    """The checking server with the protocol's options: name, version, sync kinds, converter."""
 
     def __init__(self) -> None:
         super().__init__(
             "torch-mlir-lens", __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            notebook_document_sync=NOTEBOOK_SYNC,
+            notebook_document_sync=notebook_sync.SYNC_OPTIONS,
             protocol_cls=LensProtocol, converter_factory=lens_converter,
         )
-        self.settings = Settings()
-        self.init_settings: dict[str, Any] = {}  # initializationOptions.settings
-        # The last settings pushed in workspace/didChangeConfiguration (clients that cannot
-        # answer workspace/configuration).
-        self.pushed_settings: dict[str, Any] | None = None
-        self.trust = Trust()  # untrusted until the client says otherwise
-        self.workspace_root: str | None = None
-        self.store = DocumentStore()
-        self.host = EngineHost(self)
-        self.initialized = False
-        self.untrusted_announced = False
-        self.checks = CheckScheduler()  # each document's diagnostics check under way
-        self._background: set[asyncio.Task[Any]] = set()
-        self._lens_refresh: asyncio.TimerHandle | None = None
-
-    @property
-    def trusted(self) -> bool:
-        """May user code run (the client said the workspace is trusted)?"""
-        return self.trust.trusted
-
-    def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        """Run a coroutine in the background, keeping a reference until it is done."""
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
-
-    def refresh_lenses(self) -> None:
-        """Ask the client to re-request code lenses soon (coalesced: one per burst)."""
-        if self._lens_refresh is not None or not get_capability(
-            self.client_capabilities, "workspace.code_lens.refresh_support", False
-        ):
-            return
-
-        def send() -> None:
-            self._lens_refresh = None
-            with contextlib.suppress(Exception):  # the client may be gone; lenses are a nicety
-                self.workspace_code_lens_refresh(None)
-
-        self._lens_refresh = asyncio.get_running_loop().call_later(0.2, send)
-
-    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        """A `window/showMessage` to the user."""
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
 
 class ClientLogHandler(logging.Handler):
@@ -131,10 +95,9 @@ class ClientLogHandler(logging.Handler):
 
 def create_server() -> LensServer:
     """A server with every feature registered."""
-    from torch_mlir_lens.lsp import features
-
     server = LensServer()
-    features.register_all(server)
+    for feature in FEATURES:
+        feature.register(server)
     handler = ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("[%(levelname)s %(name)s] %(message)s"))
     log.addHandler(handler)

@@ -1,6 +1,6 @@
 """The custom LSP requests and notifications of Torch-MLIR Lens, typed.
 
-attrs classes with snake_case fields; lsprotocol's converter (`lsp/json_rpc.py` registers
+attrs classes with snake_case fields; lsprotocol's converter (`lsp/wire/json_rpc.py` registers
 `REQUESTS` and `NOTIFICATIONS` with it) writes and reads them camelCase on the wire, as it does
 for the standard LSP types. `client/src/protocol.ts` declares the same shapes for the client;
 `tests/test_protocol_agreement.py` fails when the two drift apart. Lines in results are 1-based,

@@ -38,14 +38,14 @@ class Document:
 
     def __init__(self, uri: str, text: str, version: int | None, path: str | None = None, *,
                  notebook: Program | None = None, transient: bool = False) -> None:
-        self.uri = uri
-        self.path = path
+        self._uri = uri
+        self._path = path
         self._text = text
-        self.version = version
+        self._version = version
         # A notebook: `text` is its program (source/notebook_program.py); this maps its lines
         # to cells.
-        self.notebook = notebook
-        self.published_cells: set[str] = set()  # the cells holding its diagnostics
+        self._notebook = notebook
+        self._published_cells: frozenset[str] = frozenset()  # the cells holding its diagnostics
         # Read from disk for one request: nothing recorded on it outlives the request.
         self._transient = transient
         self._closed = False
@@ -64,7 +64,21 @@ class Document:
         self._results_text: str | None = None
         self._errored: set[str] = set()
 
-    # -- text and freshness -------------------------------------------------------------
+    # -- identity, text and freshness ---------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def path(self) -> str | None:
+        """The file on disk, when the URI names one."""
+        return self._path
+
+    @property
+    def version(self) -> int | None:
+        """The client's version of the text (None for a document read from disk)."""
+        return self._version
 
     @property
     def text(self) -> str:
@@ -120,9 +134,40 @@ class Document:
         self._errored |= set(self._errors)
         self._errors.clear()
         self._text = text
-        self.version = version
+        self._version = version
         self._generation += 1
         self._modules = None
+
+    def set_version(self, version: int | None) -> None:
+        """A new version of the same text (a notebook's metadata, outputs or cells moved)."""
+        self._version = version
+
+    # -- notebook -------------------------------------------------------------------------
+
+    @property
+    def notebook(self) -> Program | None:
+        """A notebook's program: its lines mapped to cells; None for a file."""
+        return self._notebook
+
+    def adopt_program(self, program: Program) -> None:
+        """The notebook's program as rebuilt from its cells (same text, or taken by `update`)."""
+        self._notebook = program
+
+    def forget_cells(self) -> None:
+        """The notebook closed: no cell holds its findings any more (publishing then empties
+        each cell published to)."""
+        if self._notebook is not None:
+            self._notebook.spans.clear()
+            self._notebook.problems.clear()
+
+    @property
+    def published_cells(self) -> frozenset[str]:
+        """The notebook cells its diagnostics were last published to."""
+        return self._published_cells
+
+    def cells_published(self, cells: set[str] | frozenset[str]) -> None:
+        """Its diagnostics were published to `cells` (and emptied on the others)."""
+        self._published_cells = frozenset(cells)
 
     # -- modules (static) ---------------------------------------------------------------
 

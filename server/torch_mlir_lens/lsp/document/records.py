@@ -29,7 +29,7 @@ class DiagRecord:
     notes: tuple[tuple[str, int, str], ...] = ()
     reason: str | None = None  # why the backend refuses the op, when known
     # The proven rewrites taking the module past it on its backend: (names, max error), with
-    # the targets they were proven on (lsp/features/diagnostics/rewrite_offers.py).
+    # the targets they were proven on (lsp/checks/rewrite_offers.py).
     offer: tuple[tuple[str, ...], float | None] | None = None
 
 

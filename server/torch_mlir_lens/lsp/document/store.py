@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from torch_mlir_lens.lsp.convert import uri_to_path
 from torch_mlir_lens.lsp.document.document import Document
+from torch_mlir_lens.lsp.wire.convert import uri_to_path
 from torch_mlir_lens.source.notebook_program import NotebookError, is_notebook, read_program
 from torch_mlir_lens.source.reading import read_text
 

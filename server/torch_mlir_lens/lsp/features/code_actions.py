@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import cell_positions
+from torch_mlir_lens.lsp.checks import cell_positions
+from torch_mlir_lens.lsp.checks.finding_records import INPUTS_MISSING
+from torch_mlir_lens.lsp.checks.publish import SOURCE
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import dynamic_fixes
-from torch_mlir_lens.lsp.features.diagnostics.publish import SOURCE
-from torch_mlir_lens.lsp.features.diagnostics.records import INPUTS_MISSING
 from torch_mlir_lens.lsp.features.rewrite_fixes import rewrite_fixes
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register `textDocument/codeAction` (quick fixes)."""
 
     @server.feature(
@@ -54,10 +54,10 @@ def register(server: LensServer) -> None:
 
 
 def quick_fixes(
-    server: LensServer, doc: Document, params: types.CodeActionParams
+    server: CheckingServer, doc: Document, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
     """The quick fixes for a request in the document's own lines."""
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    modules = server.modules_of(doc)
     by_name = {m.name: m for m in modules}
     wanted: dict[str, types.Diagnostic | None] = {}
     fixes: list[types.CodeAction] = []

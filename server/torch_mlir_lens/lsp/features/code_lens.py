@@ -14,19 +14,20 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import cell_positions, convert, lens_specs, verify_view
+from torch_mlir_lens.lsp.checks import cell_positions, verify_view
 from torch_mlir_lens.lsp.document import Document, Verdict
+from torch_mlir_lens.lsp.wire import convert, lens_specs
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.rules.targets import target_title
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 SHOW_IR, EXPORT, EXPLAIN_INPUTS, VERIFY = (lens_specs.SHOW_IR, lens_specs.EXPORT,
                                           lens_specs.EXPLAIN_INPUTS, lens_specs.VERIFY)
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register `textDocument/codeLens`."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
@@ -38,13 +39,13 @@ def register(server: LensServer) -> None:
         return cell_positions.lenses_in_cell(cell, found) if cell is not None else found
 
 
-def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:
+def lenses(server: CheckingServer, doc: Document) -> list[types.CodeLens]:
     """Every lens of a document (none in installed packages: library code is for reading)."""
     out: list[types.CodeLens] = []
     if in_installed_package(doc.path):
         return out
     lines = doc.lines
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    modules = server.modules_of(doc)
     for info in modules:
         if not lens_specs.shows_lenses(info):
             continue
@@ -54,7 +55,7 @@ def lenses(server: LensServer, doc: Document) -> list[types.CodeLens]:
 
 
 def module_lenses(
-    server: LensServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
+    server: CheckingServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
 ) -> list[types.CodeLens]:
     """The lenses of one module (`lens_specs.module_lens_specs`)."""
     settings = server.settings

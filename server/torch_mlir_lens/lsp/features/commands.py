@@ -15,26 +15,23 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import answers, convert, verify_view
-from torch_mlir_lens.lsp.document import Document, Stamp, load_document
-from torch_mlir_lens.lsp.features import diagnostics, inputs_explained
-from torch_mlir_lens.lsp.json_rpc import converter_of
+from torch_mlir_lens.lsp.checks.requested_module import document_and_module, module_job
+from torch_mlir_lens.lsp.checks.verify_run import verify
+from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.features import inputs_explained
+from torch_mlir_lens.lsp.wire import convert
+from torch_mlir_lens.lsp.wire.request_io import REQUEST_FAILED, lens_error, single_arg
 from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol import lsp as lens_types
-from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.protocol.verify_results import VerifyResult
+from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine, ModuleJob
-    from torch_mlir_lens.lsp.server import LensServer
-    from torch_mlir_lens.protocol.jobs import ExportReply, ReproReply
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
@@ -42,91 +39,41 @@ EXPORT = lens_types.EXPORT_MODULE
 EXPORT_REPRO = lens_types.EXPORT_REPRO
 EXPLAIN_INPUTS = lens_types.EXPLAIN_INPUTS
 VERIFY = lens_types.VERIFY_COMMAND
-REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
-CONTENT_MODIFIED = -32801
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the server-side commands."""
 
     @server.command(EXPORT)
     async def export_module(*args: Any) -> lens_types.ExportModuleResponse:
-        return await export(server, _single_arg(server, args, lens_types.ExportModuleArgs))
+        return await export(server, single_arg(server, args, lens_types.ExportModuleArgs))
 
     @server.command(EXPORT_REPRO)
     async def export_repro(*args: Any) -> lens_types.ExportReproResponse:
-        return await repro(server, _single_arg(server, args, lens_types.ExportReproArgs))
+        return await repro(server, single_arg(server, args, lens_types.ExportReproArgs))
 
     @server.command(EXPLAIN_INPUTS)
     def explain_inputs(*args: Any) -> lens_types.ExplainInputsResponse:
-        return explain(server, _single_arg(server, args, lens_types.ModuleArgs))
+        return explain(server, single_arg(server, args, lens_types.ModuleArgs))
 
     @server.command(VERIFY)
     async def verify_module(*args: Any) -> lens_types.VerifyResponse:
-        return await verify(server, _single_arg(server, args, lens_types.VerifyParams))
+        return await verify(server, single_arg(server, args, lens_types.VerifyParams))
 
 
-_Args = TypeVar("_Args")
 
 
-def _single_arg(server: LensServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
-    """The command's one argument object, structured as `cls` (camelCase on the wire).
-
-    Not pygls's own structuring of annotated command parameters: that answers a bad argument
-    with the converter's bare exception text; this one names the field.
-    """
-    arg = args[0] if args else None
-    if not isinstance(arg, dict):  # lsprotocol hands the arguments (LSPAny) as parsed JSON
-        raise JsonRpcInvalidParams("expected one object argument: {uri, module, ...}")
-    try:
-        structured: _Args = converter_of(server).structure(arg, cls)
-    except cattrs.ClassValidationError as exc:
-        details = "; ".join(cattrs.transform_error(exc, path="argument"))
-        raise JsonRpcInvalidParams(f"invalid command argument: {details}") from None
-    return structured
 
 
-def lens_error(err: LensError) -> JsonRpcException:
-    """A LensError as the JSON-RPC error of a request: message plus {kind, uri, line}."""
-    code = CONTENT_MODIFIED if err.kind == ErrorKind.CANCELLED else REQUEST_FAILED
-    data = {
-        "kind": err.kind,
-        "uri": convert.path_to_uri(err.file) if err.file else None,
-        "line": err.line,
-    }
-    return JsonRpcException(message=err.message, code=code, data=data)
 
-
-def document_and_module(
-    server: LensServer, uri: str, module: str
-) -> tuple[Document, discovery.ModuleInfo | None, str]:
-    """The document, the module's static info (None if not found) and the module name."""
-    if not module:
-        raise JsonRpcInvalidParams("`module` must not be empty")
-    try:
-        doc = load_document(server.store, uri)
-    except OSError as exc:
-        raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
-    info = next((m for m in modules if m.name == module), None)
-    return doc, info, module
-
-
-def _job(server: LensServer, doc: Document, module: str) -> ModuleJob:
-    try:
-        return server.host.job(doc, module)
-    except LensError as err:
-        raise lens_error(err) from None
-
-
-def _target(server: LensServer, target: str | None) -> str:
+def _target(server: CheckingServer, target: str | None) -> str:
     target = target or server.settings.default_target
     if target not in TARGETS or target == "fx":
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     return target
 
 
-def workspace_roots(server: LensServer) -> list[str]:
+def workspace_roots(server: CheckingServer) -> list[str]:
     """The server's workspace folders as paths (the first one alone if the client sent none)."""
     roots = [convert.uri_to_path(f.uri) for f in server.workspace.folders.values()]
     found = [r for r in roots if r]
@@ -174,7 +121,7 @@ def free_path(folder: str, stem: str, suffix: str) -> str:
     return candidate
 
 
-async def export(server: LensServer,
+async def export(server: CheckingServer,
                  args: lens_types.ExportModuleArgs) -> lens_types.ExportModuleResponse:
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
@@ -197,13 +144,11 @@ async def export(server: LensServer,
             message=f"{output} exists; pass overwrite: true to replace it",
             code=REQUEST_FAILED, data={"kind": "exists", "path": output},
         )
-    job = _job(server, doc, module)
-
-    async def run(engine: Engine) -> ExportReply:
-        return await engine.export(job, target, output, bytecode)
+    job = module_job(server, doc, module)
 
     try:
-        result = await server.host.call(f"exporting {module}", run)
+        result = await server.host.call(
+            f"exporting {module}", lambda engine: engine.export(job, target, output, bytecode))
     except LensError as err:
         raise lens_error(err) from None
     path = result.path
@@ -213,7 +158,7 @@ async def export(server: LensServer,
                                            bytes=result.bytes)
 
 
-async def repro(server: LensServer,
+async def repro(server: CheckingServer,
                 args: lens_types.ExportReproArgs) -> lens_types.ExportReproResponse:
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
@@ -231,13 +176,11 @@ async def repro(server: LensServer,
                                                   chosen_by_user=args.chosen_by_user)
     except write_policy.WriteRefused as err:
         raise refused(err) from None
-    job = _job(server, doc, module)
-
-    async def run(engine: Engine) -> ReproReply:
-        return await engine.repro(job, target, output_dir)
+    job = module_job(server, doc, module)
 
     try:
-        result = await server.host.call(f"writing a reproducer for {module}", run)
+        result = await server.host.call(f"writing a reproducer for {module}",
+                                        lambda engine: engine.repro(job, target, output_dir))
     except LensError as err:
         raise lens_error(err) from None
     return lens_types.ExportReproResponse(mlir_path=result.mlir_path,
@@ -245,7 +188,8 @@ async def repro(server: LensServer,
                                           command=result.command)
 
 
-def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
+def explain(server: CheckingServer,
+            args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
     """Where the module's example inputs come from, or how to give it some (with the comment
     to paste), judged on the text the server holds now (`inputs_explained`)."""
     doc, info, module = document_and_module(server, args.uri, args.module)
@@ -254,51 +198,3 @@ def explain(server: LensServer, args: lens_types.ModuleArgs) -> lens_types.Expla
     return lens_types.ExplainInputsResponse(message=said.message, template=said.template,
                                             inputs=said.inputs)
 
-
-async def verify(server: LensServer,
-                 args: lens_types.VerifyParams) -> lens_types.VerifyResponse:
-    """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
-
-    The verdict also shows in the editor: the module's Verify lens and, when it differs or
-    fails, diagnostics on the class and at the first diverging line (`verify_view`).
-    """
-    doc, info, module = document_and_module(server, args.uri, args.module)
-    job = _job(server, doc, module)
-
-    async def run(engine: Engine) -> VerifyResult:
-        if args.target and args.target != "linalg":  # the backend's own IR, run
-            return await engine.verify(job, rtol=args.rtol, atol=args.atol, target=args.target)
-        return await engine.verify(job, rtol=args.rtol, atol=args.atol)
-
-    stamp = doc.stamp()
-    try:
-        result: VerifyResult = await server.host.call(f"verifying {module}", run)
-    except LensError as err:
-        if err.kind != ErrorKind.CANCELLED:
-            _show_verify(server, doc, info, module, stamp, VerifyResult(
-                module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
-                diagnostics=[err.to_diagnostic("llvm")]))
-        raise lens_error(err) from None
-    _show_verify(server, doc, info, module, stamp, result)
-    return answers.verify_response(result)
-
-
-def _show_verify(
-    server: LensServer,
-    doc: Document,
-    info: discovery.ModuleInfo | None,
-    module: str,
-    stamp: Stamp,
-    result: VerifyResult,
-) -> None:
-    """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
-    lines = doc.lines
-    if info is not None:
-        rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
-    else:
-        rng = convert.line_range(lines, 1)
-    records = verify_view.verify_records(lines, doc.path, module, rng, result)
-    if not doc.record_verify(stamp, module, result, records):
-        return  # closed or edited meanwhile: the verdict is of another text
-    diagnostics.publish(server, doc)
-    server.refresh_lenses()

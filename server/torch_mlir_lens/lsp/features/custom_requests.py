@@ -1,6 +1,6 @@
 """Custom requests for the client's IR panes; their types are `protocol.lsp`.
 
-The params arrive structured by the converter (`lsp/json_rpc.py`); a lowering superseded by a
+The params arrive structured by the converter (`lsp/wire/json_rpc.py`); a lowering superseded by a
 newer text answers the LSP error ContentModified.
 """
 
@@ -13,16 +13,16 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import answers, cell_positions, convert
+from torch_mlir_lens.lsp.checks import cell_positions, staging, verify_run
 from torch_mlir_lens.lsp.document import Document, load_document
-from torch_mlir_lens.lsp.features import commands
-from torch_mlir_lens.lsp.features.diagnostics import staging
+from torch_mlir_lens.lsp.wire import answers, convert
+from torch_mlir_lens.lsp.wire.request_io import lens_error
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ MODULES = lens_types.MODULES
 VERIFY = lens_types.VERIFY
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the custom requests."""
 
     @server.feature(LOWER)
@@ -45,21 +45,21 @@ def register(server: LensServer) -> None:
 
     @server.feature(VERIFY)
     async def verify(params: lens_types.VerifyParams) -> lens_types.VerifyResponse:
-        return await commands.verify(server, params)
+        return await verify_run.verify(server, params)
 
 
-def _document(server: LensServer, uri: str) -> Document:
+def _document(server: CheckingServer, uri: str) -> Document:
     try:
         return load_document(server.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
 
 
-def module_infos(server: LensServer, doc: Document) -> list[lens_types.ModuleInfo]:
+def module_infos(server: CheckingServer, doc: Document) -> list[lens_types.ModuleInfo]:
     """The document's modules with their ranges and input status."""
     lines = doc.lines
     out = []
-    for info in doc.modules(dict(server.settings.example_inputs), server.workspace_root):
+    for info in server.modules_of(doc):
         start = (info.decorator_line or info.line) - 1
         out.append(lens_types.ModuleInfo(
             name=info.name,
@@ -86,11 +86,11 @@ def _block_range(lines: list[str], first: int, last: int) -> types.Range:
     )
 
 
-def _module_name(server: LensServer, doc: Document, params: lens_types.LowerParams) -> str:
+def _module_name(server: CheckingServer, doc: Document, params: lens_types.LowerParams) -> str:
     if params.module:
         return params.module
     if params.position is not None:
-        modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+        modules = server.modules_of(doc)
         line = params.position.line
         _doc, cell = cell_positions.resolve(server, params.uri)
         if cell is not None:  # a notebook cell's line
@@ -102,7 +102,7 @@ def _module_name(server: LensServer, doc: Document, params: lens_types.LowerPara
     raise JsonRpcInvalidParams("`module` or `position` is required")
 
 
-def _pipeline(server: LensServer, pipeline: str | None) -> str | None:
+def _pipeline(server: CheckingServer, pipeline: str | None) -> str | None:
     if not pipeline:
         return None
     if pipeline in server.settings.pipelines:
@@ -113,9 +113,9 @@ def _pipeline(server: LensServer, pipeline: str | None) -> str | None:
     raise JsonRpcInvalidParams(f"unknown pipeline {pipeline!r} (named pipelines: {names})")
 
 
-async def lower_request(server: LensServer,
+async def lower_request(server: CheckingServer,
                         params: lens_types.LowerParams) -> lens_types.LowerResponse:
-    """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`; `lsp/answers.py`)."""
+    """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`; `lsp/wire/answers.py`)."""
     doc = _document(server, params.uri)
     module = _module_name(server, doc, params)
     pipeline = _pipeline(server, params.pipeline)
@@ -132,14 +132,14 @@ async def lower_request(server: LensServer,
                               inline)
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
-            raise commands.lens_error(err) from None
+            raise lens_error(err) from None
         return cell_positions.relocate_lower(
             doc, answers.lower_error(module, CUSTOM_TARGET if pipeline else target, err))
     return cell_positions.relocate_lower(doc, answers.lower_response(result))
 
 
 async def _lower(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     module: str,
     target: str,

@@ -7,40 +7,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from torch_mlir_lens.lsp.features.commands import (
-    _job,
-    _single_arg,
-    document_and_module,
-    lens_error,
-)
+from torch_mlir_lens.lsp.checks.requested_module import document_and_module, module_job
+from torch_mlir_lens.lsp.wire.request_io import lens_error, single_arg
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import LensError
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.engine import Engine
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the command."""
 
     @server.command(lens_types.EXPORT_CODE)
     async def export_code(*args: Any) -> lens_types.ExportCodeResponse:
-        return await code_of(server, _single_arg(server, args, lens_types.ExportCodeArgs))
+        return await code_of(server, single_arg(server, args, lens_types.ExportCodeArgs))
 
 
-async def code_of(server: LensServer,
+async def code_of(server: CheckingServer,
                   args: lens_types.ExportCodeArgs) -> lens_types.ExportCodeResponse:
     """The export code of the module at `args.target` (default: the default target)."""
     doc, _info, module = document_and_module(server, args.uri, args.module)
-    job = _job(server, doc, module)
+    job = module_job(server, doc, module)
     target = args.target or server.settings.default_target
 
-    async def run(engine: Engine) -> dict[str, Any]:
-        return await engine.export_code(job, target)
-
     try:
-        answer = await server.host.call(f"writing the export code of {module}", run)
+        answer = await server.host.call(f"writing the export code of {module}",
+                                        lambda engine: engine.export_code(job, target))
     except LensError as err:
         raise lens_error(err) from None
     return lens_types.ExportCodeResponse(code=str(answer.get("code") or ""),

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp import cell_positions, convert
+from torch_mlir_lens.lsp.checks import cell_positions, staging
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.features import library_hover
-from torch_mlir_lens.lsp.features.diagnostics import staging
+from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import culprits
@@ -31,7 +31,7 @@ from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.rules.verdict import backend_verdict
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ _CONSTANT = re.compile(r"= (arith\.constant|torch\.vtensor\.literal|\"tosa\.cons
                        r"stablehlo\.constant|torch\.constant\.)")
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register `textDocument/hover`."""
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
@@ -64,7 +64,7 @@ def register(server: LensServer) -> None:
 
 
 async def hover_line(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     line: int,
     token: types.ProgressToken | None = None,
@@ -77,7 +77,7 @@ async def hover_line(
     code = code_line.strip()
     if not code or code.startswith("#"):
         return None
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    modules = server.modules_of(doc)
     order = _preferred_order(modules, line)
     target = server.settings.default_target
 
@@ -212,7 +212,7 @@ def _ir_lines(result: LowerResult, path: str | None, line: int) -> list[int]:
 
 
 def render(
-    server: LensServer, doc: Document, module: str, result: LowerResult, line: int
+    server: CheckingServer, doc: Document, module: str, result: LowerResult, line: int
 ) -> str:
     """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
     ir = result.ir.splitlines()
@@ -272,7 +272,7 @@ def block_functions(result: LowerResult, lines: list[str]) -> str:
         "*Show Repeated Blocks Inline* button or the `stitchBlocks` setting"
 
 
-def verdict_line(server: LensServer, doc: Document, module: str, line: int) -> str:
+def verdict_line(server: CheckingServer, doc: Document, module: str, line: int) -> str:
     """"linalg ✓ · tosa ✗ aten.roll · stablehlo …": each diagnosed backend's verdict.
 
     "…" marks a backend still being checked (the follow-up stage after the default target);

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.source_text import line_text
+from torch_mlir_lens.lsp.wire import convert
+from torch_mlir_lens.lsp.wire.source_text import line_text
 from torch_mlir_lens.protocol.frames import LibraryLine, library_breakdown
 from torch_mlir_lens.protocol.results import LowerResult
 

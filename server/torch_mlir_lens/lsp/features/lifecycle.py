@@ -1,8 +1,8 @@
 """Life cycle: initialize, initialized, shutdown.
 
 - `initialize` reads the workspace's folders and `initializationOptions` (`trusted`,
-  `trustedFolders`, `trustOpenedDocuments`, `settings`): trust is `trust.py`'s, settings
-  `configuration.py`'s.
+  `trustedFolders`, `trustOpenedDocuments`, `settings`): trust is `state/trust.py`'s,
+  applying settings `checks/state_changes.py`'s.
 - `initialized` starts the lowering worker in the background (trusted workspaces only), pulls
   the settings and watches the project's pyproject.toml.
 - `shutdown` stops the worker.
@@ -16,28 +16,28 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert
-from torch_mlir_lens.lsp.features import configuration, project_config, trust
-from torch_mlir_lens.lsp.settings import section_of
+from torch_mlir_lens.lsp.checks import state_changes
+from torch_mlir_lens.lsp.features import project_config
+from torch_mlir_lens.lsp.state.settings import section_of
+from torch_mlir_lens.lsp.wire import convert
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the life-cycle handlers."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(params: types.InitializeParams) -> None:
         options = convert.json_object(params.initialization_options) or {}
-        server.init_settings = dict(section_of(options.get("settings")) or {})
         folders = _workspace_folders(params)
-        server.workspace_root = folders[0] if folders else None
-        # A client that says nothing about trust gets none; trust is per folder: lsp/trust.py.
+        server.start(section_of(options.get("settings")) or {}, folders[0] if folders else None)
+        # A client that says nothing about trust gets none; trust is per folder: lsp/state/trust.py.
         named = options.get("trustedFolders")
-        trusted_folders = trust.folder_paths(named)
+        trusted_folders = convert.folder_paths(named)
         if named is not None and trusted_folders is None:
             log.warning("trustedFolders is not a list of folder URIs: no folder is trusted")
             trusted_folders = []  # never wider than what the client meant
@@ -45,20 +45,20 @@ def register(server: LensServer) -> None:
                                 options.get("trustOpenedDocuments"))
         if not server.trusted:
             server.host.discard_prespawned()  # spawned before we knew: no user code ran
-        configuration.apply_settings(server, None, initial=True)
+        state_changes.apply_settings(server, None, initial=True)
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(params: types.InitializedParams) -> None:
-        server.initialized = True
+        server.mark_initialized()
         log.info(
             "torch-mlir-lens %s (pid %d, trusted=%s)", server.version, os.getpid(),
             server.trusted,
         )
         if not server.trusted:
-            trust.announce_untrusted(server)
+            state_changes.announce_untrusted(server)
         else:
             server.host.start()
-        await configuration.pull_settings(server)
+        await state_changes.pull_settings(server)
         server.background(project_config.watch(server))
 
     @server.feature(types.SHUTDOWN)

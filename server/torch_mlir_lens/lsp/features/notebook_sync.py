@@ -3,7 +3,7 @@
 pygls keeps the notebook and its cell documents in its workspace; after each notification this
 rebuilds the notebook's program (its Python code cells in order, `source/notebook_program.py`)
 and hands it to the document state as the new text, so lenses, hovers, diagnostics and
-lowering work on it as on a file. `lsp/cell_positions.py` maps their answers back to the
+lowering work on it as on a file. `lsp/checks/cell_positions.py` maps their answers back to the
 cells.
 """
 
@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from torch_mlir_lens.lsp.checks import check_triggers
+from torch_mlir_lens.lsp.checks.publish import publish
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.features import diagnostics
 from torch_mlir_lens.source.notebook_program import Cell, Program, synthesize
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 # What the server asks the client to sync: notebooks of any type (other Jupyter front ends
 # name theirs differently) with all their cells: markdown cells add no lines, but they count
@@ -29,7 +30,7 @@ SYNC_OPTIONS = types.NotebookDocumentSyncOptions(
 )
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the notebook-document sync handlers."""
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
@@ -41,7 +42,7 @@ def register(server: LensServer) -> None:
         doc = server.store.open(uri, program.text, params.notebook_document.version)
         server.trust.document_opened(doc.path)
         _adopt(server, doc, program)
-        diagnostics.on_open(server, doc)
+        check_triggers.on_open(server, doc)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeNotebookDocumentParams) -> None:
@@ -57,29 +58,29 @@ def register(server: LensServer) -> None:
             doc.update(program.text, params.notebook_document.version)
         else:  # metadata, outputs, markdown, or cells moved: the same program
             moved = doc.notebook is None or program.spans != doc.notebook.spans
-            doc.version = params.notebook_document.version
+            doc.set_version(params.notebook_document.version)
             _adopt(server, doc, program)
             if moved:
-                diagnostics.publish(server, doc)
+                publish(server, doc)
             return
         _adopt(server, doc, program)
         server.host.invalidate(doc.path)
-        diagnostics.on_change(server, doc)
+        check_triggers.on_change(server, doc)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveNotebookDocumentParams) -> None:
         doc = server.store.get(params.notebook_document.uri)
         if doc is not None:
-            diagnostics.on_save(server, doc)
+            check_triggers.on_save(server, doc)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseNotebookDocumentParams) -> None:
         doc = server.store.close(params.notebook_document.uri)
         if doc is not None:
-            diagnostics.on_close(server, doc)
+            check_triggers.on_close(server, doc)
 
 
-def program_of(server: LensServer, uri: str) -> Program | None:
+def program_of(server: CheckingServer, uri: str) -> Program | None:
     """The program of the notebook `uri` as pygls's workspace holds it now."""
     notebook = server.workspace.get_notebook_document(notebook_uri=uri)
     if notebook is None:
@@ -93,6 +94,6 @@ def program_of(server: LensServer, uri: str) -> Program | None:
     return synthesize(cells)
 
 
-def _adopt(server: LensServer, doc: Document, program: Program) -> None:
-    doc.notebook = program
+def _adopt(server: CheckingServer, doc: Document, program: Program) -> None:
+    doc.adopt_program(program)
     server.store.set_cells(doc.uri, [s.uri for s in program.spans if s.uri])

@@ -3,7 +3,7 @@
 The settings themselves are merged in `settings.effective_settings` (the project's keys win
 over the editor's, so the editor and `torch-mlir-lens check` in CI agree). Here: ask the
 client to watch `**/pyproject.toml` (dynamic registration, where the client supports it);
-status.py applies the settings again when one changes.
+`configuration.py` applies the settings again when one changes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +24,12 @@ GLOB = "**/pyproject.toml"
 
 
 def changed(params: types.DidChangeWatchedFilesParams) -> bool:
-    """Whether a watched-files notification concerns a pyproject.toml (status.py re-reads the
-    settings then)."""
+    """Whether a watched-files notification concerns a pyproject.toml (`configuration.py`
+    re-reads the settings then)."""
     return any(change.uri.endswith("/pyproject.toml") for change in params.changes)
 
 
-async def watch(server: LensServer) -> None:
+async def watch(server: CheckingServer) -> None:
     """Ask the client to report pyproject.toml changes (no-op if it cannot register)."""
     if not get_capability(
         server.client_capabilities, "workspace.did_change_watched_files.dynamic_registration",

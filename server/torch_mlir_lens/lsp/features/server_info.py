@@ -15,16 +15,16 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from torch_mlir_lens.lsp.settings import Settings
+from torch_mlir_lens.lsp.state.settings import Settings
 from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the request."""
 
     @server.feature(lens_types.SERVER_INFO)

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.features import diagnostics
+from torch_mlir_lens.lsp.checks import check_triggers
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 
 CELL_SCHEME = "vscode-notebook-cell:"
 
 
-def _notebook_cell(server: LensServer, uri: str) -> bool:
+def _notebook_cell(server: CheckingServer, uri: str) -> bool:
     """A notebook's cell: synced through notebookDocument/* (features/notebook_sync.py). A client
     that also sends text-document sync for it must not make it a document of its own, whose
     (empty) diagnostics would replace the notebook's on that cell."""
@@ -30,7 +30,7 @@ def _notebook_cell(server: LensServer, uri: str) -> bool:
     return doc is not None and doc.notebook is not None and doc.uri != uri
 
 
-def register(server: LensServer) -> None:
+def register(server: CheckingServer) -> None:
     """Register the text-document sync handlers."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -40,7 +40,7 @@ def register(server: LensServer) -> None:
             return
         doc = server.store.open(item.uri, item.text, item.version)
         server.trust.document_opened(doc.path)
-        diagnostics.on_open(server, doc)
+        check_triggers.on_open(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
@@ -54,7 +54,7 @@ def register(server: LensServer) -> None:
         else:
             doc.update(text, params.text_document.version, params.content_changes)
         server.host.invalidate(doc.path)
-        diagnostics.on_change(server, doc)
+        check_triggers.on_change(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
@@ -62,7 +62,7 @@ def register(server: LensServer) -> None:
             return
         doc = server.store.get(params.text_document.uri)
         if doc is not None:
-            diagnostics.on_save(server, doc)
+            check_triggers.on_save(server, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
@@ -70,4 +70,4 @@ def register(server: LensServer) -> None:
             return
         doc = server.store.close(params.text_document.uri)
         if doc is not None:
-            diagnostics.on_close(server, doc)
+            check_triggers.on_close(server, doc)

@@ -6,13 +6,14 @@ translations live here (the custom answers are built in `answers.py`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
 from pygls import uris
 
-from torch_mlir_lens.lsp.lens_specs import name_span
+from torch_mlir_lens.lsp.wire.lens_specs import name_span
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -72,3 +73,14 @@ def json_object(value: Any) -> dict[str, Any] | None:
     but an object (a client may send null, a list, a string) means "none given".
     """
     return value if isinstance(value, dict) else None
+
+
+def folder_paths(value: object) -> list[str] | None:
+    """Folders as the client names them (`file:` URIs or absolute paths) → paths; None unless
+    a list of them (a relative path would be resolved against the server's own folder)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    paths = [uri_to_path(v) if v.startswith("file:") else v for v in value]
+    if not all(p and os.path.isabs(p) for p in paths):
+        return None
+    return [p for p in paths if p]

@@ -16,20 +16,21 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.trust import UNTRUSTED
+from torch_mlir_lens.lsp.state.trust import UNTRUSTED
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
-# Failures that say nothing about the module: not recorded as its check's outcome.
-_NOT_A_VERDICT = {ErrorKind.CANCELLED, UNTRUSTED}
+# Failures that say nothing about the module: not recorded as its check's outcome, nor
+# published as its diagnostics.
+NOT_A_VERDICT = frozenset({ErrorKind.CANCELLED, UNTRUSTED})
 
 
 async def check(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     module: str,
     *,
@@ -49,7 +50,7 @@ async def check(
 
 
 async def check_target(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     module: str,
     target: str | None = None,
@@ -74,7 +75,7 @@ async def check_target(
     return known(server, doc, module)
 
 
-def known(server: LensServer, doc: Document, module: str) -> dict[str, LowerResult]:
+def known(server: CheckingServer, doc: Document, module: str) -> dict[str, LowerResult]:
     """The check results of `module` recorded on the document, by target."""
     out = {}
     for target in server.settings.check_targets:
@@ -84,12 +85,12 @@ def known(server: LensServer, doc: Document, module: str) -> dict[str, LowerResu
     return out
 
 
-def missing(server: LensServer, doc: Document, module: str) -> list[str]:
+def missing(server: CheckingServer, doc: Document, module: str) -> list[str]:
     """The check targets of `module` not known yet (in check order)."""
     return [t for t in server.settings.check_targets if doc.result(module, t) is None]
 
 
-def _follow_up(server: LensServer, doc: Document, module: str) -> None:
+def _follow_up(server: CheckingServer, doc: Document, module: str) -> None:
     """Stage 2 in the background: the check targets still missing, then lens verdicts.
 
     Identical follow-ups of one text share one flight in the engine; a newer text
@@ -100,7 +101,7 @@ def _follow_up(server: LensServer, doc: Document, module: str) -> None:
         server.background(_quiet_stage(server, doc, module, rest))
 
 
-async def _quiet_stage(server: LensServer, doc: Document, module: str,
+async def _quiet_stage(server: CheckingServer, doc: Document, module: str,
                        targets: list[str]) -> None:
     try:
         await _stage(server, doc, module, targets)
@@ -109,7 +110,7 @@ async def _quiet_stage(server: LensServer, doc: Document, module: str,
 
 
 async def _stage(
-    server: LensServer,
+    server: CheckingServer,
     doc: Document,
     module: str,
     targets: list[str],
@@ -127,7 +128,7 @@ async def _stage(
             cancel_on_abandon=cancel_on_abandon,
         )
     except LensError as err:
-        if err.kind not in _NOT_A_VERDICT:
+        if err.kind not in NOT_A_VERDICT:
             # Load, inputs and export errors fail every target alike.
             doc.record_failure(stamp, module, err, server.settings.check_targets)
         raise

@@ -3,8 +3,8 @@
 Everything that runs user code goes through `EngineHost`: an untrusted workspace never starts
 the worker, every call shows in the `torchMlirLens/status` notifications (and, when asked, as
 work-done progress). Sharing, superseding and cancelling lowerings is the engine's job
-(`engine/engine.py`, the one scheduling layer); what a check records on a document is the
-diagnostics feature's (`features/diagnostics/staging.py`).
+(`engine/engine.py`, the one scheduling layer); what a check records on a document is
+`staging.py`'s.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lsprotocol import types
 
 from torch_mlir_lens.engine.persistent_results import default_cache_dir
-from torch_mlir_lens.lsp import cell_positions
+from torch_mlir_lens.lsp.checks import cell_positions
+from torch_mlir_lens.lsp.checks.output_budget import OutputBudget
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.output_budget import OutputBudget
-from torch_mlir_lens.lsp.progress import progress as progress_of
-from torch_mlir_lens.lsp.trust import UNTRUSTED, holds, real_folder
+from torch_mlir_lens.lsp.state.trust import UNTRUSTED, holds, real_folder
+from torch_mlir_lens.lsp.wire.work_done_progress import progress as progress_of
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
     from torch_mlir_lens.engine.engine import EngineCounters
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.state.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class _Status:
 class EngineHost:
     """Starts, stops and calls the engine for the language features, behind the trust gate."""
 
-    def __init__(self, server: LensServer) -> None:
+    def __init__(self, server: Session) -> None:
         self._server = server
         self.engine: Engine | None = None
         self.prespawned: Engine | None = None  # made by `serve` before the loop, not started
@@ -86,6 +86,11 @@ class EngineHost:
         self.set_status("starting", "starting the lowering worker")
         self._spawned = asyncio.get_running_loop().create_future()
         self._start_task = asyncio.ensure_future(self._warm(self.engine, self._spawned))
+
+    def hold_prespawned(self, engine: Engine) -> None:
+        """Keep the engine `serve` made before the loop (not started): `start` takes it over,
+        `discard_prespawned` stops its worker."""
+        self.prespawned = engine
 
     def discard_prespawned(self) -> None:
         """Stop the worker `serve` spawned before the client said the workspace is untrusted."""

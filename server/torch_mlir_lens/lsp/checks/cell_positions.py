@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import Document
+from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.source.notebook_program import CellSpan, Program, module_text, relabel
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.state.session import Session
 
 SOURCE = "torch-mlir"
 CELL_SKIPPED = "cell-skipped"  # diagnostic code of a cell left out because it does not parse
 
 
-def resolve(server: LensServer, uri: str) -> tuple[Document | None, CellSpan | None]:
+def resolve(server: Session, uri: str) -> tuple[Document | None, CellSpan | None]:
     """The document a request's URI is about, and the cell when the URI is a notebook cell."""
     doc = server.store.get(uri)
     if doc is None or doc.notebook is None or doc.uri == uri:
@@ -35,13 +35,13 @@ def resolve(server: LensServer, uri: str) -> tuple[Document | None, CellSpan | N
     return (doc, span) if span is not None else (None, None)
 
 
-def job_text(server: LensServer, doc: Document, module: str) -> str:
+def job_text(server: Session, doc: Document, module: str) -> str:
     """The text to lower `module` from: a file's text; for a notebook, its cells up to the
     module's (`Program.text_for`: a later training cell never runs)."""
     program = doc.notebook
     if program is None:
         return doc.text
-    modules = doc.modules(dict(server.settings.example_inputs), server.workspace_root)
+    modules = server.modules_of(doc)
     return module_text(program, modules, module)
 
 
@@ -140,8 +140,8 @@ def actions_to_cells(
     return out
 
 
-def publish(server: LensServer, doc: Document, diagnostics: list[types.Diagnostic],
-            previous: set[str]) -> set[str]:
+def publish(server: Session, doc: Document, diagnostics: list[types.Diagnostic],
+            previous: frozenset[str]) -> set[str]:
     """Publish a notebook's diagnostics on its cells; the cells published to.
 
     `previous`: the cells published to last time (those now without findings, or removed,

@@ -1,4 +1,6 @@
-"""When a document is checked: one check under way per document, a newer one replaces it.
+"""Each document's pending check: one under way per document, debounced; a newer one replaces
+it, closing the document cancels it. Not a scheduler of lowerings: a check hands its
+lowerings to the engine, which shares, supersedes and cancels them (`engine/scheduler.py`).
 
 A check that replaces another for the same text keeps owing the lowering the first one was
 going to do (e.g. settings pulled just after the file opened must not drop the open's check).
@@ -33,7 +35,7 @@ class PendingCheck:
 CheckRun = Callable[[Document, bool], Coroutine[Any, Any, None]]
 
 
-class CheckScheduler:
+class PendingChecks:
     """The checks under way, by document URI (debounced, replaced, cancelled on close)."""
 
     def __init__(self) -> None:

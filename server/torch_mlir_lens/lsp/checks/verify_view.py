@@ -5,7 +5,7 @@ wire them in:
 
 - code_lens.module_lenses: `lens_title(last result or None)` → "Verify", then
   "✓ matches eager (max err 2e-07)" / "✗ differs: output 0, max err 0.3 at [1, 4]";
-- commands.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
+- verify_run.verify: `doc.record_verify(stamp, module, result, verify_records(...))`, then
   publish and refresh the lenses.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord
-from torch_mlir_lens.lsp.lens_specs import VERIFY_TITLE
+from torch_mlir_lens.lsp.wire import convert
+from torch_mlir_lens.lsp.wire.lens_specs import VERIFY_TITLE
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
 

@@ -40,7 +40,7 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol, default_converter
 
-from torch_mlir_lens.lsp.answers import camel
+from torch_mlir_lens.lsp.wire.answers import camel
 from torch_mlir_lens.protocol import lsp as lens_types
 
 log = logging.getLogger(__name__)

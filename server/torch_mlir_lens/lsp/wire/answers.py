@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from torch_mlir_lens.lsp.convert import path_to_uri
+from torch_mlir_lens.lsp.wire.convert import path_to_uri
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.framing import json_number
 from torch_mlir_lens.protocol.results import LensDiagnostic, LensError, LowerResult

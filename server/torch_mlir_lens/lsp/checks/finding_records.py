@@ -11,15 +11,15 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
-from torch_mlir_lens.lsp import convert
 from torch_mlir_lens.lsp.document import DiagRecord, Document
+from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.source.reading import size_text
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.state.session import Session
 
 INPUTS_MISSING = str(ErrorKind.INPUTS_MISSING)
 BAD_INPUTS = str(ErrorKind.BAD_INPUTS)
@@ -35,12 +35,7 @@ def too_large_message(length: int) -> str:
             "(the command line reads it: `torch-mlir-lens check FILE`).")
 
 
-def module_infos(server: LensServer, doc: Document) -> list[discovery.ModuleInfo]:
-    """The document's modules (static discovery with the current settings)."""
-    return doc.modules(dict(server.settings.example_inputs), server.workspace_root)
-
-
-def static_records(server: LensServer, doc: Document) -> list[DiagRecord]:
+def static_records(server: Session, doc: Document) -> list[DiagRecord]:
     """What the text alone tells: an error at each part of a `# torch-mlir-lens:` comment
     that cannot be read, one Information diagnostic per module class without example inputs."""
     if doc.too_large:
@@ -50,7 +45,7 @@ def static_records(server: LensServer, doc: Document) -> list[DiagRecord]:
                            module="")]
     lines = doc.lines
     out = []
-    for info in module_infos(server, doc):
+    for info in server.modules_of(doc):
         for error in info.annotation.errors if info.annotation is not None else []:
             # The worker refuses these too, with the same message: the two merge into one.
             out.append(DiagRecord(range=convert.line_range(lines, error.line),
@@ -78,7 +73,7 @@ def result_records(
     doc: Document,
     info: discovery.ModuleInfo,
     results: Iterable[LowerResult],
-    server: LensServer,
+    server: Session,
     offers: RewriteReport | None = None,
 ) -> list[DiagRecord]:
     """The records of one module's check: each diagnosed backend's problems (with the proven

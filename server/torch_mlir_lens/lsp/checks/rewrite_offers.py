@@ -9,19 +9,19 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp.checks.finding_records import result_records
+from torch_mlir_lens.lsp.checks.publish import publish
 from torch_mlir_lens.lsp.document import Document, Stamp
-from torch_mlir_lens.lsp.features.diagnostics.publish import publish
-from torch_mlir_lens.lsp.features.diagnostics.records import result_records
 from torch_mlir_lens.protocol.results import LensError, LowerResult
 from torch_mlir_lens.rules.verdict import backend_verdict
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 log = logging.getLogger(__name__)
 
 
-def proving(server: LensServer, doc: Document, info: discovery.ModuleInfo,
+def proving(server: CheckingServer, doc: Document, info: discovery.ModuleInfo,
             results: list[LowerResult], stamp: Stamp) -> None:
     """Start the proof of `info`'s culprits in the background (when it has some)."""
     diagnosed = set(server.settings.diagnostic_targets)
@@ -31,7 +31,7 @@ def proving(server: LensServer, doc: Document, info: discovery.ModuleInfo,
         server.background(_prove(server, doc, info, results, failing, stamp))
 
 
-async def _prove(server: LensServer, doc: Document, info: discovery.ModuleInfo,
+async def _prove(server: CheckingServer, doc: Document, info: discovery.ModuleInfo,
                  results: list[LowerResult], failing: list[str], stamp: Stamp) -> None:
     job = server.host.job(doc, info.name)
 

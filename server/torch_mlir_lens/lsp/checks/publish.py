@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import cell_positions, convert, library_related
+from torch_mlir_lens.lsp.checks import cell_positions, library_related
 from torch_mlir_lens.lsp.document import DiagRecord, Document
+from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
+    from torch_mlir_lens.lsp.state.session import Session
 
 SOURCE = "torch-mlir"
 
@@ -98,12 +99,12 @@ def _offers(recs: list[DiagRecord]) -> dict[str, Any]:
     return {"rewrites": out} if out else {}
 
 
-def publish(server: LensServer, doc: Document) -> None:
+def publish(server: Session, doc: Document) -> None:
     """Send the document's merged diagnostics."""
     diagnostics = [] if server.settings.diagnostics == "off" else merge(doc.diagnostic_records())
     if doc.notebook is not None:
-        doc.published_cells = cell_positions.publish(server, doc, diagnostics,
-                                                    doc.published_cells)
+        doc.cells_published(cell_positions.publish(server, doc, diagnostics,
+                                                   doc.published_cells))
         return
     server.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)

@@ -6,36 +6,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torch_mlir_lens import discovery
-from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.features.diagnostics import rewrite_offers, staging
-from torch_mlir_lens.lsp.features.diagnostics.publish import publish
-from torch_mlir_lens.lsp.features.diagnostics.records import (
+from torch_mlir_lens.lsp.checks import rewrite_offers, staging
+from torch_mlir_lens.lsp.checks.finding_records import (
     error_records,
-    module_infos,
     result_records,
     static_records,
 )
-from torch_mlir_lens.lsp.trust import UNTRUSTED
+from torch_mlir_lens.lsp.checks.publish import publish
+from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.protocol.frames import in_installed_package
-from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.results import LensError, LowerResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.server import LensServer
-
-_QUIET_KINDS = {ErrorKind.CANCELLED, UNTRUSTED}
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
 
 
-def modules_to_check(server: LensServer, doc: Document) -> list[discovery.ModuleInfo]:
+def modules_to_check(server: CheckingServer, doc: Document) -> list[discovery.ModuleInfo]:
     """Modules whose check is worth an export: known inputs, not only derived from a parent.
 
     A module whose inputs are derived from a parent is lowered inside the parent's check
     already: its ops, and their problems, are located at its own lines there.
     """
-    return [info for info in module_infos(server, doc)
+    return [info for info in server.modules_of(doc)
             if info.inputs not in ("missing", "derived")]
 
 
-async def check_document(server: LensServer, doc: Document, *, lowering: bool) -> None:
+async def check_document(server: CheckingServer, doc: Document, *, lowering: bool) -> None:
     """Publish the static findings, then (if `lowering`) check each module and publish."""
     if in_installed_package(doc.path):
         # Library code opened for reading (e.g. from an IR pane): nothing of ours to report.
@@ -56,7 +52,7 @@ async def check_document(server: LensServer, doc: Document, *, lowering: bool) -
             checked = list(results.values())
             records = result_records(doc, info, checked, server)
         except LensError as err:
-            if err.kind in _QUIET_KINDS:
+            if err.kind in staging.NOT_A_VERDICT:
                 return
             records = error_records(doc, info, err)
         if not doc.record_diagnostics(stamp, info.name, records):

@@ -18,7 +18,7 @@ SHOW_IR = "torchMlirLens.showIr"  # client-side command
 EXPORT = "torchMlirLens.exportModule"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY = "torchMlirLens.verify"
-VERIFY_TITLE = "Verify"  # before any run; then the verdict (lsp/verify_view.py)
+VERIFY_TITLE = "Verify"  # before any run; then the verdict (lsp/checks/verify_view.py)
 
 # (title, command, arguments) of one lens
 LensSpec = tuple[str, str, list[Any]]

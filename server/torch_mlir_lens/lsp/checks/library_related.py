@@ -15,7 +15,7 @@ from typing import Protocol
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp import convert, source_text
+from torch_mlir_lens.lsp.wire import convert, source_text
 
 MAX_NAMED = 3  # library lines named in the message; relatedInformation lists them all
 

@@ -1,0 +1,106 @@
+"""What follows a change of settings or trust, whichever feature saw it: the engine's limits,
+results dropped, every open document checked again, lenses refreshed, the user told.
+
+`initialize`/`initialized` (`features/lifecycle.py`), configuration changes
+(`features/configuration.py`) and trust requests (`features/trust_requests.py`) all end here,
+so no feature calls into another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from torch_mlir_lens.lsp.checks import check_triggers
+from torch_mlir_lens.lsp.state.settings import SECTION, section_of
+from torch_mlir_lens.lsp.state.trust import UNTRUSTED
+from torch_mlir_lens.lsp.wire import convert
+
+if TYPE_CHECKING:
+    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+
+log = logging.getLogger(__name__)
+
+
+async def pull_settings(server: CheckingServer) -> None:
+    """Fetch `torchMlirLens` from the client (if it can answer) and apply it.
+
+    A client without `workspace/configuration` (Neovim 0.7, Helix, ...) gets the settings it
+    last pushed in `workspace/didChangeConfiguration` (over its `initializationOptions`).
+    """
+    pulled: Mapping[str, Any] | None = None
+    if get_capability(server.client_capabilities, "workspace.configuration", False):
+        try:
+            items = [types.ConfigurationItem(section=SECTION)]
+            answer = await asyncio.wait_for(
+                server.workspace_configuration_async(types.ConfigurationParams(items=items)), 10
+            )
+            section = convert.json_object(answer[0]) if answer else None
+            pulled = section_of(section)
+            if pulled is None and section is not None:
+                pulled = section  # the section itself, nothing set yet: {}
+        except Exception as exc:
+            log.warning("could not read the workspace configuration: %s", exc)
+    apply_settings(server, pulled if pulled is not None else server.pushed_settings)
+
+
+def apply_settings(
+    server: CheckingServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
+) -> None:
+    """Make new settings effective: engine limits, caches, lenses and diagnostics."""
+    old, new, problems = server.apply_settings(client_settings)
+    for problem in problems:
+        log.warning(problem)
+    if initial or old == new:
+        return
+    log.info("settings changed")
+    server.host.update_config()
+    results_changed = old.results_key() != new.results_key()
+    for doc in server.store:
+        if results_changed:
+            doc.forget_results()
+            doc.forget_modules()
+    check_triggers.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
+    server.refresh_lenses()  # lens targets, default target or inputs may have changed
+
+
+def _checks_changed(old: Any, new: Any) -> bool:
+    return bool(
+        old.check_targets != new.check_targets or old.diagnostics != new.diagnostics
+    )
+
+
+def announce_untrusted(server: CheckingServer) -> None:
+    """Say once, and in the status, why nothing is lowered (and how to trust)."""
+    server.host.set_status(UNTRUSTED, server.trust.detail)
+    if server.first_untrusted_announcement():
+        server.show(server.trust.announcement, types.MessageType.Warning)
+    log.warning("%s", server.trust.detail)
+
+
+def set_trusted(server: CheckingServer, trusted: bool, folders: list[str] | None = None) -> None:
+    """Trust (or stop trusting) `folders` (every workspace folder when None); start or stop
+    the worker as some trust exists or none is left, and check the open files again."""
+    before = (server.trusted, frozenset(server.trust.roots))
+    server.trust.state(trusted, folders)
+    for doc in server.store:
+        server.trust.document_opened(doc.path)
+    if (server.trusted, frozenset(server.trust.roots)) == before:
+        if not server.trusted:  # "unknown" may have become "not trusted": the status says so
+            server.host.set_status(UNTRUSTED, server.trust.detail)
+        return
+    if server.trusted:
+        log.info("trusted folders: %s", ", ".join(sorted(server.trust.roots)) or "(opened files)")
+        server.host.start()
+    else:
+        server.background(server.host.stop())
+        announce_untrusted(server)
+    for doc in server.store:
+        if not server.trust.covers(doc.path):
+            doc.forget_results()
+    check_triggers.recheck_all(server, lowering=True)

@@ -1,0 +1,129 @@
+"""The session: the pygls server and the state every layer above shares, with one writer each.
+
+Settings, the workspace root, trust and the open documents live here; features and checks
+read them and change them only through these methods (`apply_settings`, `start`, ...). The
+engine host and the pending checks are added one layer up (`checks/checking_server.py`), the
+features' handlers at the top (`server.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+
+from torch_mlir_lens import discovery
+from torch_mlir_lens.lsp.document import Document, DocumentStore
+from torch_mlir_lens.lsp.state.settings import Settings, effective_settings
+from torch_mlir_lens.lsp.state.trust import Trust
+
+
+class Session(LanguageServer):
+    """pygls server plus the state the features share: settings, workspace, trust, documents."""
+
+    def __init__(self, name: str, version: str, **pygls_options: Any) -> None:
+        super().__init__(name, version, **pygls_options)
+        self._settings = Settings()
+        self._init_settings: dict[str, Any] = {}  # initializationOptions.settings
+        # The last settings pushed in workspace/didChangeConfiguration (clients that cannot
+        # answer workspace/configuration).
+        self._pushed_settings: dict[str, Any] | None = None
+        self._workspace_root: str | None = None
+        self._initialized = False
+        self._untrusted_announced = False
+        self.trust = Trust()  # untrusted until the client says otherwise
+        self.store = DocumentStore()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._lens_refresh: asyncio.TimerHandle | None = None
+
+    # -- state, read ----------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        """The effective settings (`settings.py` has their layers)."""
+        return self._settings
+
+    @property
+    def pushed_settings(self) -> dict[str, Any] | None:
+        """The settings the client pushed last, when it pushed some."""
+        return self._pushed_settings
+
+    @property
+    def workspace_root(self) -> str | None:
+        """The first workspace folder: what relative settings and imports start from."""
+        return self._workspace_root
+
+    @property
+    def initialized(self) -> bool:
+        """Has the client said `initialized` (it takes log messages from then on)?"""
+        return self._initialized
+
+    @property
+    def trusted(self) -> bool:
+        """May user code run (the client said the workspace is trusted)?"""
+        return self.trust.trusted
+
+    def modules_of(self, doc: Document) -> list[discovery.ModuleInfo]:
+        """The document's modules (static discovery with the current settings and root)."""
+        return doc.modules(dict(self._settings.example_inputs), self._workspace_root)
+
+    # -- state, written -------------------------------------------------------------------
+
+    def start(self, init_settings: Mapping[str, Any], workspace_root: str | None) -> None:
+        """Take what `initialize` said: the client's initial settings and the workspace root."""
+        self._init_settings = dict(init_settings)
+        self._workspace_root = workspace_root
+
+    def mark_initialized(self) -> None:
+        """The client said `initialized`."""
+        self._initialized = True
+
+    def remember_pushed(self, pushed: Mapping[str, Any]) -> None:
+        """Keep settings the client pushed: a client that cannot be asked sends no more."""
+        self._pushed_settings = dict(pushed)
+
+    def apply_settings(self, client_settings: Mapping[str, Any] | None
+                       ) -> tuple[Settings, Settings, list[str]]:
+        """Make the settings of every layer over `client_settings` effective:
+        (old, new, problems with the values)."""
+        new, problems = effective_settings(self._init_settings, client_settings,
+                                           self._workspace_root)
+        old, self._settings = self._settings, new
+        return old, new, problems
+
+    def first_untrusted_announcement(self) -> bool:
+        """True once: the first time the server tells the user it is untrusted."""
+        first, self._untrusted_announced = not self._untrusted_announced, True
+        return first
+
+    # -- services -------------------------------------------------------------------------
+
+    def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run a coroutine in the background, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def refresh_lenses(self) -> None:
+        """Ask the client to re-request code lenses soon (coalesced: one per burst)."""
+        if self._lens_refresh is not None or not get_capability(
+            self.client_capabilities, "workspace.code_lens.refresh_support", False
+        ):
+            return
+
+        def send() -> None:
+            self._lens_refresh = None
+            with contextlib.suppress(Exception):  # the client may be gone; lenses are a nicety
+                self.workspace_code_lens_refresh(None)
+
+        self._lens_refresh = asyncio.get_running_loop().call_later(0.2, send)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        """A `window/showMessage` to the user."""
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
