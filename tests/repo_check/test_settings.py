@@ -1,5 +1,5 @@
 """The check's settings, resolved once: the command line, else `[tool.torch-mlir-lens]`, else
-the defaults (repo_check/settings.py), read from a real pyproject.toml."""
+the defaults (repo_check/check_settings.py), read from a real pyproject.toml."""
 
 from __future__ import annotations
 

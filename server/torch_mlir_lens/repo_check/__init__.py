@@ -11,7 +11,7 @@ The command line uses this package through what it exports here, and nothing els
 Bad input is a CheckInputError (message, file), said before any module is lowered.
 The modules behind it:
 
-- `settings`: command line, else `[tool.torch-mlir-lens]` (`project/config.py`), else the
+- `check_settings`: command line, else `[tool.torch-mlir-lens]` (`project/config.py`), else the
   defaults, once for every field; `gate`: `run`, the steps in order; `errors`;
 - `paths`, `ignore`: PATHs → Python files and notebooks (globs, `.gitignore`, `exclude`);
 - `plan`: files → modules (the editor's discovery), shards;
@@ -35,6 +35,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from torch_mlir_lens.repo_check.check_settings import (
+        CheckSettings,
+        CommandLine,
+        read_project_config,
+        resolve_settings,
+    )
     from torch_mlir_lens.repo_check.errors import CheckInputError
     from torch_mlir_lens.repo_check.gate import CheckResult, run
     from torch_mlir_lens.repo_check.listing import file_listing
@@ -42,18 +48,13 @@ if TYPE_CHECKING:
     from torch_mlir_lens.repo_check.outputs import FORMATS, check_writable, write_report
     from torch_mlir_lens.repo_check.report import Report
     from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
-    from torch_mlir_lens.repo_check.settings import (
-        CheckSettings,
-        CommandLine,
-        read_project_config,
-        resolve_settings,
-    )
 
 # name → the module that defines it
 _EXPORTS = {
     "run": "gate", "CheckResult": "gate",
-    "CheckSettings": "settings", "CommandLine": "settings", "resolve_settings": "settings",
-    "read_project_config": "settings",
+    "CheckSettings": "check_settings", "CommandLine": "check_settings",
+    "resolve_settings": "check_settings",
+    "read_project_config": "check_settings",
     "CheckInputError": "errors",
     "Report": "report",
     "FORMATS": "outputs", "check_writable": "outputs", "write_report": "outputs",

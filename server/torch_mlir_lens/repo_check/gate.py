@@ -1,6 +1,6 @@
 """The check gate's one entry point: `run(settings) → CheckResult`.
 
-Everything between "settings resolved" (settings.py) and "report assembled" happens here, in
+Everything between "settings resolved" (check_settings.py) and "report assembled" happens here, in
 this order: the outputs are tried for writability, the PATHs listed (`paths`), the modules
 planned and sharded (`plan`), the baseline read, the modules lowered side by side (`runner`),
 each finding's proven rewrite asked for, the report assembled (`assemble`) and the baseline
@@ -19,6 +19,7 @@ from typing import TextIO
 
 from torch_mlir_lens.repo_check import baseline as baselines
 from torch_mlir_lens.repo_check.assemble import all_findings, assemble_report
+from torch_mlir_lens.repo_check.check_settings import CheckSettings
 from torch_mlir_lens.repo_check.errors import CheckInputError
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.notebook_modules import where
@@ -34,7 +35,6 @@ from torch_mlir_lens.repo_check.runner import (
     memory_available_mb,
     run_modules,
 )
-from torch_mlir_lens.repo_check.settings import CheckSettings
 from torch_mlir_lens.repo_check.text_formats import summary_line
 from torch_mlir_lens.rules.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
