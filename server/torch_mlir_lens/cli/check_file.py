@@ -101,18 +101,13 @@ async def _with_rewrites(engine: Any, job: Any, results: list[Any], entry: dict[
                          args: argparse.Namespace) -> None:
     """The rewrites each target went through; each culprit's proven rewrite, or why none
     (unless `--rewrites off`; a proof that cannot run only leaves them out)."""
-    from torch_mlir_lens.repo_check import add_rewrites, add_used
+    from torch_mlir_lens.repo_check import add_used, prove_rewrites
 
     add_used(entry, results)
+    if (getattr(args, "rewrites", None) or "").strip() == "off":
+        return
     failing = [t for t, v in entry["targets"].items() if v.get("unsupported")]
-    if not failing or (getattr(args, "rewrites", None) or "").strip() == "off":
-        return
-    try:
-        report = await engine.rewrites(job, failing)
-    except LensError as err:
-        entry["rewrites_error"] = err.message
-        return
-    add_rewrites(entry, [], report, None, job.path, job.module)
+    await prove_rewrites(engine, job, failing, entry, [], None, job.path, job.module)
 
 
 def print_check(src: Any, report: list[dict[str, Any]]) -> None:

@@ -47,7 +47,11 @@ if TYPE_CHECKING:
     from torch_mlir_lens.repo_check.merging import MergedReport, merge_reports
     from torch_mlir_lens.repo_check.outputs import FORMATS, check_writable, write_report
     from torch_mlir_lens.repo_check.report import Report
-    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+    from torch_mlir_lens.repo_check.rewrite_findings import (
+        add_rewrites,
+        add_used,
+        prove_rewrites,
+    )
 
 # name → the module that defines it
 _EXPORTS = {
@@ -61,12 +65,13 @@ _EXPORTS = {
     "merge_reports": "merging", "MergedReport": "merging",
     # the single-module check words its listing and rewrites as the repository check does
     "file_listing": "listing", "add_rewrites": "rewrite_findings", "add_used": "rewrite_findings",
+    "prove_rewrites": "rewrite_findings",
 }
 
 __all__ = [
     "FORMATS", "CheckInputError", "CheckResult", "CheckSettings", "CommandLine", "MergedReport",
     "Report", "add_rewrites", "add_used", "check_writable", "file_listing", "merge_reports",
-    "read_project_config", "resolve_settings", "run", "write_report",
+    "prove_rewrites", "read_project_config", "resolve_settings", "run", "write_report",
 ]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from torch_mlir_lens.protocol.results import LowerResult
+from torch_mlir_lens.protocol.results import LensError, LowerResult
 from torch_mlir_lens.protocol.rewrite_results import RewriteOffer, RewriteReport
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.rules.rewrite_specs import CommentEdit, RewriteSpec, comment_edit, spec_text
@@ -83,6 +83,22 @@ def add_used(entry: dict[str, Any], results: list[LowerResult]) -> None:
             verdict["rewrites"] = list(result.rewrites)
 
 
+async def prove_rewrites(engine: Any, job: Any, failing: list[str], entry: dict[str, Any],
+                         findings: list[Finding], text: str | None, path: str,
+                         module: str) -> None:
+    """Prove the rewrites of the culprits of the `failing` targets (the engine's `rewrites`
+    job) and add them to `entry` and `findings` (`add_rewrites`); a proof that cannot run
+    only says why in `entry["rewrites_error"]`: it adds to a report, never takes away."""
+    if not failing:
+        return
+    try:
+        report = await engine.rewrites(job, failing)
+    except LensError as err:
+        entry["rewrites_error"] = err.message
+        return
+    add_rewrites(entry, findings, report, text, path, module)
+
+
 def rewrite_note(summary: dict[str, Any]) -> str:
     """`verified rewrite: erfinv (max error 1.2e-07), add `rewrites=erfinv@tosa``, or why
     none is."""
@@ -95,4 +111,4 @@ def rewrite_note(summary: dict[str, Any]) -> str:
             f"`# torch-mlir-lens: rewrites={summary.get('spec')}`")
 
 
-__all__ = ["add_rewrites", "add_used", "rewrite_note"]
+__all__ = ["add_rewrites", "add_used", "prove_rewrites", "rewrite_note"]

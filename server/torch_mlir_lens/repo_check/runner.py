@@ -135,19 +135,15 @@ async def _with_rewrites(engine: Any, job: Any, results: list[LowerResult],
                          task: ModuleTask, text: str) -> None:
     """The rewrites each target went through, and each culprit's proven rewrite (a proof
     that cannot run leaves the findings as they are: it only adds to them)."""
-    from torch_mlir_lens.repo_check.rewrite_findings import add_rewrites, add_used
+    from torch_mlir_lens.repo_check.rewrite_findings import add_used, prove_rewrites
 
     add_used(entry, results)
+    if not opts.prove_rewrites:
+        return
     failing = [r.target for r in results if any(f.target == r.target and f.op for f in findings)]
-    if not opts.prove_rewrites or not failing:
-        return
-    try:
-        report = await engine.rewrites(job, failing)
-    except LensError as err:
-        entry["rewrites_error"] = err.message
-        return
     notebook = task.path.endswith(".ipynb")
-    add_rewrites(entry, findings, report, None if notebook else text, task.path, task.name)
+    await prove_rewrites(engine, job, failing, entry, findings, None if notebook else text,
+                         task.path, task.name)
 
 
 def _next_task(pending: list[ModuleTask], last_path: str | None) -> ModuleTask:
