@@ -159,7 +159,10 @@ def test_the_front_waits_for_nothing_it_can_answer(tmp_path: Path) -> None:
         return loaded[-1]
 
     front = Front(writer, store, load)  # type: ignore[arg-type]
-    for message in script[:4]:
+    # A client that states trust after `initialize` (Neovim's plugin, the benchmark) still
+    # gets its lenses from the front; the statement reaches the full server, in order.
+    trust = {"jsonrpc": "2.0", "method": "torchMlirLens/setTrusted", "params": {"trusted": True}}
+    for message in [*script[:2], trust, *script[2:4]]:
         front.receive(message)
     assert loaded == [], "the full server was made before the front's answers"
     early = answers(messages(writer.data))
@@ -171,6 +174,7 @@ def test_the_front_waits_for_nothing_it_can_answer(tmp_path: Path) -> None:
     everything = answers(messages(writer.data))  # no second answer to 1 or 2
     assert {m["name"] for m in everything[3]["modules"]} >= {"MLP"}
     assert loaded[0].store.get(MLP.as_uri()) is not None  # the didOpen was handed over
+    assert loaded[0].trusted  # and the trust statement
 
 
 def test_no_kept_answer_for_other_capabilities(tmp_path: Path) -> None:

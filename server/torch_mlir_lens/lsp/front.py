@@ -8,7 +8,8 @@ this package's torch-free, lsprotocol-free parts:
 - `initialize`, with the answer the full server gave the last time a client with the same
   capabilities started this same build (`InitializeAnswers`; none yet: the full server loads
   at once and answers, and its answer is kept for the next start);
-- `initialized`, `didOpen` of Python files, settings pushes: taken as they come;
+- `initialized`, `didOpen` of Python files, settings pushes, trust statements
+  (`torchMlirLens/setTrusted`): taken as they come;
 - `textDocument/codeLens` of an opened Python file: the lenses the full server would give
   (`lens_specs.py`; discovery reads the text, nothing runs).
 
@@ -145,8 +146,10 @@ class Front:
             return self._initialize(value, params)
         if self._initialize_key is None:  # before initialize: the full server's rules
             return False
+        # Taken as they come and handed over in order: none changes the first lenses (trust
+        # decides what may run, not what discovery reads), so none needs the full server now.
         if method in ("initialized", "workspace/didChangeConfiguration", "$/setTrace",
-                      "$/cancelRequest"):
+                      "$/cancelRequest", "torchMlirLens/setTrusted"):
             self._taken.append(value)
             return True
         if method == "textDocument/didOpen":
