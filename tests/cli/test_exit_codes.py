@@ -143,7 +143,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
         folder.mkdir()
         for file, text in files.items():
             (folder / file).write_text(text)
-        command = ["check", *args, "--targets", "linalg", "--format", "json", "-j", "1"]
+        command = ["check", *args, "--targets", "linalg", "--format", "json", "-j", "1",
+                   "--rewrites", "off"]  # the exit code is the subject: no proofs
         if "--timeout" not in command:
             command += ["--timeout", JOB_TIMEOUT]
         proc = subprocess.Popen(
