@@ -25,6 +25,19 @@ from typing import Any
 BACKENDS = ("linalg", "tosa", "stablehlo")
 
 
+def _offers_row(offers: list[Any]) -> dict[str, Any]:
+    """The row part every outcome shares: each culprit's offer, each candidate's check, the
+    rewrites offered; not yet lowered nor verified."""
+    return {
+        "culprits": [{"ops": o.ops, "offered": o.offered, "rewrites": o.rewrites,
+                      "why": o.why[:200], "max_abs": o.max_abs} for o in offers],
+        "checks": [{"rewrite": c.rewrite, "op": c.op, "ok": c.ok, "why": c.why[:200]}
+                   for o in offers for c in o.checks],
+        "offered": sorted({n for o in offers if o.offered for n in o.rewrites}),
+        "lowers": False, "verified": False, "verify": "",
+    }
+
+
 def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
             target: str) -> dict[str, Any]:
     """Offers for one failing pair, then the module lowered with all of them and verified."""
@@ -35,14 +48,8 @@ def outcome(lowerer: Any, module: Any, args: tuple[Any, ...], kwargs: dict[str, 
     start = time.perf_counter()
     prover = Prover(lowerer, module, args, kwargs)
     offers = target_offers(prover, target)
-    names = sorted({n for o in offers if o.offered for n in o.rewrites})
-    row: dict[str, Any] = {
-        "culprits": [{"ops": o.ops, "offered": o.offered, "rewrites": o.rewrites,
-                      "why": o.why[:200], "max_abs": o.max_abs} for o in offers],
-        "checks": [{"rewrite": c.rewrite, "op": c.op, "ok": c.ok, "why": c.why[:200]}
-                   for o in offers for c in o.checks],
-        "offered": names, "lowers": False, "verified": False, "verify": "",
-    }
+    row = _offers_row(offers)
+    names = row["offered"]
     if names and all(o.offered for o in offers):
         proof = prover.module([r for r in map(by_name, names) if r is not None], target)
         row["lowers"] = bool(proof.result is not None and proof.result.ok)
@@ -68,14 +75,8 @@ async def engine_outcome(engine: Any, job: Any, target: str) -> dict[str, Any]:
         return {"error": f"{err.kind}: {err.message}"[:200],
                 "seconds": round(time.perf_counter() - start, 3)}
     offers = report.for_target(target)
-    names = sorted({n for o in offers if o.offered for n in o.rewrites})
-    row: dict[str, Any] = {
-        "culprits": [{"ops": o.ops, "offered": o.offered, "rewrites": o.rewrites,
-                      "why": o.why[:200], "max_abs": o.max_abs} for o in offers],
-        "checks": [{"rewrite": c.rewrite, "op": c.op, "ok": c.ok, "why": c.why[:200]}
-                   for o in offers for c in o.checks],
-        "offered": names, "lowers": False, "verified": False, "verify": "",
-    }
+    row = _offers_row(offers)
+    names = row["offered"]
     if names and all(o.offered for o in offers):
         auto = dataclasses.replace(job, rewrites=[f"{n}@{target}" for n in names])
         try:
