@@ -79,6 +79,7 @@ def every_request(session: LensSession, ws: Path, uri: str, text: str, module: s
         ("torchMlirLens.exportRepro", {"outputDir": str(ws / "repro")}),
         ("torchMlirLens.explainInputs", {}),
         ("torchMlirLens.verify", {}),
+        ("torchMlirLens.exportCode", {"target": "tosa"}),
     ):
         try_request(session, types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
             command=command, arguments=[{**args, **extra}]))
