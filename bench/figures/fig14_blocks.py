@@ -13,6 +13,9 @@ decoder layers; built without weights), the same file at the 70 B width with 8 l
   its own, edited in turns (7 rounds, the order swapped each round, so that a busy moment
   of the machine falls on both): the median of the rounds' ratios; and the ratio of their
   first lowerings.
+- Restart: the 70 B shape on a fresh server with an empty persistent cache folder (its first
+  lowering traces the block), then on another fresh server after an edit to the parent (the
+  answer misses; the block is read from the folder): both first lowerings, and their ratio.
 - Zoo: every wrapper of figure 8 verified (`torchMlirLens/verify`: Linalg on LLVM against
   eager) on a stitched server and on an inline one; how many verify each way and how many of
   them were stitched (their Linalg result has block functions).
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -170,6 +174,37 @@ async def _depth(ctx: Context, result: FigureResult) -> None:
     ]
 
 
+async def _restarted(ctx: Context, result: FigureResult) -> None:
+    """The 70 B shape's first lowering on a fresh server with a persistent cache folder:
+    first with the folder empty (the block traced), then on another fresh server after an
+    edit to the parent (its answer misses; the block is read from the folder)."""
+    model = next(m for m in big_models(ctx.work) if m.name == "llama70b")
+    cache = ctx.work / "fig14-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    settings = {"diagnostics": "off", "timeoutSeconds": 600, "stitchBlocks": True}
+    seconds: dict[str, float] = {}
+    for k, way in enumerate(("traced", "stored")):
+        client = await ctx.new_server(f"server-fig14-restart-{way}", settings,
+                                      env={"TORCH_MLIR_LENS_CACHE_DIR": str(cache)})
+        try:
+            uri = client.open(model.path, bump(model.path.read_text(), k))
+            res, seconds[way] = await client.lower(uri, model.module, "linalg")
+            res = check_lower(res, f"{model.name} {way}")
+            sources = [b.get("source") for b in (res.get("stats") or {}).get("blocks") or []]
+            if sources != [way]:
+                raise BenchError(f"the block was {sources}, not {way}")
+        finally:
+            await ctx.stop_server(client)
+    result.metrics += [
+        Metric("70 B shape, a fresh server's first lowering: block traced", seconds["traced"],
+               "s", None),
+        Metric("70 B shape, a fresh server's first lowering after an edit to the parent: "
+               "block read from the persistent cache", seconds["stored"], "s", None),
+        Metric("block read / block traced (first lowering)",
+               seconds["stored"] / seconds["traced"], "x", None),
+    ]
+
+
 async def _zoo(ctx: Context, result: FigureResult) -> None:
     outcomes: dict[str, dict[str, Any]] = {}
     # A copy in the servers' (trusted) workspace: the zoo's own folder is not theirs.
@@ -256,6 +291,7 @@ async def run(ctx: Context) -> FigureResult:
     result = FigureResult(NUMBER, TITLE)
     await _big_shapes(ctx, result)
     await _part(result, "depth", _depth(ctx, result))
+    await _part(result, "restart", _restarted(ctx, result))
     await _part(result, "zoo", _zoo(ctx, result))
     hovers: dict[str, list[float]] = {}
     for _ in range(1 if ctx.config.quick else 2):

@@ -6,7 +6,7 @@ import multiprocessing
 import os
 from pathlib import Path
 
-from torch_mlir_lens.engine.disk_cache import DiskCache
+from torch_mlir_lens.system.disk_cache import DiskCache
 
 REPLY = {"results": [{"module": "M", "target": "linalg", "ok": True, "ir": "x" * 1000}]}
 

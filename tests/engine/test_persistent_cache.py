@@ -214,3 +214,32 @@ async def test_a_file_imported_only_while_tracing_is_a_dependency(
         assert stale == 1 and "5.000000e+00" in again
     finally:
         helper.write_text("K = 4.0\n")
+
+
+BLOCKS = Path(__file__).resolve().parents[1] / "worker" / "models" / "repeated_blocks.py"
+
+
+async def test_a_restarted_worker_reads_traced_blocks_from_the_cache_folder(
+        tmp_path: Path) -> None:
+    """The engine tells its worker the cache folder; another worker process (a restarted
+    server, another engine of `check`) finds the block there after an edit to the parent."""
+    model = tmp_path / "stack.py"
+    model.write_text(BLOCKS.read_text())
+    config = EngineConfig(python=sys.executable, timeout_s=120, memory_limit_mb=3000,
+                          cache_dir=str(tmp_path / "cache"))
+    text = model.read_text()
+    sources = []
+    for step, edit in enumerate(("* 2.0  # parent: head", "* 3.0  # parent: head")):
+        engine = Engine(config)
+        try:
+            the_job = ModuleJob(path=str(model), module="Stack",
+                                text=text.replace("* 2.0  # parent: head", edit))
+            (result,) = await engine.lower(the_job, targets=["linalg"])
+            assert result.ok, result.diagnostics
+            sources.append([b["source"] for b in result.stats["blocks"]])
+            counters = (await engine.stats()).worker
+            assert (counters.block_traces, counters.block_disk_hits) == (
+                (1, 0) if step == 0 else (0, 1)), counters
+        finally:
+            await engine.stop()
+    assert sources == [["traced"], ["stored"]]

@@ -26,7 +26,6 @@ from typing import Any
 from torch_mlir_lens import defaults
 from torch_mlir_lens.engine import job_keys
 from torch_mlir_lens.engine.cache import ResultCache
-from torch_mlir_lens.engine.disk_cache import DiskCacheStats
 from torch_mlir_lens.engine.persistent_results import PersistentResults
 from torch_mlir_lens.engine.scheduler import Scheduler
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
@@ -47,6 +46,7 @@ from torch_mlir_lens.protocol.jobs import (
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.protocol.verify_results import VerifyResult
+from torch_mlir_lens.system.disk_cache import DiskCacheStats
 
 # Errors that depend on the text and the settings, not on luck: remembered like results so a
 # hover over a hanging module does not hang the worker again until the text changes.
@@ -92,7 +92,7 @@ class Engine:
         self._persistent = self._new_persistent()
         # The client is looked up at each call: a changed interpreter swaps it between jobs.
         self._scheduler = Scheduler(
-            run=lambda job: self._client.request(job.to_json(), self.config.timeout_s),
+            run=lambda job: self._client.request(self._frame(job), self.config.timeout_s),
             cancel_running=lambda: self._client.cancel(),
             holds_program=lambda key: key is not None and key in self._client.programs,
         )
@@ -106,6 +106,14 @@ class Engine:
         if not config.cache_dir or config.cache_max_mb <= 0:
             return None
         return PersistentResults(config.cache_dir, config.cache_max_mb, config.python)
+
+    def _frame(self, job: AnyJob) -> dict[str, Any]:
+        """What the worker is sent for `job`: its JSON, and for a module job the persistent
+        cache's folder (the worker keeps its traced blocks there; not part of any key)."""
+        frame = job.to_json()
+        if isinstance(job, ModuleJob) and self._persistent is not None:
+            frame["block_cache"] = self.config.cache_dir
+        return frame
 
     @property
     def persistent_stats(self) -> DiskCacheStats | None:

@@ -13,8 +13,8 @@ import os
 from typing import Any
 
 from torch_mlir_lens import defaults
-from torch_mlir_lens.engine.disk_cache import DiskCache, DiskCacheStats
-from torch_mlir_lens.engine.environment import environment_key
+from torch_mlir_lens.system.disk_cache import DiskCache, DiskCacheStats
+from torch_mlir_lens.system.environment import environment_key
 
 log = logging.getLogger(__name__)
 

@@ -56,10 +56,13 @@ class ModuleJob(Job):
     rewrites: list[str] = field(default_factory=list)
     # Repeated blocks lowered inline, not as one function per block (worker/blocks/).
     inline_blocks: bool = False
+    # The persistent cache's folder, where the worker keeps traced blocks too (None: in its
+    # memory only). The engine adds it to each job it sends; no cache key includes it.
+    block_cache: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Absolute paths; `construct`, `fingerprint`, `rewrites` and `inline_blocks` only
-        when set."""
+        """Absolute paths; `construct`, `fingerprint`, `rewrites`, `inline_blocks` and
+        `block_cache` only when set."""
         data = super().to_json()
         if not self.rewrites:
             del data["rewrites"]
@@ -72,6 +75,8 @@ class ModuleJob(Job):
             del data["fingerprint"]
         if not self.inline_blocks:
             del data["inline_blocks"]
+        if self.block_cache is None:
+            del data["block_cache"]
         return data
 
     def module_fields(self) -> ModuleJob:
@@ -224,16 +229,25 @@ class WorkerStats:
     exports_run: int
     cached_programs: int
     pid: int | None
+    # Repeated blocks (worker/blocks/block_cache.py): functions traced, and found traced in
+    # the worker's memory and in the persistent cache's folder.
+    block_traces: int = 0
+    block_cache_hits: int = 0
+    block_disk_hits: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkerStats:
-        return cls(jobs_run=_int_or_none(data.get("jobs_run")) or 0,
-                   exports_run=_int_or_none(data.get("exports_run")) or 0,
-                   cached_programs=_int_or_none(data.get("cached_programs")) or 0,
-                   pid=_int_or_none(data.get("pid")))
+        def count(name: str) -> int:
+            return _int_or_none(data.get(name)) or 0
+
+        return cls(jobs_run=count("jobs_run"), exports_run=count("exports_run"),
+                   cached_programs=count("cached_programs"), pid=_int_or_none(data.get("pid")),
+                   block_traces=count("block_traces"),
+                   block_cache_hits=count("block_cache_hits"),
+                   block_disk_hits=count("block_disk_hits"))
 
 
 JOB_TYPES: dict[str, type[Job]] = {cls.op: cls for cls in (

@@ -97,6 +97,9 @@ async def run(settings: CheckSettings, log: TextIO | None = None) -> CheckResult
         cache_note = (f"persistent cache {opts.cache_dir}: {opts.cache_hits} of "
                       f"{opts.cache_lookups} results answered from it (lowerings, "
                       "proofs of rewrites)")
+        if opts.blocks_traced or opts.blocks_stored:
+            cache_note += (f"; repeated blocks: {opts.blocks_stored} read from it, "
+                           f"{opts.blocks_traced} traced")
     return CheckResult(code, report, keys, summary_line(report), cache_note)
 
 

@@ -45,6 +45,10 @@ class RunOptions:
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
+    # Repeated blocks the lanes' workers traced, and found traced by an earlier run or
+    # another lane (the persistent cache's folder).
+    blocks_traced: int = 0
+    blocks_stored: int = 0
 
 
 @dataclass
@@ -86,6 +90,18 @@ def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str
     from torch_mlir_lens.rules.verdict import verdict_json
 
     return {t.target: verdict_json(t) for t in results}
+
+
+async def _count_blocks(engine: Any, opts: RunOptions) -> None:
+    """Add what the engine's worker did with repeated blocks (nothing when it never ran)."""
+    if engine.worker_pid is None:
+        return
+    try:
+        counters = (await engine.stats()).worker
+    except LensError:
+        return
+    opts.blocks_traced += counters.block_traces
+    opts.blocks_stored += counters.block_disk_hits
 
 
 async def _check_one(engine: Any, task: ModuleTask, text: str,
@@ -210,6 +226,7 @@ async def run_modules(
                     on_done(outcome)
         finally:
             if engine is not None:
+                await _count_blocks(engine, opts)
                 await engine.stop()
                 stats = engine.persistent_stats
                 if stats is not None:

@@ -72,6 +72,14 @@ _programs: OrderedDict[str, _Program] = OrderedDict()
 _evicted: list[_Program] = []
 
 
+def forget_programs() -> None:
+    """Drop every exported program held, as a new worker has none (the traced blocks are
+    `blocks.block_cache`'s to forget)."""
+    _evicted.extend(_programs.values())
+    _programs.clear()
+    release_evicted()
+
+
 def release_evicted() -> None:
     """Free the programs the cache let go of (the worker calls this after each reply)."""
     _evicted.clear()

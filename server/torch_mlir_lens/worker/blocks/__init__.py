@@ -12,7 +12,8 @@ lowered inline, as without stitching.
     survey.py    one fake-tensor run of the whole module: each block call recorded or matched
     prove.py     calls with one digest → groups (named after the block's class)
     trace.py     a group's block exported once, its weights as arguments
-    block_cache.py  traced blocks kept across lowerings (an edit to the parent re-uses them)
+    block_cache.py  traced blocks kept across lowerings and processes (an edit to the parent
+                    re-uses them; so do a restarted server and each engine of `check`)
     stub.py      the parent's export with each block call as one custom op
     stitch.py    one MLIR module: `main` + a private function per group, the ops → func.call
     lowering.py  a stitched module through the backend pipelines
@@ -34,6 +35,7 @@ def export(fn: Any, resolved: Any, inline: Callable[[], Any], job: Any,
     """`fn` exported for the module job `job` (its inputs `resolved`): stitched when its
     blocks are proven and the job allows it, else `inline()` (`why_inline`: the caller's
     reason to, when it has one). Returns (program, outcome)."""
+    from torch_mlir_lens.worker.blocks import block_cache
     from torch_mlir_lens.worker.blocks.program import Outcome, export_with_blocks
     from torch_mlir_lens.worker.ir.locations import UserFiles
 
@@ -43,13 +45,15 @@ def export(fn: Any, resolved: Any, inline: Callable[[], Any], job: Any,
                else "inline: dynamic dims" if resolved.dynamic_shapes is not None else "")
     if why_not:
         return inline(), Outcome(reason=why_not)
+    block_cache.use_folder(job.block_cache)
     return export_with_blocks(fn, tuple(resolved.args), dict(resolved.kwargs or {}), inline,
                               users=UserFiles(user_files),
                               texts={os.path.normpath(job.path): text})
 
 
 def counters() -> dict[str, int]:
-    """The worker's block counters: functions traced, traced functions re-used."""
+    """The worker's block counters: functions traced, re-used from memory and from disk,
+    written to disk."""
     from torch_mlir_lens.worker.blocks import block_cache
 
     return dict(block_cache.counters)

@@ -22,7 +22,13 @@ import torch
 from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.worker.blocks import block_cache
 from torch_mlir_lens.worker.blocks.prove import Chain, Group, find_chains, group_calls
-from torch_mlir_lens.worker.blocks.stitch import Function, StitchError, raw_function, stitch
+from torch_mlir_lens.worker.blocks.stitch import (
+    Function,
+    StitchError,
+    raw_function,
+    readable_function,
+    stitch,
+)
 from torch_mlir_lens.worker.blocks.stub import (
     NAMESPACE,
     ChainPlan,
@@ -49,7 +55,7 @@ class StitchedBlock:
     ops: int  # ATen ops of one call
     traced: block_cache.Traced
     kernel: GroupKernel
-    source: str  # "traced" or "cached"
+    source: str  # "traced", "cached" (this worker's) or "stored" (the persistent cache's)
     calls: int = 0  # call sites in the stitched module
 
     def stats(self) -> dict[str, Any]:
@@ -118,7 +124,7 @@ class StitchedProgram:
         """The parent's lifted constants and the block functions' (by function)."""
         merged = dict(getattr(self.parent, "constants", None) or {})
         for block in self.blocks:
-            for name, value in (getattr(block.traced.program, "constants", None) or {}).items():
+            for name, value in block.traced.constants.items():
                 merged[f"{block.symbol}.{name}"] = value
         return merged
 
@@ -143,29 +149,26 @@ def _digest_key(group: Group, users: UserFiles, texts: dict[str, str]) -> str | 
     return hashlib.sha256(f"{rep.digest}:{source}".encode()).hexdigest()
 
 
-def _runner(program: Any) -> Any:
-    """The block function run eagerly (before or after the FX import froze its constants)."""
-    def run(*tensors: torch.Tensor) -> Any:
-        gm = program.graph_module
-        inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        with torch.no_grad():
-            return (gm if len(inputs) == len(tensors) else program.module())(*tensors)
-
-    return run
-
-
 def _block(group: Group, users: UserFiles, texts: dict[str, str]) -> StitchedBlock:
     rep = group.representative
     key = _digest_key(group, users, texts)
-    traced = block_cache.lookup(key)
-    source = "cached"
+    traced, tier = block_cache.lookup(key, users)
+    if traced is not None and key is not None and tier == "disk" and not readable_function(
+            traced.raw or b""):
+        block_cache.forget(key)  # foreign bytes in the folder: traced again, stored anew
+        traced, tier = None, ""
+    source = {"memory": "cached", "disk": "stored"}.get(tier, "traced")
     if traced is None:
         program = export_block(rep, users)
-        traced = block_cache.Traced(program, _runner(program))
+        traced = block_cache.Traced.of(program)
+        traced.raw = raw_function(program, users)
         block_cache.store(key, traced, users, block_cache.class_file(type(rep.module)))
-        source = "traced"
     if traced.raw is None:
         traced.raw = raw_function(traced.program, users)
+    # An entry read from disk traces its program only if something asks for it, from this
+    # lowering's representative (the same class, code and digest as the one it was made of).
+    if traced.stored:
+        traced.retrace = lambda: export_block(rep, users)
     kernel = new_kernel(rep.out_metas)
     kernel.run = traced.run
     return StitchedBlock(group.symbol, group.class_name, [c.path for c in group.calls],

@@ -66,6 +66,20 @@ def raw_function(program: Any, users: UserFiles) -> bytes:
     return buf.getvalue()
 
 
+def readable_function(raw: bytes) -> bool:
+    """Whether `raw` parses as one function, in a scratch context (bytes read from the
+    persistent cache's folder are checked before anything is stitched with them)."""
+    from torch_mlir_lens.worker.stages.pipeline import new_context
+
+    ctx = new_context()
+    try:
+        with ctx, captured(ctx):
+            piece = ir.Module.parse(raw, context=ctx)
+    except Exception:  # MLIRError, or whatever the parser makes of foreign bytes
+        return False
+    return sum(op.name == "func.func" for op in _top_ops(piece)) == 1
+
+
 def _top_ops(module_op: Any) -> list[Any]:
     return [op.operation for op in module_op.operation.regions[0].blocks[0].operations]
 

@@ -1,9 +1,10 @@
-"""The persistent result cache: lowering answers kept on disk across processes and days.
+"""The persistent cache's storage: entries kept on disk across processes and days.
 
-An entry is a lowering's reply (IR per target, line map, diagnostics, stats) stored under a
-key that covers the job and its environment (`environment.py`), plus what the worker said
-the answer depends on (`worker/loading/provenance.py`): the other files the code executed,
-with their content hashes, and the installed libraries, with their versions. A lookup hashes
+An entry is a JSON object (the engine's: a lowering's reply, its IR per target, line map,
+diagnostics and stats; the worker's: a traced block's function) stored under a key that covers
+the job and its environment (`environment.py`), plus what it depends on (for a reply, what
+the worker said, `worker/loading/provenance.py`): the other files the code executed, with
+their content hashes, and the installed libraries, with their versions. A lookup hashes
 those files and reads those versions again: the entry is used only when all still match, so
 an answer is confirmed, not recomputed, and never served stale.
 
@@ -57,7 +58,9 @@ def _version_of(dist: str) -> str | None:
         return None
 
 
-def _digest(path: str) -> str | None:
+def file_digest(path: str) -> str | None:
+    """sha256 of a file's bytes (what an entry records of a file it depends on); None when
+    it cannot be read."""
     try:
         with open(path, "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
@@ -108,7 +111,7 @@ class DiskCache:
 
     def _still_true(self, entry: dict[str, Any]) -> bool:
         files, libraries = entry["files"], entry["libraries"]
-        return (all(_digest(path) == digest for path, digest in files.items())
+        return (all(file_digest(path) == digest for path, digest in files.items())
                 and all(self._version_of(dist) == version
                         for dist, version in libraries.items()))
 
