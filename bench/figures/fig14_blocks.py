@@ -16,6 +16,10 @@ decoder layers; built without weights), the same file at the 70 B width with 8 l
 - Restart: the 70 B shape on a fresh server with an empty persistent cache folder (its first
   lowering traces the block), then on another fresh server after an edit to the parent (the
   answer misses; the block is read from the folder): both first lowerings, and their ratio.
+- Block edits: the 70 B shape's block `forward` edited on one stitched server, in turns, so
+  that no line moves (the parent's export re-used) or that a comment line is added to the
+  block (exported again);
+  each traces the block again; both medians and their ratio.
 - Zoo: every wrapper of figure 8 verified (`torchMlirLens/verify`: Linalg on LLVM against
   eager) on a stitched server and on an inline one; how many verify each way and how many of
   them were stitched (their Linalg result has block functions).
@@ -205,6 +209,47 @@ async def _restarted(ctx: Context, result: FigureResult) -> None:
     ]
 
 
+BLOCK_LINE = "return x + self.mlp(self.mlp_norm(x))"
+
+
+async def _block_edits(ctx: Context, result: FigureResult) -> None:
+    """Edits to the 70 B shape's block `forward` on one stitched server, in turns: one that
+    moves no line (the parent's export is re-used) and one that also adds a comment line to
+    the block (the parent's lines move: it is exported again). Both trace the block again."""
+    model = next(m for m in big_models(ctx.work) if m.name == "llama70b")
+    original = model.path.read_text()
+    if BLOCK_LINE not in original:
+        raise BenchError("the block's line to edit is not in the model")
+    settings = {"diagnostics": "off", "timeoutSeconds": 600, "stitchBlocks": True}
+    client = await ctx.new_server("server-fig14-block-edits", settings)
+    seconds: dict[str, list[float]] = {"reused": [], "exported": []}
+    try:
+        uri = client.open(model.path, original)
+        check_lower((await client.lower(uri, model.module, "linalg"))[0], "first")
+        for k in range(DEPTH_ROUNDS):
+            for way in (("reused", "exported") if k % 2 else ("exported", "reused")):
+                op = "-" if len(seconds[way]) % 2 == 0 else "*"
+                edit = BLOCK_LINE.replace("x + self", f"x {op} self") + f"  # {way} {k}"
+                if way == "exported":  # one more line in the block, other each time
+                    edit += f"\n    # a line added to the block ({k})"
+                client.change(uri, original.replace(BLOCK_LINE, edit))
+                res, took = await client.lower(uri, model.module, "linalg")
+                stats = check_lower(res, f"block edit {way}").get("stats") or {}
+                if stats.get("blocksParent", stats.get("blocks_parent")) != way:
+                    raise BenchError(f"the parent was not {way}: {stats}")
+                seconds[way].append(took)
+    finally:
+        await ctx.stop_server(client)
+    result.metrics += [
+        metric_from_samples("70 B shape, edit to the block's forward → IR, parent re-used",
+                            seconds["reused"], "s", None),
+        metric_from_samples("70 B shape, edit to the block's forward → IR, a line added "
+                            "(parent exported again)", seconds["exported"], "s", None),
+        Metric("block edit: parent re-used / exported again",
+               median(seconds["reused"]) / median(seconds["exported"]), "x", None),
+    ]
+
+
 async def _zoo(ctx: Context, result: FigureResult) -> None:
     outcomes: dict[str, dict[str, Any]] = {}
     # A copy in the servers' (trusted) workspace: the zoo's own folder is not theirs.
@@ -292,6 +337,7 @@ async def run(ctx: Context) -> FigureResult:
     await _big_shapes(ctx, result)
     await _part(result, "depth", _depth(ctx, result))
     await _part(result, "restart", _restarted(ctx, result))
+    await _part(result, "block edits", _block_edits(ctx, result))
     await _part(result, "zoo", _zoo(ctx, result))
     hovers: dict[str, list[float]] = {}
     for _ in range(1 if ctx.config.quick else 2):

@@ -167,3 +167,15 @@ class Drifting(nn.Module):
         for block in self.blocks:
             x = block(x)
         return x
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 3, 8),)
+class StackWithExtra(Stack):
+    """One more Block outside the list: its forward runs in the parent's own export."""
+
+    def __init__(self):
+        super().__init__()
+        self.extra = Block()
+
+    def forward(self, x):
+        return self.extra(super().forward(x)[..., :1].expand(-1, -1, 8))

@@ -14,6 +14,8 @@ lowered inline, as without stitching.
     trace.py     a group's block exported once, its weights as arguments
     block_cache.py  traced blocks kept across lowerings and processes (an edit to the parent
                     re-uses them; so do a restarted server and each engine of `check`)
+    parent_cache.py the parent's export kept across lowerings differing only in a block's
+                    forward (an edit to the block re-uses it)
     stub.py      the parent's export with each block call as one custom op
     stitch.py    one MLIR module: `main` + a private function per group, the ops → func.call
     lowering.py  a stitched module through the backend pipelines
@@ -48,7 +50,21 @@ def export(fn: Any, resolved: Any, inline: Callable[[], Any], job: Any,
     block_cache.use_folder(job.block_cache)
     return export_with_blocks(fn, tuple(resolved.args), dict(resolved.kwargs or {}), inline,
                               users=UserFiles(user_files),
-                              texts={os.path.normpath(job.path): text})
+                              texts={os.path.normpath(job.path): text}, job_key=_job_key(job))
+
+
+def _job_key(job: Any) -> str:
+    """What decides a module job's export besides its file's text: its other fields and the
+    stamps of the .py files beside it (as `protocol.programs.program_key`)."""
+    import hashlib
+    import json
+
+    from torch_mlir_lens.protocol.programs import folder_stamp
+
+    fields = {k: v for k, v in job.module_fields().to_json().items()
+              if k not in ("text", "fingerprint", "block_cache")}
+    blob = json.dumps([fields, folder_stamp(job.path)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def counters() -> dict[str, int]:

@@ -20,11 +20,12 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker.blocks import block_cache
+from torch_mlir_lens.worker.blocks import block_cache, parent_cache
 from torch_mlir_lens.worker.blocks.prove import Chain, Group, find_chains, group_calls
 from torch_mlir_lens.worker.blocks.stitch import (
     Function,
     StitchError,
+    parse_module,
     raw_function,
     readable_function,
     stitch,
@@ -40,6 +41,7 @@ from torch_mlir_lens.worker.blocks.stub import (
 )
 from torch_mlir_lens.worker.blocks.survey import survey
 from torch_mlir_lens.worker.blocks.trace import export_block
+from torch_mlir_lens.worker.ir.crash_guard import noted_weights
 from torch_mlir_lens.worker.ir.locations import UserFiles
 
 MAX_LISTED = 8  # calls left inline named in the stats (the count is complete)
@@ -75,6 +77,7 @@ class Outcome:
     surveyed: tuple[int, int] = (0, 0)  # block calls seen, and run (the others matched)
     chains: int = 0  # block calls made by chain ops (the parent's export saw one op each)
     retried: str = ""  # why the parent was exported again, one op per call
+    parent: str = ""  # "exported", or "reused" (kept from a lowering differing in a forward)
 
     def stats(self) -> dict[str, Any]:
         """Keys added to a result's stats."""
@@ -89,6 +92,8 @@ class Outcome:
                                     "chained": self.chains}
         if self.retried:
             out["blocks_retried"] = self.retried
+        if self.parent:
+            out["blocks_parent"] = self.parent
         if self.seconds:
             out["blocks_seconds"] = {k: round(v, 4) for k, v in self.seconds.items()}
         return out
@@ -187,9 +192,11 @@ def _call_sites(program: Any) -> dict[int, int]:
 
 
 def export_with_blocks(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                       export: Any, *, users: UserFiles,
-                       texts: dict[str, str]) -> tuple[Any, Outcome]:
-    """`fn` exported with its repeated blocks stitched when proven, else `export()`'s."""
+                       export: Any, *, users: UserFiles, texts: dict[str, str],
+                       job_key: str | None = None) -> tuple[Any, Outcome]:
+    """`fn` exported with its repeated blocks stitched when proven, else `export()`'s.
+    `job_key`: what decides the export besides the file's text (the job's other fields,
+    the files beside it); without it no parent export is kept (`parent_cache.py`)."""
     outcome = Outcome()
     if not isinstance(fn, torch.nn.Module):
         outcome.reason = "a function, not a module"
@@ -222,7 +229,10 @@ def export_with_blocks(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         outcome.reason = "no block function exported"
         return export(), outcome
     chains = [c for c in grouping.chains if any(c.group is g for g, _b in made)]
-    return _export_parent(fn, made, chains, export, users, outcome)
+    start = time.perf_counter()
+    entry_key = parent_cache.key(job_key, fn, args, kwargs, texts, [g for g, _b in made], chains)
+    outcome.seconds["parent_key"] = time.perf_counter() - start
+    return _export_parent(fn, made, chains, export, users, outcome, entry_key=entry_key)
 
 
 Plans = dict[int, tuple[torch.nn.Module, dict[str, StubbedCall | InChain]]]
@@ -247,12 +257,21 @@ def _plans(made: list[tuple[Group, StitchedBlock]], chains: list[Chain]) -> Plan
 
 def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: list[Chain],
                    export: Any, users: UserFiles, outcome: Outcome,
-                   first: bool = True) -> tuple[Any, Outcome]:
+                   first: bool = True, entry_key: str | None = None) -> tuple[Any, Outcome]:
     """The parent exported with its blocks stubbed: first with chains and the blocks'
-    submodules out of sight, then (that failing) one op per call, then inline."""
+    submodules out of sight (or that export kept from a lowering that differed only in a
+    block's forward, `parent_cache.py`), then (that failing) one op per call, then inline."""
+    if first and entry_key is not None:
+        entry = parent_cache.lookup(entry_key)
+        if entry is not None:
+            reused = _reused_parent(fn, entry, made, outcome)
+            if reused is not None:
+                return reused
     start = time.perf_counter()
+    classes = list({type(g.representative.module): None for g, _b in made})
     try:
-        with stubbed(_plans(made, chains if first else []), submodules=first):
+        with stubbed(_plans(made, chains if first else []), submodules=first), \
+                parent_cache.forwards_watched(classes if entry_key else []) as ran:
             parent = export()
     except LensError as err:
         if not first:
@@ -260,10 +279,12 @@ def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: lis
                               f"({err.message.splitlines()[0]})")
             return export(), outcome
         outcome.retried = err.message.splitlines()[0][:200]
-        return _export_parent(fn, made, chains, export, users, outcome, first=False)
+        return _export_parent(fn, made, chains, export, users, outcome, first=False,
+                              entry_key=entry_key)
     chains = chains if first else []
     outcome.chains = sum(len(c.calls) for c in chains)
     outcome.seconds["parent_export"] = time.perf_counter() - start
+    outcome.parent = "exported"
     sites = _call_sites(parent)
     blocks = [block for _group, block in made if sites.get(block.kernel.number)]
     if not blocks:
@@ -274,16 +295,47 @@ def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: lis
 
     try:
         raw = import_program(parent, users)
+        if first and entry_key is not None and not ran:  # no forward of a block ran
+            parent_cache.store(entry_key, parent, raw, noted_weights(raw.context),
+                               [b.kernel for _g, b in made], outcome.chains)
         counts = stitch(raw, [Function(b.symbol, b.kernel, b.traced.raw or b"")
                               for b in blocks])
     except (StitchError, LensError) as err:
         outcome.reason = f"the stitch did not fit ({err}); lowered inline"
         return export(), outcome
     outcome.seconds["import"] = time.perf_counter() - start
+    return _stitched(parent, blocks, raw, counts, outcome)
+
+
+def _stitched(parent: Any, blocks: list[StitchedBlock], raw: Any, counts: dict[str, int],
+              outcome: Outcome) -> tuple[StitchedProgram, Outcome]:
     for block in blocks:
         block.calls = counts.get(block.symbol, 0)
     outcome.stitched, outcome.blocks = True, blocks
     return StitchedProgram(parent, blocks, raw), outcome
+
+
+def _reused_parent(fn: Any, entry: parent_cache.Entry, made: list[tuple[Group, StitchedBlock]],
+                   outcome: Outcome) -> tuple[StitchedProgram, Outcome] | None:
+    """The kept parent export stitched with this lowering's blocks; None when it does not
+    fit after all (the parent is then exported)."""
+    start = time.perf_counter()
+    try:
+        kernels = parent_cache.kernels_for(
+            entry, fn, [(b.kernel, list(g.representative.weights)) for g, b in made])
+        raw = parse_module(entry.raw, entry.weight_bytes)
+        for (_group, block), kernel in zip(made, kernels, strict=True):
+            block.kernel = kernel
+        sites = _call_sites(entry.parent)
+        blocks = [block for _group, block in made if sites.get(block.kernel.number)]
+        counts = stitch(raw, [Function(b.symbol, b.kernel, b.traced.raw or b"")
+                              for b in blocks])
+    except (StitchError, LensError, AttributeError, ValueError):
+        return None
+    outcome.chains = entry.chained
+    outcome.parent = "reused"
+    outcome.seconds["import"] = time.perf_counter() - start
+    return _stitched(entry.parent, blocks, raw, counts, outcome)
 
 
 __all__ = ["Outcome", "StitchedBlock", "StitchedProgram", "export_with_blocks"]

@@ -115,6 +115,17 @@ def _hook_value(value: Any) -> Any:
     return _state_value(value)
 
 
+def attribute_key(name: str, value: Any) -> Any:
+    """A module attribute's value as data two modules can be compared by (hook tables by
+    their hooks, tensors by type, modules by class)."""
+    return _hook_value(value) if "hook" in name else _state_value(value)
+
+
+def original_class(cls: type) -> type:
+    """The class itself, for a module whose class is watched at the moment."""
+    return _originals.get(cls, cls)
+
+
 def _submodule(block: torch.nn.Module, path: str, found: dict[str, Any]) -> Any:
     """The module at `path` in `block` ("" is the block itself), or None."""
     if path in found:
@@ -154,4 +165,4 @@ def state_key(block: torch.nn.Module, reads: Reads, args: tuple[Any, ...],
     return tuple(parts)
 
 
-__all__ = ["Reads", "state_key", "watching"]
+__all__ = ["Reads", "attribute_key", "original_class", "state_key", "watching"]

@@ -66,6 +66,21 @@ def raw_function(program: Any, users: UserFiles) -> bytes:
     return buf.getvalue()
 
 
+def parse_module(raw: bytes, weight_bytes: int) -> Any:
+    """A module kept as bytecode, parsed into a fresh context (as `import_program` makes
+    one, its weights noted as the importer noted them)."""
+    from torch_mlir_lens.worker.stages.pipeline import new_context
+
+    ctx = new_context()
+    try:
+        with ctx, captured(ctx):
+            module_op = ir.Module.parse(raw, context=ctx).operation
+    except Exception as exc:  # MLIRError: the kept bytes do not parse
+        raise StitchError(f"a kept module does not parse: {exc}") from exc
+    note_weights(ctx, weight_bytes)
+    return module_op
+
+
 def readable_function(raw: bytes) -> bool:
     """Whether `raw` parses as one function, in a scratch context (bytes read from the
     persistent cache's folder are checked before anything is stitched with them)."""

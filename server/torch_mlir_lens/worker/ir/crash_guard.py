@@ -105,6 +105,11 @@ def note_weights(ctx: ir.Context, nbytes: int) -> None:
     _weights[ctx] = _weights.get(ctx, 0) + nbytes
 
 
+def noted_weights(ctx: ir.Context) -> int:
+    """The weight bytes noted for `ctx` so far."""
+    return _weights.get(ctx, 0)
+
+
 _guarding = False  # inside `guarded()`
 
 
@@ -292,5 +297,6 @@ def load_dialects(pipeline: str, ctx: ir.Context) -> None:
 
 __all__ = ["GUARD_PASSES_ENV", "MAX_FORKED_WEIGHT_BYTES", "NO_FORK_ENV", "THROWN", "Crash",
            "guarded", "guarding_passes", "is_crash_message",
-           "load_dialects", "module_bytes", "note_weights", "reap_pending", "replace_body",
+           "load_dialects", "module_bytes", "note_weights", "noted_weights", "reap_pending",
+           "replace_body",
            "run_forked", "run_in_place", "worth_forking"]
