@@ -69,10 +69,10 @@ def _job_key(job: Any) -> str:
 
 def counters() -> dict[str, int]:
     """The worker's block counters: functions traced, re-used from memory and from disk,
-    written to disk."""
-    from torch_mlir_lens.worker.blocks import block_cache
+    written to disk; parent exports re-used."""
+    from torch_mlir_lens.worker.blocks import block_cache, parent_cache
 
-    return dict(block_cache.counters)
+    return {**block_cache.counters, **parent_cache.counters}
 
 
 __all__ = ["counters", "export"]

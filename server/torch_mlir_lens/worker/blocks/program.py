@@ -324,14 +324,15 @@ def _reused_parent(fn: Any, entry: parent_cache.Entry, made: list[tuple[Group, S
         kernels = parent_cache.kernels_for(
             entry, fn, [(b.kernel, list(g.representative.weights)) for g, b in made])
         raw = parse_module(entry.raw, entry.weight_bytes)
-        for (_group, block), kernel in zip(made, kernels, strict=True):
-            block.kernel = kernel
         sites = _call_sites(entry.parent)
-        blocks = [block for _group, block in made if sites.get(block.kernel.number)]
-        counts = stitch(raw, [Function(b.symbol, b.kernel, b.traced.raw or b"")
-                              for b in blocks])
+        called = [(b, k) for (_g, b), k in zip(made, kernels, strict=True)
+                  if sites.get(k.number)]
+        counts = stitch(raw, [Function(b.symbol, k, b.traced.raw or b"") for b, k in called])
     except (StitchError, LensError, AttributeError, ValueError):
-        return None
+        return None  # the blocks keep their own kernels, for the export that follows
+    for (_group, block), kernel in zip(made, kernels, strict=True):
+        block.kernel = kernel
+    blocks = [block for block, _kernel in called]
     outcome.chains = entry.chained
     outcome.parent = "reused"
     outcome.seconds["import"] = time.perf_counter() - start
