@@ -109,3 +109,57 @@ def test_a_stitched_program_kept_by_reuse_verifies(model: Path) -> None:
     job = VerifyJob(path=str(model), module="Stack", text=edited)
     reply = job_handlers.run_job({**job.to_json(), "id": 2})
     assert reply["ok"] and reply["result"]["ok"], reply
+
+
+FLAGGED = '''from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+SIGN = float(Path(__file__).with_name("sign.txt").read_text())  # not code: in no key
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.up = nn.Linear(8, 16)
+        self.down = nn.Linear(16, 8)
+
+    def forward(self, x):
+        h = F.gelu(self.up(self.norm(x)))
+        return x + self.down(h)  # block: down
+
+
+# torch-mlir-lens: inputs=(torch.randn(2, 3, 8),)
+class Flagged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sign = SIGN
+        self.blocks = nn.ModuleList([Block() for _ in range(3)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x * 3.0 if self.sign > 0 else x * 5.0
+'''
+
+
+def test_a_changed_module_state_exports_the_parent_again(tmp_path: Path) -> None:
+    """The same code but for a block's forward, and a module attribute that differs (read
+    from a data file, which no key covers): the kept parent export is not used."""
+    _forget()
+    (tmp_path / "sign.txt").write_text("1")
+    path = tmp_path / "flagged.py"
+    path.write_text(FLAGGED)
+    first = _lower(path, FLAGGED, module="Flagged")
+    assert "3.000000e+00" in first.ir and "5.000000e+00" not in first.ir
+    same = FLAGGED.replace(DOWN, SAME_LINES)
+    assert _lower(path, same, module="Flagged").stats["blocks_parent"] == "reused"
+    (tmp_path / "sign.txt").write_text("-1")
+    other = FLAGGED.replace(DOWN, "return x * self.down(h)  # block: down")  # no line moved
+    again = _lower(path, other, module="Flagged")
+    assert again.stats["blocks_parent"] == "exported"
+    assert "5.000000e+00" in again.ir and "3.000000e+00" not in again.ir
+    _forget()

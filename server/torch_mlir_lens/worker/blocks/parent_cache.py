@@ -12,7 +12,8 @@ block call returns (its stub's types). An entry is reused only when each is prov
   call that is not a stub's (a stubbed block's forward is its instance's): an instance left
   unstitched, a subclass calling `super().forward`. An export that ran one is not kept;
 - state: every module's class, plain attributes and tensors' types, the blocks' included
-  (whatever their constructors set, whatever ran while the model was built);
+  (whatever their constructors set, whatever ran while the model was built), compared with
+  those of the module the entry was exported from only once the rest matched;
 - calls: each group's blocks, their inputs' and results' types and structure, their weights,
   and the chains.
 
@@ -61,6 +62,15 @@ class Entry:
     weight_bytes: int  # what the importer counted of its weights (crash_guard.note_weights)
     groups: list[tuple[int, dict[int, str]]]  # per group, in order: its number, site → path
     chained: int  # block calls made by chain ops
+    # The module it was exported from, whose state is compared only when the rest of a key
+    # matches (an edit to the parent, the usual one, then costs nothing per layer).
+    root: torch.nn.Module
+    _state: str | None = None
+
+    def state(self) -> str:
+        if self._state is None:
+            self._state = module_state(self.root)
+        return self._state
 
 
 def _sha(*parts: Any) -> str:
@@ -119,6 +129,13 @@ def _module_state(module: torch.nn.Module) -> tuple[Any, ...]:
     return (original_class(type(module)), plain, tensors, children)
 
 
+def module_state(root: torch.nn.Module) -> str:
+    """Every module's state (`_module_state`), in the order `modules()` gives, hashed (classes
+    by their qualified names: each load of a file makes new class objects; their code is the
+    key's part)."""
+    return _sha(tuple(_module_state(m) for m in root.modules()))
+
+
 def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
     return (str(spec), tuple(TensorMeta.of(v) if isinstance(v, torch.Tensor) else _plain(v)
@@ -142,16 +159,15 @@ def _calls(groups: list[Group], chains: list[Chain]) -> tuple[Any, ...]:
 def key(job_key: str | None, root: torch.nn.Module, args: tuple[Any, ...],
         kwargs: dict[str, Any], texts: dict[str, str], groups: list[Group],
         chains: list[Chain]) -> str | None:
-    """The entry key of this parent export, or None when it may not be kept (no key of the
-    job, a model with real weights)."""
+    """The key of this parent export but for the module's state (compared on a match, see
+    `lookup`), or None when it may not be kept (no key of the job, real weights)."""
     from torch_mlir_lens.worker.loading.construct import is_fake_module
 
     if job_key is None or not is_fake_module(root) or len(texts) != 1:
         return None
     (path, text), = texts.items()
     classes = list({type(g.representative.module): None for g in groups})
-    state = tuple(_module_state(m) for m in root.modules())
-    return _sha(job_key, masked_text(text, path, classes), state, _inputs(args, kwargs),
+    return _sha(job_key, masked_text(text, path, classes), _inputs(args, kwargs),
                 _calls(groups, chains))
 
 
@@ -180,24 +196,27 @@ def forwards_watched(classes: list[type]) -> Iterator[list[str]]:
             type.__setattr__(cls, "forward", original)
 
 
-def lookup(entry_key: str | None) -> Entry | None:
-    """The parent export kept under `entry_key`, if any."""
+def lookup(entry_key: str | None, root: torch.nn.Module) -> Entry | None:
+    """The parent export kept under `entry_key` from a module whose state is `root`'s."""
     entry = _entries.get(entry_key) if entry_key is not None else None
-    if entry is not None:
-        _entries.move_to_end(entry_key)  # type: ignore[arg-type]
-        counters["parent_exports_reused"] += 1
+    if entry is None:
+        return None
+    if entry.state() != module_state(root):
+        return None
+    _entries.move_to_end(entry_key)  # type: ignore[arg-type]
+    counters["parent_exports_reused"] += 1
     return entry
 
 
-def store(entry_key: str, parent: Any, raw_op: Any, weight_bytes: int,
+def store(entry_key: str, root: torch.nn.Module, parent: Any, raw_op: Any, weight_bytes: int,
           kernels: list[GroupKernel], chained: int) -> None:
-    """Keep a parent export (its imported module `raw_op` not yet stitched) under
+    """Keep a parent export of `root` (its imported module `raw_op` not yet stitched) under
     `entry_key`; the oldest entries go past MAX_ENTRIES."""
     buf = io.BytesIO()
     raw_op.operation.write_bytecode(buf)
     groups = [(k.number, {site: k.paths.get(id(module), "")
                           for site, (module, _names) in k.sites.items()}) for k in kernels]
-    _entries[entry_key] = Entry(parent, buf.getvalue(), weight_bytes, groups, chained)
+    _entries[entry_key] = Entry(parent, buf.getvalue(), weight_bytes, groups, chained, root)
     _entries.move_to_end(entry_key)
     while len(_entries) > MAX_ENTRIES:
         _entries.popitem(last=False)
@@ -228,4 +247,4 @@ def clear() -> None:
 
 
 __all__ = ["MAX_ENTRIES", "Entry", "clear", "counters", "forwards_watched", "kernels_for",
-           "key", "lookup", "masked_text", "store"]
+           "key", "lookup", "masked_text", "module_state", "store"]

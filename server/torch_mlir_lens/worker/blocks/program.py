@@ -262,7 +262,7 @@ def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: lis
     submodules out of sight (or that export kept from a lowering that differed only in a
     block's forward, `parent_cache.py`), then (that failing) one op per call, then inline."""
     if first and entry_key is not None:
-        entry = parent_cache.lookup(entry_key)
+        entry = parent_cache.lookup(entry_key, fn)
         if entry is not None:
             reused = _reused_parent(fn, entry, made, outcome)
             if reused is not None:
@@ -296,7 +296,7 @@ def _export_parent(fn: Any, made: list[tuple[Group, StitchedBlock]], chains: lis
     try:
         raw = import_program(parent, users)
         if first and entry_key is not None and not ran:  # no forward of a block ran
-            parent_cache.store(entry_key, parent, raw, noted_weights(raw.context),
+            parent_cache.store(entry_key, fn, parent, raw, noted_weights(raw.context),
                                [b.kernel for _g, b in made], outcome.chains)
         counts = stitch(raw, [Function(b.symbol, b.kernel, b.traced.raw or b"")
                               for b in blocks])
