@@ -92,13 +92,16 @@ def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str
     return {t.target: verdict_json(t) for t in results}
 
 
+STATS_TIMEOUT_S = 10.0
+
+
 async def _count_blocks(engine: Any, opts: RunOptions) -> None:
     """Add what the engine's worker did with repeated blocks (nothing when it never ran)."""
     if engine.worker_pid is None:
         return
-    try:
-        counters = (await engine.stats()).worker
-    except LensError:
+    try:  # the worker is idle: it answers at once (bounded all the same: a count is a nicety)
+        counters = (await asyncio.wait_for(engine.stats(), STATS_TIMEOUT_S)).worker
+    except (LensError, TimeoutError):
         return
     opts.blocks_traced += counters.block_traces
     opts.blocks_stored += counters.block_disk_hits
@@ -224,9 +227,10 @@ async def run_modules(
                 outcomes[order[id(task)]] = outcome
                 if on_done is not None:
                     on_done(outcome)
+            if engine is not None:  # every module checked (a signal skips this)
+                await _count_blocks(engine, opts)
         finally:
             if engine is not None:
-                await _count_blocks(engine, opts)
                 await engine.stop()
                 stats = engine.persistent_stats
                 if stats is not None:
