@@ -163,3 +163,39 @@ def test_an_edit_to_the_parent_reuses_the_traced_block() -> None:
                              "return x - self.down(h)  # block: down")
     again = _lower("Stack", ["linalg"], text=changed)["linalg"]
     assert again.stats["blocks"][0]["source"] == "traced"
+
+
+def test_a_block_caching_a_tensor_lowers_and_verifies() -> None:
+    # The survey and the block's trace run the forward on fake tensors: the cached bias must
+    # not stay in the model for the parent's export to find (LeViT failed so).
+    result = _lower("Caching", ["linalg", "tosa"])
+    for target in ("linalg", "tosa"):
+        assert result[target].ok, result[target].diagnostics
+    assert _functions(result["linalg"].ir) == {"CachingBlock": 3}
+    assert _verify("Caching")["ok"]
+
+
+def test_the_survey_and_a_block_trace_leave_the_model_as_it_was() -> None:
+    import importlib.util
+
+    import torch
+
+    from torch_mlir_lens.worker.blocks.kept_state import state_kept
+
+    spec = importlib.util.spec_from_file_location("repeated_blocks", MODELS)
+    assert spec is not None and spec.loader is not None
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model = models.Caching()
+    caches = [block.bias_cache for block in model.blocks]
+    hooks = model.blocks[0]._forward_hooks
+    with state_kept(model):
+        model(torch.randn(2, 3, 8))
+        model.blocks[1].index = torch.tensor([0, 0, 0])  # a buffer assigned
+        model.blocks[2].bias_cache = {}  # a container replaced
+        assert all(block.bias_cache for block in model.blocks[:2])
+    assert [block.bias_cache for block in model.blocks] == [{}, {}, {}]
+    assert all(block.bias_cache is cache for block, cache in zip(model.blocks, caches, strict=True))
+    assert model.blocks[0]._forward_hooks is hooks
+    assert not any(hasattr(block, "last_length") for block in model.blocks)
+    assert model.blocks[1].index.tolist() == [2, 0, 1]

@@ -36,6 +36,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_mlir_lens.worker.blocks.find import candidate_blocks
+from torch_mlir_lens.worker.blocks.kept_state import state_kept
 from torch_mlir_lens.worker.blocks.reads import state_key, watching
 from torch_mlir_lens.worker.blocks.record import BlockCall, OpenCall, Recorder, new_call
 
@@ -248,11 +249,13 @@ def survey(root: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
     fake_args, fake_kwargs = pytree.tree_map(fake, (tuple(args), dict(kwargs)))
     seen: dict[int, Any] = {}
     try:
-        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, True, seen)
+        with state_kept(root):  # what the forward caches on fake tensors stays out of the model
+            run = _run_once(root, blocks, fake_args, fake_kwargs, mode, True, seen)
         trusted = True
     except _Disproved:
         seen.clear()
-        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, False, seen)
+        with state_kept(root):
+            run = _run_once(root, blocks, fake_args, fake_kwargs, mode, False, seen)
         trusted = False
     return Survey(run.calls, fake_mode=mode, recorded=run.recorded, trusted_keys=trusted,
                   seen_by_parent=seen)

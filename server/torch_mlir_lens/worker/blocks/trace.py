@@ -20,6 +20,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker.blocks.kept_state import state_kept
 from torch_mlir_lens.worker.blocks.record import BlockCall, attribute
 from torch_mlir_lens.worker.ir.locations import UserFiles
 
@@ -75,8 +76,9 @@ def export_block(call: BlockCall, users: UserFiles) -> Any:
     from torch_mlir_lens.worker.stages.torch_export import export_program, register_user_frames
 
     register_user_frames(call.module, call.module, users)
-    program = export_program(BlockFunction(call), example_inputs(call), {},
-                             user_files=users.given)
+    with state_kept(call.module):  # the block is not the export's root: nothing else puts it back
+        program = export_program(BlockFunction(call), example_inputs(call), {},
+                                 user_files=users.given)
     check_program(program, call)
     return program
 
