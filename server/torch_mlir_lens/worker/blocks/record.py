@@ -57,6 +57,21 @@ class OutLeaf:
     value: Any = None
 
 
+def rebuild_output(outputs: list[OutLeaf], spec: Any, results: list[Any],
+                   tensors: list[Any]) -> Any:
+    """A block call's output, its leaves taken from `results` (what the stitched call
+    returns), `tensors` (the call's tensor inputs) or the recorded plain values."""
+    leaves: list[Any] = []
+    for leaf in outputs:
+        if leaf.kind == "result":
+            leaves.append(results[leaf.index])
+        elif leaf.kind == "input":
+            leaves.append(tensors[leaf.index])
+        else:
+            leaves.append(leaf.value)
+    return pytree.tree_unflatten(leaves, spec)
+
+
 @dataclass
 class BlockCall:
     """One call of a candidate block, as recorded."""
@@ -300,4 +315,4 @@ def new_call(module: torch.nn.Module, path: str, args: tuple[Any, ...],
 
 
 __all__ = ["BlockCall", "OpenCall", "OutLeaf", "Recorder", "TensorMeta", "attribute", "call_key",
-           "new_call"]
+           "new_call", "rebuild_output"]

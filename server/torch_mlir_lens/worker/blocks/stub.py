@@ -44,7 +44,13 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from torch_mlir_lens.worker.blocks.record import BlockCall, TensorMeta, attribute, call_key
+from torch_mlir_lens.worker.blocks.record import (
+    BlockCall,
+    TensorMeta,
+    attribute,
+    call_key,
+    rebuild_output,
+)
 
 NAMESPACE = "torch_mlir_lens_blocks"
 IMPORTED_PREFIX = f"torch.{NAMESPACE}."  # the name torch-mlir gives an unknown op
@@ -249,15 +255,7 @@ def _stub(module: torch.nn.Module, plans: dict[str, StubbedCall | InChain],
         op = op_for(len(tensors), len(rep.out_metas))
         results = op(kernel.number, site, *tensors)
         results = list(results) if isinstance(results, tuple | list) else [results]
-        out: list[Any] = []
-        for leaf in rep.outputs:
-            if leaf.kind == "result":
-                out.append(results[leaf.index])
-            elif leaf.kind == "input":
-                out.append(tensors[leaf.index])
-            else:
-                out.append(leaf.value)
-        return pytree.tree_unflatten(out, rep.out_spec)
+        return rebuild_output(rep.outputs, rep.out_spec, results, tensors)
 
     return forward
 

@@ -38,7 +38,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch_mlir_lens.worker.blocks.find import candidate_blocks
 from torch_mlir_lens.worker.blocks.kept_state import state_kept
 from torch_mlir_lens.worker.blocks.reads import state_key, watching
-from torch_mlir_lens.worker.blocks.record import BlockCall, OpenCall, Recorder, new_call
+from torch_mlir_lens.worker.blocks.record import (
+    BlockCall,
+    OpenCall,
+    Recorder,
+    new_call,
+    rebuild_output,
+)
 
 
 @dataclass
@@ -142,15 +148,7 @@ def _shortcut(call: BlockCall, like: BlockCall) -> Any:
     device = tensors[0].device
     results = [torch.empty_strided(m.shape, m.stride, dtype=m.dtype, device=device)
                for m in call.out_metas]
-    leaves: list[Any] = []
-    for out in call.outputs:
-        if out.kind == "result":
-            leaves.append(results[out.index])
-        elif out.kind == "input":
-            leaves.append(tensors[out.index])
-        else:
-            leaves.append(out.value)
-    return pytree.tree_unflatten(leaves, call.out_spec)
+    return rebuild_output(call.outputs, call.out_spec, results, tensors)
 
 
 class _ParentReads(TorchDispatchMode):
