@@ -175,7 +175,7 @@ def test_a_block_caching_a_tensor_lowers_and_verifies() -> None:
     assert _verify("Caching")["ok"]
 
 
-def test_the_survey_and_a_block_trace_leave_the_model_as_it_was() -> None:
+def test_the_state_guard_puts_back_what_a_forward_wrote() -> None:
     import importlib.util
 
     import torch

@@ -11,7 +11,7 @@ block traced as a function is not a submodule of that root.
 Each module's own attributes, parameters, buffers and submodules are put back, each dict,
 list or set among them in place (one level deep), so that whatever holds on to those containers
 still sees the module's own; attributes added by the run are removed. The hooks and the
-training flag, which forwards do not write, are left alone: the guard runs before every
+training flag, which forwards do not write, are left alone: the guard runs around every
 survey, over every module of the model (1,045 for 80 Llama layers).
 """
 
