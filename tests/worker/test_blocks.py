@@ -174,28 +174,3 @@ def test_a_block_caching_a_tensor_lowers_and_verifies() -> None:
     assert _functions(result["linalg"].ir) == {"CachingBlock": 3}
     assert _verify("Caching")["ok"]
 
-
-def test_the_state_guard_puts_back_what_a_forward_wrote() -> None:
-    import importlib.util
-
-    import torch
-
-    from torch_mlir_lens.worker.blocks.kept_state import state_kept
-
-    spec = importlib.util.spec_from_file_location("repeated_blocks", MODELS)
-    assert spec is not None and spec.loader is not None
-    models = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(models)
-    model = models.Caching()
-    caches = [block.bias_cache for block in model.blocks]
-    hooks = model.blocks[0]._forward_hooks
-    with state_kept(model):
-        model(torch.randn(2, 3, 8))
-        model.blocks[1].index = torch.tensor([0, 0, 0])  # a buffer assigned
-        model.blocks[2].bias_cache = {}  # a container replaced
-        assert all(block.bias_cache for block in model.blocks[:2])
-    assert [block.bias_cache for block in model.blocks] == [{}, {}, {}]
-    assert all(block.bias_cache is cache for block, cache in zip(model.blocks, caches, strict=True))
-    assert model.blocks[0]._forward_hooks is hooks
-    assert not any(hasattr(block, "last_length") for block in model.blocks)
-    assert model.blocks[1].index.tolist() == [2, 0, 1]

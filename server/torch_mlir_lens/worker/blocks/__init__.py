@@ -10,7 +10,6 @@ lowered inline, as without stitching.
     record.py    one call's ATen ops written down block-independently: its digest (the proof)
     reads.py     the module attributes a call reads, and a later call's key under them
     survey.py    one fake-tensor run of the whole module: each block call recorded or matched
-    kept_state.py   the model's attributes put back after the survey and a block's trace
     prove.py     calls with one digest → groups (named after the block's class)
     trace.py     a group's block exported once, its weights as arguments
     block_cache.py  traced blocks kept across lowerings and processes (an edit to the parent

@@ -36,7 +36,6 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_mlir_lens.worker.blocks.find import candidate_blocks
-from torch_mlir_lens.worker.blocks.kept_state import state_kept
 from torch_mlir_lens.worker.blocks.reads import state_key, watching
 from torch_mlir_lens.worker.blocks.record import (
     BlockCall,
@@ -45,6 +44,7 @@ from torch_mlir_lens.worker.blocks.record import (
     new_call,
     rebuild_output,
 )
+from torch_mlir_lens.worker.loading.kept_state import state_kept
 
 
 @dataclass

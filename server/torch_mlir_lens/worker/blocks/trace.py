@@ -20,9 +20,9 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.worker.blocks.kept_state import state_kept
 from torch_mlir_lens.worker.blocks.record import BlockCall, attribute
 from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.loading.kept_state import state_kept
 
 
 class BlockFunction(torch.nn.Module):
