@@ -280,6 +280,54 @@ def test_derived_inputs_recorded_in_a_parent_built_without_weights(tmp_path: Pat
     assert reply["ok"] and reply["result"]["ok"], reply
 
 
+CLONED_FILE = textwrap.dedent(
+    """\
+    import copy
+
+    import torch
+    from torch import nn
+
+
+    class CachingBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(3, 8))
+            self.register_buffer("index", torch.tensor([2, 0, 1]), persistent=False)
+            self.bias_cache = {}
+
+        def forward(self, x):
+            if "cpu" not in self.bias_cache:  # gathered on the first call, then kept
+                self.bias_cache["cpu"] = self.table[self.index]
+            return torch.tanh(x + self.bias_cache["cpu"])
+
+
+    # torch-mlir-lens: inputs=(torch.randn(2, 3, 8),)
+    class Cloned(nn.Module):
+        def __init__(self):
+            super().__init__()
+            # Copies are not built by their constructor: the recording keeps them as they ran.
+            self.blocks = nn.ModuleList([copy.deepcopy(CachingBlock()) for _ in range(2)])
+            self.eval()
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+    """
+)
+
+
+@pytest.mark.parametrize("policy", [construct.META, construct.REAL])
+def test_a_submodule_kept_from_the_recording_run_lowers_as_the_file_made_it(
+        tmp_path: Path, policy: str) -> None:
+    path = tmp_path / "lens_construct_cloned.py"
+    path.write_text(CLONED_FILE)
+    [res] = _lower(path, "CachingBlock", policy, targets=["torch"])
+    assert res["inputs_source"] == "derived:Cloned"
+    # The gather a fresh block runs on its first call, not what the parent's run cached.
+    assert "torch.aten.index" in res["ir"], res["ir"]
+
+
 def test_mark_elided_keeps_printed_blobs_and_marks_the_rest() -> None:
     asm = textwrap.dedent(
         """\

@@ -22,6 +22,7 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.inputs.construction import construct_module, lookup, user_line
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
 from torch_mlir_lens.worker.loading import construct
+from torch_mlir_lens.worker.loading.kept_state import state_kept
 
 
 @dataclass
@@ -138,7 +139,9 @@ def _record_once(mod: types.ModuleType, parent: str, resolved: ResolvedInputs, p
         for m in model.modules() if type(m) in classes and m is not model
     ]
     try:
-        with torch.no_grad(), within:
+        # A submodule kept as it was recorded (one not built by its constructor) is lowered
+        # as the file made it, not with what this run cached in it.
+        with torch.no_grad(), within, state_kept(model):
             model(*resolved.args, **resolved.kwargs)
     except Exception as exc:
         raise LensError(
