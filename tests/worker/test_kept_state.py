@@ -73,3 +73,16 @@ def test_a_dict_that_refuses_to_change_is_put_back_as_an_object() -> None:
     assert [block.last for block in model] == before
     assert all(block.last is old for block, old in zip(model, before, strict=True))
     assert [block.calls for block in model] == [0, 0]  # every module put back, not only some
+
+
+class _SwitchesToTraining(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.train()  # as code that toggles dropout for one call does
+        return x
+
+
+def test_a_forward_that_switches_the_mode_leaves_the_model_in_its_own() -> None:
+    model = nn.Sequential(_SwitchesToTraining()).eval()
+    with state_kept(model):
+        model(torch.ones(2))
+    assert not any(module.training for module in model.modules())

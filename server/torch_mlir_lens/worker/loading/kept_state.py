@@ -11,9 +11,9 @@ root's attributes.
 
 Each module's own attributes, parameters, buffers and submodules are put back, and each plain
 dict, list or set among them in place (one level deep), so that whatever holds on to those
-containers still sees the module's own; attributes added by the run are removed. The hooks and
-the training flag, which forwards do not write, are left alone: the guard runs around every
-survey, over every module of the model (1,045 for 80 Llama layers).
+containers still sees the module's own; attributes added by the run are removed. The hook
+tables, which forwards do not write, are left alone: the guard runs around every survey, over
+every module of the model (1,045 for 80 Llama layers).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-# nn.Module's own bookkeeping, but for the tables a forward may write to.
+# nn.Module's own bookkeeping (its hook tables), but for what a forward may write to.
 _BOOKKEEPING = frozenset(vars(torch.nn.Module())) - {
-    "_parameters", "_buffers", "_non_persistent_buffers_set", "_modules"}
+    "_parameters", "_buffers", "_non_persistent_buffers_set", "_modules", "training"}
 
 # The containers put back in place, by exact type → how their items are copied. A subclass
 # may refuse to be cleared (transformers' ModelOutput): it is put back as an object only.
