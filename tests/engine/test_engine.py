@@ -31,9 +31,10 @@ async def lower_healthy(engine: Engine) -> None:
     assert "linalg" in res.ir
 
 
-async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+async def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> None:
     """Poll `predicate` until it holds (the harness's waiting, with its time-out message)."""
-    await async_wait_until(predicate, timeout, getattr(predicate, "__name__", "condition"))
+    await async_wait_until(predicate, timeout, getattr(predicate, "__name__", "condition"),
+                           interval)
 
 
 def alive(pid: int) -> bool:
@@ -333,7 +334,10 @@ async def test_newer_text_does_not_kill_a_lowering_of_an_exported_program(
     restarts = engine.restarts
     follow_up = asyncio.ensure_future(
         engine.lower(first, targets=["tosa", "stablehlo", "torch", "raw"]))
-    await wait_for(lambda: engine.busy, 30)
+    # The follow-up holds the worker for only tens of milliseconds (less on a fast machine):
+    # look at every turn of the event loop, not every 50 ms, or its whole run is missed. It
+    # cannot end unseen: its reply needs the worker's lowering and a read from its pipe.
+    await wait_for(lambda: engine.busy, 30, interval=0)
     newer = ModuleJob(path=str(path), module="TinyTransformer", text=text + "\nSCALE = 2\n")
     newer_task = asyncio.ensure_future(engine.lower(newer, targets=["linalg"]))
     results = await follow_up  # not cancelled
