@@ -216,7 +216,10 @@ def _run_once(root: torch.nn.Module, blocks: dict[int, str], args: tuple[Any, ..
         for key, module in modules.items():
             saved[key] = module.__dict__.get("forward")
             module.forward = forward_of(module)  # type: ignore[method-assign]
-        with torch.no_grad(), _as_export_sees_it(), mode, _ParentReads(run, seen):
+        # What the forward caches on fake tensors stays out of the model (and out of a
+        # second run after a disproved key).
+        with (torch.no_grad(), _as_export_sees_it(), mode, _ParentReads(run, seen),
+              state_kept(root)):
             out = root(*args, **kwargs)
         for leaf in pytree.tree_leaves(out):
             if isinstance(leaf, torch.Tensor):
@@ -247,13 +250,11 @@ def survey(root: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
     fake_args, fake_kwargs = pytree.tree_map(fake, (tuple(args), dict(kwargs)))
     seen: dict[int, Any] = {}
     try:
-        with state_kept(root):  # what the forward caches on fake tensors stays out of the model
-            run = _run_once(root, blocks, fake_args, fake_kwargs, mode, True, seen)
+        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, True, seen)
         trusted = True
     except _Disproved:
         seen.clear()
-        with state_kept(root):
-            run = _run_once(root, blocks, fake_args, fake_kwargs, mode, False, seen)
+        run = _run_once(root, blocks, fake_args, fake_kwargs, mode, False, seen)
         trusted = False
     return Survey(run.calls, fake_mode=mode, recorded=run.recorded, trusted_keys=trusted,
                   seen_by_parent=seen)
