@@ -21,7 +21,7 @@ import torch
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.inputs.construction import construct_module, lookup, user_line
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
-from torch_mlir_lens.worker.loading import construct
+from torch_mlir_lens.worker.loading import construct, memo_caches
 from torch_mlir_lens.worker.loading.kept_state import state_kept
 
 
@@ -88,8 +88,9 @@ def record(mod: types.ModuleType, parent: str, resolved: ResolvedInputs,
     """What `parent`'s submodules receive: without its weights when allowed and they are big
     (shapes are what lowering needs), else (or when that fails) with them."""
     if _WITHOUT_WEIGHTS.get():
-        try:
-            calls = _record_once(mod, parent, resolved, path, construct.new_fake_mode())
+        try:  # what a library memoised on meta tensors is forgotten after it
+            with memo_caches.watching():
+                calls = _record_once(mod, parent, resolved, path, construct.new_fake_mode())
         except Exception:  # anything the fake run cannot do: record with real weights
             calls = None
         if calls is not None:

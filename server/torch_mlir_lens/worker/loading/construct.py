@@ -31,6 +31,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._pytree import tree_map
 
 from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.worker.loading import memo_caches
 
 # Parameters + buffers at or above this many bytes: build without them (policy "auto").
 META_OVER_BYTES = 8 * 2**20
@@ -205,7 +206,9 @@ def construct_and_export(
     def real(reason: str) -> tuple[Any, Construction]:
         fn = build_real()
         size = weight_bytes(fn) if isinstance(fn, torch.nn.Module) else None
-        return export(fn), Construction(fn, REAL, reason, size)
+        with memo_caches.watching():  # the export's forward runs on fake tensors
+            program = export(fn)
+        return program, Construction(fn, REAL, reason, size)
 
     if not isinstance(obj, type):
         return real("a function: nothing to build")
@@ -217,17 +220,21 @@ def construct_and_export(
     if policy == REAL:
         return real("asked for real weights")
 
+    # What the library memoises while the module is built and traced without values (a
+    # meta tensor from a cached helper) is forgotten before anything is built for real.
     fake = given
     if fake is None:
         try:
-            fake = build_fake(obj, resolved.init_args, resolved.init_kwargs)
+            with memo_caches.watching():
+                fake = build_fake(obj, resolved.init_args, resolved.init_kwargs)
         except Exception as exc:  # the user's __init__ can raise anything under fake tensors
             return real(f"fallback: building without weights failed: {_first_line(exc)}")
     size = weight_bytes(fake) if isinstance(fake, torch.nn.Module) else 0
     if policy == "auto" and given is None and size < META_OVER_BYTES:
         return real(f"small module ({_mb(size)} of weights): built with them")
     try:
-        program = export(fake)
+        with memo_caches.watching():
+            program = export(fake)
     except LensError as err:
         return real(f"fallback: export without weights failed: {_first_line(err)}")
     scalars = _valueless_scalars(program)
