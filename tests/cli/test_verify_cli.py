@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from torch_mlir_lens.cli import verify
-from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, Parser
+from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT, EXIT_NO_RUN, Parser
 from torch_mlir_lens.protocol.jobs import ModuleJob, VerifyJob
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
@@ -174,3 +174,51 @@ def test_verify_through_the_worker_names_the_first_differing_line(tmp_path: Path
     out = proc.stdout + proc.stderr
     assert "first differs at line 9" in out, out
     assert f"{path}:9: error: compiled values first differ from eager" in out, out
+
+
+SCATTER_FILE = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+
+    # torch-mlir-lens: inputs=(torch.randn(6, 4), torch.tensor([0, 1, 1, 2, 2, 2]))
+    class Pool(nn.Module):
+        def forward(self, x, index):
+            out = torch.zeros(3, 4)
+            return out.index_add(0, index, x)  # a graph net's sum over each node's edges
+    """
+)
+
+
+class _WorkerJobEngine(_InProcessEngine):
+    """Runs the worker's own `verify` job (the program cache, the target) in this process."""
+
+    async def verify(self, job: ModuleJob, *, rtol: float | None = None,
+                     atol: float | None = None, opt_level: int = 0,
+                     target: str = "linalg") -> VerifyResult:
+        from torch_mlir_lens.worker.job_handlers import run_job
+
+        request = job.as_job(VerifyJob, rtol=rtol, atol=atol, opt_level=opt_level,
+                             target=target)
+        reply = run_job({"id": 1, **request.to_json()})
+        assert reply["ok"], reply
+        return VerifyResult.from_json(reply["result"])
+
+
+def test_a_stablehlo_verify_whose_own_conversion_fails_could_not_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # torch-mlir's StableHLO-to-Linalg passes leave `stablehlo.scatter` behind: the LLVM step
+    # would then fail on `bufferization.to_tensor`. No verdict: exit 3, not "differs" (1).
+    path = tmp_path / "lens_verify_cli_scatter.py"
+    path.write_text(SCATTER_FILE)
+    argv = ["verify", str(path), "--module", "Pool", "--target", "stablehlo"]
+    assert _run([*argv, "--json"], _WorkerJobEngine()) == EXIT_NO_RUN
+    result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "verify-error" and not result["ok"]
+    assert result["max_abs_err"] is None and result["outputs"] == []
+    assert "could not run" in result["message"] and "`stablehlo.scatter`" in result["message"]
+    assert [d["line"] for d in result["diagnostics"]] == [9]
+    # The same module on Linalg runs and matches: the module itself is fine.
+    assert _run(["verify", str(path), "--module", "Pool"], _WorkerJobEngine()) == 0
+    assert "✓ matches eager" in capsys.readouterr().out

@@ -6,8 +6,10 @@
 
 A module with dynamic dims (`# torch-mlir-lens: dynamic=...`) runs at several sizes of them,
 each reported on its own line. Exit codes as the other commands: 0 matches (at every size);
-1 differs, or the module does not export/lower/run; 2 bad input; 3 the worker crashed, timed
-out or hit the memory limit (a JIT crash is a worker crash). Like every command, this never
+1 differs, or the module does not export or lower; 2 bad input; 3 could not run: the worker
+crashed, timed out or hit the memory limit (a JIT crash is a worker crash), or one of Verify's
+own steps failed (a backend's IR it cannot convert to run, its LLVM lowering, the JIT, the
+eager run): no verdict on the module. Like every command, this never
 imports torch: the worker does the work.
 """
 
@@ -30,7 +32,8 @@ from torch_mlir_lens.cli.common import (
     running_engine,
     where,
 )
-from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_OK
+from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_NO_RUN, EXIT_OK
+from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult, dims_text
 from torch_mlir_lens.rules.targets import BACKENDS
 
@@ -69,8 +72,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def exit_code(result: VerifyResult) -> int:
-    """0 when every output matches; 1 otherwise (mismatch, or it did not get to compare)."""
-    return EXIT_OK if result.ok else EXIT_MISMATCH
+    """0 when every output matches; 3 when Verify's own steps could not run it (no verdict);
+    1 otherwise (a mismatch, or the module does not export or lower)."""
+    if result.ok:
+        return EXIT_OK
+    return EXIT_NO_RUN if result.kind == ErrorKind.VERIFY_ERROR else EXIT_MISMATCH
 
 
 def _output_lines(outputs: list[VerifyOutput], indent: str) -> list[str]:

@@ -172,6 +172,10 @@ class VerifyResult:
     inputs_source: str | None = None  # where the example inputs came from ("comment", ...)
     sizes: list[SizeCheck] = field(default_factory=list)
 
+    def compared(self) -> bool:
+        """True when some output was compared with eager (at some size)."""
+        return bool(self.outputs) or any(check.outputs for check in self.sizes)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "module": self.module,
@@ -183,7 +187,8 @@ class VerifyResult:
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "message": self.message,
             "kind": self.kind,
-            "max_abs_err": _json_float(self.max_abs_err),
+            # null when nothing was compared: an error of 0 would read as a perfect match
+            "max_abs_err": _json_float(self.max_abs_err) if self.compared() else None,
             "divergence": None if self.divergence is None else self.divergence.to_json(),
             "inputs_source": self.inputs_source,
             "sizes": [c.to_json() for c in self.sizes],
@@ -201,7 +206,7 @@ class VerifyResult:
             diagnostics=[LensDiagnostic.from_json(d) for d in data.get("diagnostics", [])],
             message=data.get("message", ""),
             kind=data.get("kind"),
-            max_abs_err=_from_json_float(data.get("max_abs_err", 0.0)),
+            max_abs_err=_from_json_float(data.get("max_abs_err") or 0.0),
             divergence=None if data.get("divergence") is None
             else Divergence.from_json(data["divergence"]),
             inputs_source=data.get("inputs_source"),

@@ -120,6 +120,20 @@ def _error_result(
     )
 
 
+def _own_step(step: Callable[[], None]) -> None:
+    """Run one of Verify's own steps (Linalg to LLVM): its failure is Verify's, not the
+    module's, so it is a "verify-error" (could not run), never a verdict on the module."""
+    try:
+        step()
+    except PipelineError as exc:
+        exc.kind = ErrorKind.VERIFY_ERROR
+        exc.message = f"Verify could not run it: {exc.message}"
+        for diag in exc.diagnostics:
+            diag.kind = ErrorKind.VERIFY_ERROR
+            diag.message = f"Verify could not run it: {diag.message}"
+        raise
+
+
 @dataclass(frozen=True)
 class SizeInputs:
     """Inputs of one size of a module's dynamic dims (the example's first)."""
@@ -174,7 +188,7 @@ def verify_linalg_module(
         module = private_copy(linalg, mutate_ir, context)
         sig = function_signature(module, func_name)
         _check_inputs(sig, flat_tensors((tuple(args), kwargs)))
-        lower_linalg_to_llvm(module, user_files=user_files)
+        _own_step(lambda: lower_linalg_to_llvm(module, user_files=user_files))
         t = lap("lower_llvm", t)
         engine = jit(module, opt_level)
         link(engine, sig.name, module, opt_level)
