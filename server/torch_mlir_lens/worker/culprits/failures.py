@@ -222,6 +222,23 @@ class Failures:
                                               to_diagnostics=grouped)
         return None, self._located(illegal_ops.drop_contract_errors(listed + boundary))
 
+    def _listed_only(self, target: str, torch_module: Any,
+                     resolver: LocationResolver) -> list[LensDiagnostic]:
+        """The backend's rejects in a module (ops torch-mlir does not know already outlined)
+        that has no partial lowering: every op that fails alone, grouped as culprits."""
+        def grouped(found: list[illegal_ops.FoundOp]) -> list[LensDiagnostic]:
+            rejected = [culprit_diags.Rejected(i, f.name, f.location, f.message,
+                                               culprit_diags.guess_tensor(f.name))
+                        for i, f in enumerate(found)]
+            return self._group(rejected, target, resolver, torch_module)
+
+        found, complete = illegal_ops.find_unsupported(torch_module, target, resolver)
+        culprits = [f for f in found if not f.lowers_alone]
+        diags = grouped(culprits) if culprits else []
+        if not complete:
+            diags.append(illegal_ops.incomplete_warning(target))
+        return diags
+
     def torch_level(self, target: str, raw_module: Any, errors: list[Diag], *,
                     listed: bool = True) -> tuple[Shown | None, list[LensDiagnostic]]:
         """When torch-mlir itself rejects ops: the IR reached with them outlined (the Torch
@@ -298,9 +315,11 @@ class Failures:
                                                    resolver=resolver)
                     if part is not None:
                         more = self._group(_rejected(part), target, resolver, module)
-                        diags = sorted(diags + more, key=lambda d: (d.line is None, d.line or 0))
                         shown = part.module, symbols | {c.symbol for c in part.culprits
                                                         if c.symbol}
+                    else:  # no partial IR (a complex weight TOSA cannot hold): listed only
+                        more = self._listed_only(target, module, resolver)
+                    diags = sorted(diags + more, key=lambda d: (d.line is None, d.line or 0))
         except partial.StepCrash as crash:
             diags += illegal_ops.error_diagnostics([crash.diag], target, resolver)
         except Exception:  # best effort: the torch-level listing stands without it

@@ -117,8 +117,9 @@ def torch_operator_ops(module_op: Any, backend: str = "") -> list[FoundOp]:
     """`torch.operator` ops: aten ops torch-mlir does not know; illegal at the torch level.
     With a `backend`, each says why when a rule knows (`antialias=True`)."""
     return [
-        FoundOp(display_name(op), str(op.location), explained("", op, backend) if backend else "")
-        for op in walk_ops(module_op)
+        FoundOp(display_name(op), str(op.location), explained("", op, backend) if backend else "",
+                index)
+        for index, op in enumerate(walk_ops(module_op))
         if op_name(op) == "torch.operator"
     ]
 
@@ -282,7 +283,41 @@ def same_op_location(op_location: str, found_location: str) -> bool:
 
 def nearest_located(op: Any, resolver: LocationResolver, hops: int) -> str | None:
     """The location text of the op nearest to `op` that has a user frame (its users first,
-    then its operands' makers, breadth first, at most `hops` steps away), or None."""
+    then its operands' makers, breadth first, at most `hops` steps away), else of a call of
+    the function holding `op` (a repeated block of library code, traced once as a function:
+    its ops are on the line that calls it, as they are with the block inline), or None."""
+    return _nearest_in_function(op, resolver, hops) or caller_location(op, resolver)
+
+
+def caller_location(op: Any, resolver: LocationResolver, depth: int = 4) -> str | None:
+    """The location text of the first call, with a user frame, of the function holding `op`
+    (through calls of calls, `depth` levels at most), or None (`op` is in `main`)."""
+    function = op.operation.parent
+    while function is not None and op_name(function) != "func.func":
+        function = function.parent
+    if function is None or "sym_name" not in function.attributes:
+        return None
+    symbol = ir.StringAttr(function.attributes["sym_name"]).value
+    module = function.parent
+    if module is None:
+        return None
+    for candidate in walk_ops(module):
+        if op_name(candidate) != "func.call" or "callee" not in candidate.operation.attributes:
+            continue
+        if ir.FlatSymbolRefAttr(candidate.operation.attributes["callee"]).value != symbol:
+            continue
+        location = str(candidate.operation.location)
+        if resolver.user_frames(location):
+            return location
+        if depth > 1:
+            outer = caller_location(candidate, resolver, depth - 1)
+            if outer is not None:
+                return outer
+    return None
+
+
+def _nearest_in_function(op: Any, resolver: LocationResolver, hops: int) -> str | None:
+    """`nearest_located` without looking past the function's own ops."""
     start = op.operation
     todo: list[tuple[Any, int]] = [(start, 0)]
     seen: list[Any] = []
@@ -436,6 +471,7 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
     type the module contradicts), plus errors that name no op. `name_call(op, location)`
     names the Python call an op comes from ("`torch.special.i0` (an alias of `aten.i0`)")."""
     found = torch_operator_ops(raw_module, target)
+    borrow_locations(raw_module, found, resolver)  # an op of a library block: its call's line
     at_errors = [] if found else find_at_errors(raw_module, "torch", errors)
     said = {(f.name, f.location): f.message for f in found if f.message}
     diags = unsupported_diagnostics(found + at_errors, target, resolver)
