@@ -60,3 +60,39 @@ def test_the_backends_own_words_win() -> None:
     assert explains("'stablehlo.slice' op inferred type(s) 'tensor<2x3xf32>' are incompatible")
     assert not explains("failed to legalize operation 'torch.aten.erfinv' that was explicitly "
                         "marked illegal")
+
+
+_T = "!torch.vtensor<[3,4],f32>"
+_I = "!torch.vtensor<[6,4],si64>"
+
+
+@pytest.mark.parametrize(("op", "backend", "words"), [
+    (facts("aten.scatter_add", [_T, "!torch.int", _I, _T], [_T], [None, "0", None, None]),
+     "tosa", "it adds into its target: TOSA's one scatter, `tosa.scatter`, writes values in "
+             "place, and torch-mlir has no TOSA conversion of an accumulating "
+             "`aten.scatter_add`"),
+    (facts("aten.index_put.hacked_twin", [_T, "!torch.list<vtensor>", _T, "!torch.bool"], [_T],
+           [None, None, None, "true"]),
+     "tosa", "it accumulates (`accumulate=True`): TOSA's one scatter, `tosa.scatter`, writes "
+             "values in place, and torch-mlir has no TOSA conversion of an accumulating "
+             "`aten.index_put.hacked_twin`"),
+    (facts("aten.scatter_reduce.two", [_T, "!torch.int", _I, _T, "!torch.str", "!torch.bool"],
+           [_T], [None, "0", None, None, '"sum"', "true"]),
+     "stablehlo", 'it reduces (`reduce="sum"`): torch-mlir\'s StableHLO conversion has '
+                  '`scatter` and `scatter_add` only, not `aten.scatter_reduce.two`'),
+    (facts("runtime.assert", ["!torch.bool"], []), "stablehlo",
+     "a check torch.export added to run with the module (`torch._check`, or the bounds of a "
+     "size computed from data), which torch-mlir's StableHLO pipeline has no conversion for"),
+    (facts("aten.floordiv.int", ["!torch.int", "!torch.int"], ["!torch.int"], [None, "8"]),
+     "tosa", "TOSA works on tensors only, and its result is a Python `int` computed at run "
+             "time (from a tensor's value or a dynamic size)"),
+])
+def test_each_scatter_assert_and_scalar_reason(op: OpFacts, backend: str, words: str) -> None:
+    assert reason(op, backend) == words
+
+
+def test_a_scatter_that_writes_gets_no_accumulation_reason() -> None:
+    writes = facts("aten.index_put.hacked_twin", [_T, "!torch.list<vtensor>", _T, "!torch.bool"],
+                   [_T], [None, None, None, "false"])
+    assert reason(writes, "tosa") is None
+    assert reason(facts("aten.scatter_add", [_T, "!torch.int", _I, _T], [_T]), "linalg") is None

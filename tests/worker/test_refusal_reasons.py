@@ -65,3 +65,72 @@ def test_a_likely_reason_that_does_not_hold_is_not_said() -> None:
     """erfinv fails on TOSA whatever its dtype: f64 is not why, and nothing is made up."""
     (diag,) = _culprits(Erfinv64(), (torch.rand(4, dtype=torch.float64),), "tosa")
     assert diag.reason is None and "64-bit" not in diag.message
+
+
+class ScatterAdd(nn.Module):  # a graph network's sum of messages per node
+    def forward(self, x, index):
+        return torch.zeros(3, 4).scatter_add(0, index[:, None].expand(6, 4), x)
+
+
+class ScatterMax(nn.Module):  # its max-aggregation
+    def forward(self, x, index):
+        return torch.zeros(3, 4).scatter_reduce(0, index[:, None].expand(6, 4), x, "amax",
+                                                include_self=False)
+
+
+class IndexPutAdd(nn.Module):
+    def forward(self, x, index):
+        return torch.zeros(3, 4).index_put((index,), x, accumulate=True)
+
+
+class CheckedCount(nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        torch._check(n <= 24)
+        return x[: n // 8] * 2
+
+
+class EdgeMask(nn.Module):  # drops self-loops of a graph's edge list
+    def forward(self, x, edge_index):
+        edges = edge_index[:, edge_index[0] != edge_index[1]]
+        return x[edges[0]].sum(0)
+
+
+_NODES = (torch.randn(6, 4), torch.tensor([0, 1, 1, 2, 2, 2]))
+
+
+def test_each_scatter_that_adds_or_reduces_says_why_on_tosa() -> None:
+    for module, how in ((ScatterAdd(), "adds into its target"),
+                        (ScatterMax(), 'accumulates (`reduce="amax"`)'),
+                        (IndexPutAdd(), "accumulates (`accumulate=True`)")):
+        (diag,) = _culprits(module, _NODES, "tosa")
+        assert diag.reason is not None, diag.message
+        assert diag.reason.startswith(f"it {how}: TOSA's one scatter, `tosa.scatter`")
+        assert diag.reason in diag.message
+
+
+def test_scatter_reduce_says_why_on_stablehlo() -> None:
+    (diag,) = _culprits(ScatterMax(), _NODES, "stablehlo")
+    assert diag.reason == ('it reduces (`reduce="amax"`): torch-mlir\'s StableHLO conversion '
+                           'has `scatter` and `scatter_add` only, not `aten.scatter_reduce.two`')
+
+
+def test_runtime_asserts_and_scalars_say_why() -> None:
+    args = (torch.randn(6, 4),)
+    stablehlo = _culprits(CheckedCount(), args, "stablehlo")
+    assert stablehlo and all(d.reason and "torch-mlir's StableHLO pipeline has no conversion"
+                             in d.reason for d in stablehlo)
+    # torch.export's own check is named as the op it is, not `torch.default`
+    assert all(d.cause and d.cause.startswith("`aten._assert_scalar`") for d in stablehlo)
+    tosa = _culprits(CheckedCount(), args, "tosa")
+    assert tosa and all(d.reason and d.reason.startswith("TOSA works on tensors only")
+                        for d in tosa)
+
+
+def test_a_proven_cause_beats_a_verifiers_complaint_and_indexing_is_named_so() -> None:
+    (first, *_rest) = _culprits(EdgeMask(), (torch.randn(6, 4),
+                                             torch.tensor([[0, 1, 1, 2], [1, 2, 0, 0]])), "tosa")
+    assert first.cause is not None and first.cause.startswith("`Tensor[...]`")
+    assert "Tensor.Tensor" not in first.message and "Tensor.int" not in first.message
+    assert first.reason == ("its result `tensor<2x?xsi64>` has a dynamic size, which TOSA's "
+                            "conversion of it does not take")

@@ -116,6 +116,78 @@ def _antialias(facts: OpFacts) -> str | None:
     return None
 
 
+# Scatters that add or reduce into their target, and where their `accumulate` / `reduce`
+# operand is. torch-mlir 20261001 converts none of them to TOSA (whose one scatter,
+# `tosa.scatter`, writes values in place), and of them only `scatter_add` (and `index_put`) to
+# StableHLO: `scatter_reduce` goes through TMTensor, which only the Linalg path has.
+_ACCUMULATING = {"aten.scatter_add": None, "aten.scatter_add_": None, "aten.index_add": None,
+                 "aten.index_add_": None, "aten.scatter_reduce.two": 4,
+                 "aten.scatter_reduce_.two": 4, "aten.scatter.reduce": 4,
+                 "aten.scatter.value_reduce": 4}
+_ACCUMULATE_FLAG = {"aten.index_put": 3, "aten.index_put.hacked_twin": 3, "aten.index_put_": 3,
+                    "aten.index_put_.hacked_twin": 3, "aten._index_put_impl": 3,
+                    "aten._index_put_impl_": 3}
+
+
+def _how(facts: OpFacts) -> str | None:
+    """How a scatter accumulates (`reduce="amax"`, `accumulate=True`, adds), None if not."""
+    if facts.name in _ACCUMULATING:
+        index = _ACCUMULATING[facts.name]
+        reduce = facts.constants[index] if index is not None and index < len(
+            facts.constants) else None
+        if reduce in (None, "None"):
+            return "adds"
+        return f'`reduce="{reduce.strip(chr(34))}"`'
+    index = _ACCUMULATE_FLAG.get(facts.name)
+    if index is not None and index < len(facts.constants) and facts.constants[index] == "true":
+        return "`accumulate=True`"
+    return None
+
+
+def _tosa_scatter(facts: OpFacts) -> str | None:
+    how = _how(facts)
+    if how is None:
+        return None
+    verb = "adds into its target" if how == "adds" else f"accumulates ({how})"
+    return (f"it {verb}: TOSA's one scatter, `tosa.scatter`, writes values in place, and "
+            f"torch-mlir has no TOSA conversion of an accumulating `{facts.name}`")
+
+
+def _stablehlo_scatter(facts: OpFacts) -> str | None:
+    if not facts.name.startswith(("aten.scatter_reduce", "aten.scatter.reduce",
+                                  "aten.scatter.value_reduce")):
+        return None
+    how = _how(facts) or "reduces"
+    return (f"it reduces ({how}): torch-mlir's StableHLO conversion has `scatter` and "
+            f"`scatter_add` only, not `{facts.name}`")
+
+
+def _runtime_assert(backend: str) -> Callable[[OpFacts], str | None]:
+    def says(facts: OpFacts) -> str | None:
+        if facts.name != "runtime.assert":
+            return None
+        return (f"a check torch.export added to run with the module (`torch._check`, or the "
+                f"bounds of a size computed from data), which torch-mlir's {backend} pipeline "
+                f"has no conversion for")
+    return says
+
+
+_SCALARS = ("!torch.int", "!torch.float", "!torch.bool", "!torch.number")
+
+
+def _scalar(facts: OpFacts) -> str | None:
+    if facts.name.startswith("runtime.") or not facts.results:
+        return None
+    for role, types in (("its result", facts.results), ("its operand", facts.operands)):
+        for i, text in enumerate(types):
+            kind = text.strip()
+            if kind in _SCALARS and (role == "its result" or facts.constants[i] is None):
+                word = kind.removeprefix("!torch.")
+                return (f"TOSA works on tensors only, and {role} is a Python `{word}` "
+                        f"computed at run time (from a tensor's value or a dynamic size)")
+    return None
+
+
 def _static(text: str) -> str:
     """The op's IR text with every dynamic size made 4."""
     return re.sub(r"(?<=[\[,])\?(?=[,\]])", "4", text)
@@ -138,9 +210,11 @@ class Refusal:
 # backend → its rules, most telling first: the first that applies (and holds) is the reason.
 RULES: dict[str, tuple[Refusal, ...]] = {
     "tosa": (Refusal(_zero_sized), Refusal(_complex), Refusal(_grouped), Refusal(_antialias),
+             Refusal(_tosa_scatter), Refusal(_runtime_assert("TOSA")), Refusal(_scalar),
              Refusal(_f64, _f32), Refusal(_dynamic, _static)),
     # Linalg and StableHLO have complex numbers: fft and friends fail there for other reasons.
-    "stablehlo": (Refusal(_grouped), Refusal(_antialias)),
+    "stablehlo": (Refusal(_grouped), Refusal(_antialias), Refusal(_stablehlo_scatter),
+                  Refusal(_runtime_assert("StableHLO"))),
     "linalg": (Refusal(_grouped), Refusal(_antialias)),
 }
 

@@ -122,12 +122,21 @@ def _overload(target: str) -> Any | None:
     return getattr(packet, parts[2], None) if packet is not None else None
 
 
+# Python's indexing dunders, named as the user wrote them.
+_INDEXING = {"__getitem__": "Tensor[...]", "__setitem__": "Tensor[...] ="}
+
+
 def _call_text(node: Any, op: str) -> str:
     """How the user wrote the call: `torch.fft.fft`, `F.interpolate`, `Tensor.scatter_add`."""
     torch_fn = node.meta.get("torch_fn")
-    kind, _, name = (torch_fn[1] if torch_fn else "").rpartition(".")
+    full = torch_fn[1] if torch_fn else ""
+    if full.startswith("OpOverload."):  # torch's own call of an op (torch.export's checks)
+        return op
+    kind, _, name = full.rpartition(".")
+    if name in _INDEXING:  # `edge_index[:, mask]`, `x[:n]`, `out[idx] = v`
+        return _INDEXING[name]
     if name.startswith("__"):  # a property such as `.real` (`__get__`): name the aten op
-        return f"Tensor.{op.rsplit('.', 1)[-1]}"
+        return f"Tensor.{_base(op).rsplit('.', 1)[-1]}"
     if not name:
         return op
     if kind.startswith("method"):

@@ -53,7 +53,8 @@ def op_facts(op: Any) -> OpFacts:
     )
 
 
-_CHECKED: OrderedDict[tuple[str, str], str] = OrderedDict()  # (op key, backend) → reason
+# (op key, backend, whether the backend said why) → reason
+_CHECKED: OrderedDict[tuple[str, str, bool], str] = OrderedDict()
 _CHECKED_SIZE = 5000
 
 # Whether the op lowers alone once its IR text is changed so (op_isolation provides it).
@@ -62,17 +63,22 @@ LowersAs = Callable[[Callable[[str], str]], bool]
 
 def explained(verdict: str, op: Any, backend: str, key: str | None = None,
               lowers_as: LowersAs | None = None) -> str:
-    """A failing verdict (the backend's first error line) with the reason said: kept when the
-    backend says why itself, else the first reason a rule finds in the op that holds: a fact
-    of the backend, or a likely cause the op lowers without (`lowers_as`; without it such
-    clauses are not said). `key` (the op's isolation key) keeps the answer per op."""
-    if explains(verdict):
-        return verdict
+    """A failing verdict (the backend's first error line) with the reason said: a likely cause
+    the op lowers without (`lowers_as`; without it such clauses are not said), else the
+    backend's own words when it says why, else a fact of the backend a rule finds in the op.
+    `key` (the op's isolation key) keeps the answer per op."""
+    own = explains(verdict)
     try:
-        cache_key = (key, backend) if key is not None else None
+        cache_key = (key, backend, own) if key is not None else None
         if cache_key is None or cache_key not in _CHECKED:
+            # The backend's own words stand, unless a likely cause is proven (the op lowers
+            # alone without it): a verifier's complaint about an op the conversion made
+            # ("operand and result must have the same size") says less than "its result has
+            # a dynamic size", shown to be the cause.
             found = next((said for said, instead in reasons(op_facts(op), backend)
-                          if instead is None or (lowers_as is not None and lowers_as(instead))),
+                          if (instead is None and not own)
+                          or (instead is not None and lowers_as is not None
+                              and lowers_as(instead))),
                          "")
             if cache_key is None:
                 return found or verdict
