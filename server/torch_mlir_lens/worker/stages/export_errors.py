@@ -30,6 +30,7 @@ from torch_mlir_lens.source.dynamic_dims import (
 )
 from torch_mlir_lens.worker.ir.library_frames import LibraryFiles
 from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.stages import export_reasons
 from torch_mlir_lens.worker.stages.dynamic_spec import named_dims
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -63,12 +64,42 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
         file, line = dynamic_at or (err.file, err.line)
         return LensError(err.kind, message, file=file, line=line)
     related = _library_frames(exc, text, users)
+    why = export_reasons.reason_of(exc, fn, lambda f: f in users or _libraries().is_library(f))
+    if why is not None:
+        return _with_reason(err, why, related, users)
     if not related:
         return err
     origin = f"{short_path(related[0].file)}:{related[0].line}"
     first, _, rest = err.message.partition("\n")
     message = f"{first} (in {origin})" + (f"\n{rest}" if rest else "")
     return LensError(err.kind, message, file=err.file, line=err.line, related=related)
+
+
+def _with_reason(err: LensError, why: export_reasons.Reason, related: list[RelatedLocation],
+                 users: UserFiles) -> LensError:
+    """The export error said in words at the line that made it, with that line's code; a
+    library's line also in `related` (first, with its code) and named in the message, the
+    error staying on the user's innermost line that reaches it. The advice fits: code the
+    user owns can use torch.cond / torch.where / torch._check; a library's line cannot."""
+    in_library = why.file not in users
+    where = f"{short_path(why.file)}:{why.line}" if in_library else f"line {why.line}"
+    first = err.message.split("\n", 1)[0]
+    torch_said = first.removeprefix("torch.export failed: ")
+    message = (f"torch.export failed: `{why.code}` ({where}) {why.words} ({torch_said})")
+    if in_library:
+        message += ("\nthe line is library code: torch.cond / torch.where / torch._check would "
+                    "have to go there; building or calling the module so that it does not "
+                    "reach that line (another argument, a value fixed before export) avoids it")
+    else:
+        message += ("\nuse torch.cond / torch.where for the branch, or mark the value with "
+                    "torch._check")
+    if in_library:
+        first_related = RelatedLocation(why.file, why.line, f"raised here: {why.code}")
+        related = [first_related, *[r for r in related
+                                    if (r.file, r.line) != (why.file, why.line)]]
+    file, line = (err.file, err.line) if err.line is not None or in_library else (why.file,
+                                                                                  why.line)
+    return LensError(err.kind, message, file=file, line=line, related=related)
 
 
 # --- dynamic dims -----------------------------------------------------------------------------
@@ -134,8 +165,16 @@ def _frames(exc: BaseException, text: str) -> list[tuple[str, int]]:
     """The frames of the failure, outermost first: torch's "Original traceback" in the
     message when there is one (failures while re-tracing a graph), else the traceback's."""
     written = [(f, int(n)) for f, n in _FILE_LINE.findall(text)]
-    if written:
-        return written
+    traced = _traceback_frames(exc)
+    if written and not any(f == w for f, _ in traced for w, _ in written[:1]):
+        return written  # re-tracing a graph: the traceback is torch's own
+    # torch's text names only where it was raised ("The following call raised this error"):
+    # the traceback, which has the user's line too, is the longer story.
+    return traced + [w for w in written if w not in traced]
+
+
+def _traceback_frames(exc: BaseException) -> list[tuple[str, int]]:
+    """The traceback's (file, line) frames, outermost first, along the chain of causes."""
     frames: list[tuple[str, int]] = []
     seen: set[int] = set()
     current: BaseException | None = exc
