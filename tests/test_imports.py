@@ -74,17 +74,17 @@ def _printed_by(code: str) -> list[str]:
 # `test_every_package_has_a_layer`: a new package must be placed on purpose.
 LAYERS: dict[str, int] = {
     "torch_mlir_lens": 0,  # the package itself: its version, defaults.py
-    "system": 0,
-    "source": 1,
-    "discovery": 2,
-    "protocol": 3,
-    "rules": 4,
-    "project": 5,
-    "engine": 6,
-    "worker": 6,
-    "lsp": 7,
-    "repo_check": 7,
-    "cli": 8,
+    "system": 1,  # reads the defaults (the one reader's limits)
+    "source": 2,
+    "discovery": 3,
+    "protocol": 4,
+    "rules": 5,
+    "project": 6,
+    "engine": 7,
+    "worker": 7,
+    "lsp": 8,
+    "repo_check": 8,
+    "cli": 9,
 }
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from torch_mlir_lens.protocol.frames import SourceFrame
 from torch_mlir_lens.protocol.results import IrLineMapping, LowerResult
+from torch_mlir_lens.system.reading import read_text
 
 GUTTER = 7  # minimum width of the line-number column; IR lines start under the source text
 FRAMES = ("user", "all")  # which frames decide an IR line's source line
@@ -26,8 +27,7 @@ MAX_HOPS = 4  # library calls shown on the way back to the user's line
 
 def _read(path: str) -> list[str] | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+        return read_text(path).splitlines()  # bounded, regular files only
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -26,7 +26,7 @@ from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.exit_codes import exit_code_for
 from torch_mlir_lens.source import notebook_program
 from torch_mlir_lens.source.decoding import SourceError, read_source
-from torch_mlir_lens.source.reading import UnreadableFile
+from torch_mlir_lens.system.reading import UnreadableFile
 
 
 class CliError(Exception):

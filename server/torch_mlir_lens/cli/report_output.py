@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from torch_mlir_lens.cli.common import CliError
+from torch_mlir_lens.system.reading import REPORT, read_text
 
 
 def emit(text: str, output: str | None) -> None:
@@ -38,8 +39,7 @@ def as_cli_error() -> Iterator[None]:
 def read_json(path: str) -> Any:
     """A report given on the command line, parsed."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(read_text(path, REPORT))  # bounded, regular files only
     except FileNotFoundError as exc:
         raise CliError("no such file", file=path) from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from torch_mlir_lens.discovery.model import ModuleInfo
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.system.reading import read_text
 
 # Per-node results, valid as long as the node object is alive in the chunk cache: the entry
 # holds the node, so its id cannot be reused while the entry exists.

@@ -20,7 +20,7 @@ from torch_mlir_lens.discovery.names import (
     qualify,
 )
 from torch_mlir_lens.discovery.parsing import parse_tolerant
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.system.reading import read_text
 
 # Module class names of the files imported from, by (path, mtime, size).
 

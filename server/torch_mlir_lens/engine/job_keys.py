@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 
 from torch_mlir_lens.discovery.fingerprint import job_fingerprint
 from torch_mlir_lens.engine.cache import content_key
 from torch_mlir_lens.protocol.jobs import Job, ModuleJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.system.reading import INPUTS_FILE, digest_of, read_text
 
 
 def filled(job: ModuleJob) -> ModuleJob:
@@ -43,9 +41,5 @@ def cache_key(job: Job) -> str:
         parts["text"] = sent if isinstance(sent, str) else job_fingerprint(parts, parts["text"])
     if isinstance(parts.get("inputs_file"), str):
         # A re-saved inputs file must not be answered from the cache.
-        try:
-            parts["inputs_file_sha"] = hashlib.sha256(
-                Path(parts["inputs_file"]).read_bytes()).hexdigest()
-        except OSError:
-            parts["inputs_file_sha"] = None
+        parts["inputs_file_sha"] = digest_of(parts["inputs_file"], INPUTS_FILE)
     return content_key(parts)

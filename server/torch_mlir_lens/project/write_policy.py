@@ -36,6 +36,8 @@ import re
 import stat
 from collections.abc import Sequence
 
+from torch_mlir_lens.system.reading import read_head
+
 SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".ipynb")
 EXPORT_SUFFIXES = (".mlir", ".mlirbc")
 # In the docstring of every export code file (worker/rewrites/snippet.py): a file that has it
@@ -60,6 +62,7 @@ def resolve(path: str, *, source: str | None, roots: Sequence[str]) -> str:
     """`path` made absolute: a relative one against the source file's folder (else the first
     root). Not normalised: `..` and symlinks are left for `real_path` to resolve together, as
     the kernel does (`link/..` is the link target's parent, not the link's)."""
+    refuse_unnameable(path)
     if _URI_SCHEME.match(path):
         raise WriteRefused(path, "only file paths and file: URIs can be written")
     if os.path.isabs(path):
@@ -69,6 +72,12 @@ def resolve(path: str, *, source: str | None, roots: Sequence[str]) -> str:
         raise WriteRefused(path, "a relative path needs a saved source file or a workspace "
                                  "folder to be relative to")
     return os.path.join(base, path)
+
+
+def refuse_unnameable(path: str) -> None:
+    """WriteRefused for a path no file can have (a NUL byte: the system cannot take it)."""
+    if "\0" in path:
+        raise WriteRefused(repr(path), "a file name cannot hold a NUL byte")
 
 
 def real_path(path: str) -> str:
@@ -162,6 +171,7 @@ def check_repro_dir(output_dir: str, *, source: str | None, roots: Sequence[str]
 
 def check_cli_output(output: str, *, source: str | None) -> str:
     """The real path `export -o OUT` may write to: anywhere the user says, except a source."""
+    refuse_unnameable(output)
     path = os.path.abspath(output)
     refuse_source(path, source=source)
     return real_path(path)
@@ -170,6 +180,7 @@ def check_cli_output(output: str, *, source: str | None) -> str:
 def check_cli_code_output(output: str, *, source: str | None) -> str:
     """The real path `export --emit-python -o OUT` may write to: anywhere the user says, a
     new file or export code written before; never the module's own file nor anything else."""
+    refuse_unnameable(output)
     path = os.path.abspath(output)
     real = real_path(path)
     if source and real == real_path(source):
@@ -183,8 +194,7 @@ def check_cli_code_output(output: str, *, source: str | None) -> str:
     if not stat.S_ISREG(mode):
         raise WriteRefused(path, "it exists and is not a regular file")
     try:
-        with open(real, "rb") as f:
-            head = f.read(_MARK_WITHIN_BYTES).decode("utf-8", "replace")
+        head = read_head(real, _MARK_WITHIN_BYTES).decode("utf-8", "replace")
     except OSError as exc:
         raise WriteRefused(path, f"it cannot be read: {exc.strerror or exc}") from None
     if EXPORT_CODE_MARK not in head:

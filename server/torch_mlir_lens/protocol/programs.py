@@ -11,20 +11,17 @@ import contextlib
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from torch_mlir_lens.discovery.fingerprint import job_fingerprint
+from torch_mlir_lens.system.reading import INPUTS_FILE, digest_of
 
 
 def file_digest(path: str | None) -> str | None:
     """Content hash of an inputs file, so replacing it re-exports."""
     if not path:
         return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
+    return digest_of(path, INPUTS_FILE)  # bounded, regular files only
 
 
 def folder_stamp(path: str) -> list[tuple[str, int, int]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.outputs import write_text_atomically
+from torch_mlir_lens.system.reading import BASELINE, read_text
 
 VERSION = 1
 DEFAULT_NAME = "torch-mlir-lens-baseline.json"
@@ -51,8 +52,8 @@ class Baseline:
 def read_baseline(path: str) -> Baseline:
     """Load a baseline written by `--write-baseline`."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        # Bounded, regular files only: a committed baseline may be a link to /dev/zero.
+        data = json.loads(read_text(path, BASELINE))
     except FileNotFoundError as exc:
         raise BaselineError("no such baseline file (create it with --write-baseline)",
                             path) from exc

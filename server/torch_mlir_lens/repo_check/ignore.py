@@ -12,6 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from torch_mlir_lens.system.reading import read_text
+
 
 @dataclass(frozen=True)
 class Pattern:
@@ -90,8 +92,7 @@ def compile_pattern(line: str, base: str) -> Pattern | None:
 def read_ignore_file(path: str) -> list[Pattern]:
     """The patterns of a `.gitignore` (none if it cannot be read)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.readlines()
+        lines = read_text(path, errors="replace").splitlines()  # bounded, regular files only
     except OSError:
         return []
     base = os.path.dirname(os.path.abspath(path))

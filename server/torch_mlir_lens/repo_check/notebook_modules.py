@@ -22,6 +22,7 @@ from typing import Any
 from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.ipynb_lines import cell_file_lines, file_line
 from torch_mlir_lens.source import notebook_program
+from torch_mlir_lens.system.reading import NOTEBOOK, read_text
 
 
 @dataclass
@@ -80,8 +81,8 @@ class FileLines:
             return line
         if file not in self._cells:
             try:
-                with open(os.path.join(self.root, file), encoding="utf-8-sig") as f:
-                    self._cells[file] = cell_file_lines(f.read())
+                self._cells[file] = cell_file_lines(
+                    read_text(os.path.join(self.root, file), NOTEBOOK))
             except (OSError, UnicodeDecodeError):
                 self._cells[file] = []
         return file_line(self._cells[file], cell, line)

@@ -10,14 +10,13 @@ report never replaces source code.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 
 from torch_mlir_lens.project.write_policy import SOURCE_SUFFIXES
 from torch_mlir_lens.repo_check.errors import CheckInputError
 from torch_mlir_lens.repo_check.report import Report
-from torch_mlir_lens.system.atomic_write import write_atomically
+from torch_mlir_lens.system.atomic_write import probe, write_atomically
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -46,14 +45,10 @@ def unwritable(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"no such folder: {folder}"
-    probe = _temp_name(path)
     try:
-        with open(probe, "x", encoding="utf-8"):
-            pass
+        probe(path)
     except OSError as exc:
         return f"cannot write in {folder}: {exc.strerror or exc}"
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
     return None
 
 
@@ -79,5 +74,3 @@ def write_text_atomically(path: str, text: str) -> None:
     write_atomically(path, text.encode("utf-8"))
 
 
-def _temp_name(path: str) -> str:
-    return f"{path}.{os.getpid()}.tmp"

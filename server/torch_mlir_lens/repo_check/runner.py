@@ -21,6 +21,7 @@ from torch_mlir_lens.project.limits import usable_cpus
 from torch_mlir_lens.protocol.results import LensError, LowerResult
 from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
+from torch_mlir_lens.system.reading import SYSTEM_FILE, read_text
 
 MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
                        "above the class)")
@@ -63,10 +64,9 @@ class ModuleOutcome:
 def memory_available_mb() -> int | None:
     """MemAvailable from /proc/meminfo, or None where there is no such file."""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
+        for line in read_text("/proc/meminfo", SYSTEM_FILE).splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
     except (OSError, ValueError):
         return None
     return None

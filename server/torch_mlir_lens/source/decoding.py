@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import tokenize
 
-from torch_mlir_lens.source.reading import read_bytes
+from torch_mlir_lens.system.reading import read_bytes
 
 
 class SourceError(Exception):

@@ -34,8 +34,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from torch_mlir_lens.defaults import MAX_NOTEBOOK_BYTES
-from torch_mlir_lens.source.reading import read_bytes
+from torch_mlir_lens.system.reading import NOTEBOOK, read_bytes
 
 SUFFIX = ".ipynb"
 _PY_CELL_MAGICS = {"time", "capture"}  # cell magics whose body is Python
@@ -214,7 +213,7 @@ def _language(metadata: object) -> str | None:
 def read_program(path: str) -> Program:
     """The program of the notebook file at `path`. Raises OSError, UnicodeDecodeError or
     NotebookError."""
-    return synthesize(read_cells(read_bytes(path, MAX_NOTEBOOK_BYTES).decode("utf-8-sig")))
+    return synthesize(read_cells(read_bytes(path, NOTEBOOK).decode("utf-8-sig")))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 The bytes go to a temporary file beside the target (same folder, so same file system), then
 `os.replace` puts it in place: a reader never sees half a file, and a write that fails (disk
-full, a crash, a signal) leaves the previous file as it was and no temporary file behind.
+full, a crash, a signal) leaves the previous file as it was and no temporary file behind. A
+process killed mid-write (SIGKILL) cannot clean up: the next write of the same file removes the
+temporaries that writers no longer alive left beside it (`sweep_stale_temporaries`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
+import stat
+import time
 
 _SERIAL = itertools.count()  # temporary names unique within the process; the pid across
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.\d+\.tmp$")
+# A temporary whose writer is gone is removed once this old (a writer between its exit and
+# the rename would still be alive); any temporary once a day old (another host's writer).
+_DEAD_WRITER_AGE_S = 10.0
+_ANY_WRITER_AGE_S = 24 * 3600.0
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes, *, sync: bool = False) -> int:
@@ -21,8 +31,11 @@ def write_atomically(path: str | os.PathLike[str], data: bytes, *, sync: bool = 
     cache entry does not need it). Raises OSError, with nothing left behind.
     """
     target = os.fspath(path)
+    if "\0" in target:
+        raise OSError(f"not a file name (it holds a NUL byte): {target!r}")
     folder = os.path.dirname(os.path.abspath(target))
     os.makedirs(folder, exist_ok=True)
+    sweep_stale_temporaries(target)
     fd, tmp = _temporary_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -38,6 +51,15 @@ def write_atomically(path: str | os.PathLike[str], data: bytes, *, sync: bool = 
     return len(data)
 
 
+def probe(path: str | os.PathLike[str]) -> None:
+    """Create and remove a temporary file beside `path`, as a write of it would; OSError
+    when the folder does not take one (read-only, full, missing)."""
+    fd, tmp = _temporary_beside(os.fspath(path))
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
 def _temporary_beside(target: str) -> tuple[int, str]:
     """A new file beside `target`, opened for writing (not `tempfile`: its import costs the
     language server's start-up a few milliseconds)."""
@@ -49,3 +71,40 @@ def _temporary_beside(target: str) -> tuple[int, str]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:  # left by a process of the same pid that was killed
             continue
+
+
+def _writer_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_stale_temporaries(target: str, *, now: float | None = None) -> int:
+    """Remove the temporaries of `target` that killed writers left beside it; how many.
+
+    Only regular files named as `write_atomically` names them, never through a link."""
+    folder, name = os.path.split(os.path.abspath(target))
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        found = _TEMPORARY.match(entry.name)
+        if found is None or found["name"] != name:
+            continue
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            age = now - st.st_mtime
+            if age > _ANY_WRITER_AGE_S or (age > _DEAD_WRITER_AGE_S
+                                           and not _writer_alive(int(found["pid"]))):
+                os.unlink(entry.path)
+                removed += 1
+    return removed

@@ -16,6 +16,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from torch_mlir_lens.system.reading import read_bytes
 from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
 
 # The distributions every lowering depends on; libraries a module imports are checked per
@@ -39,7 +40,7 @@ def package_build() -> str:
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+        digest.update(read_bytes(path))
     return digest.hexdigest()
 
 

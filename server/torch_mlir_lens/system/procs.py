@@ -11,6 +11,8 @@ import functools
 import os
 from dataclasses import dataclass
 
+from torch_mlir_lens.system.reading import SYSTEM_FILE, read_bytes
+
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -25,8 +27,7 @@ class ProcInfo:
 
 def _read_stat(pid: str) -> ProcInfo | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode("ascii", "replace")
+        data = read_bytes(f"/proc/{pid}/stat", SYSTEM_FILE).decode("ascii", "replace")
     except OSError:
         return None
     # The command name is in parentheses and may itself hold spaces or parentheses.
@@ -85,8 +86,8 @@ def _private_bytes(info: ProcInfo) -> int:
     A child the worker forks shares the worker's pages until it writes to them: its RSS counts
     them all again, its private memory only what it added."""
     try:
-        with open(f"/proc/{info.pid}/smaps_rollup", "rb") as f:
-            text = f.read().decode("ascii", "replace")
+        text = read_bytes(f"/proc/{info.pid}/smaps_rollup", SYSTEM_FILE).decode("ascii",
+                                                                                  "replace")
     except OSError:
         return info.rss_bytes
     total, found = 0, False
@@ -120,8 +121,8 @@ def _descendants(pid: int) -> list[ProcInfo]:
             continue
         for task in tasks:
             try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as f:
-                    stack.extend(int(c) for c in f.read().split())
+                children = read_bytes(f"/proc/{current}/task/{task}/children", SYSTEM_FILE)
+                stack.extend(int(c) for c in children.split())
             except OSError:  # the thread or process ended meanwhile
                 continue
     return found

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from torch_mlir_lens.lsp.document.document import Document
 from torch_mlir_lens.lsp.wire.convert import uri_to_path
 from torch_mlir_lens.source.notebook_program import NotebookError, is_notebook, read_program
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.system.reading import read_text
 
 
 class DocumentStore:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.system.reading import read_text
 
 MAX_FILES = 64
 MAX_BYTES = 4 * 1024 * 1024  # a bigger "source" is not worth showing lines of

@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from torch_mlir_lens.system.reading import read_text
+
 
 @dataclass(frozen=True)
 class ForwardSite:
@@ -39,8 +41,7 @@ def _tree(path: str) -> ast.Module | None:
     key = (path, stamp)
     if key not in _parsed:
         try:
-            with open(path, encoding="utf-8") as f:
-                _parsed[key] = ast.parse(f.read(), filename=path)
+            _parsed[key] = ast.parse(read_text(path), filename=path)
         except (OSError, SyntaxError, ValueError):
             _parsed[key] = None
     return _parsed[key]

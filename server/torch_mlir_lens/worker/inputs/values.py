@@ -7,6 +7,7 @@ become "bad-inputs" errors at the line that holds the expression. `dynamic` dim 
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import types
@@ -16,6 +17,7 @@ import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.source.dynamic_dims import DimText, parse_dim_text
+from torch_mlir_lens.system.reading import INPUTS_FILE, read_bytes
 
 
 def namespace(mod: types.ModuleType) -> dict[str, Any]:
@@ -95,14 +97,19 @@ def _with_dims(spec: Any, dims: dict[str, Any]) -> Any:
 
 def load_inputs_file(file: str, path: str, what: str) -> Any:
     """torch.load a saved tuple/dict of tensors (weights_only first: it cannot run code)."""
-    if not os.path.isfile(file):
+    if not os.path.exists(file):
         raise LensError(ErrorKind.BAD_INPUTS, f"{what} {file} does not exist", file=path)
     try:
+        data = read_bytes(file, INPUTS_FILE)  # regular files only: never a FIFO or a device
+    except OSError as exc:
+        raise LensError(ErrorKind.BAD_INPUTS, f"cannot read {what} {file}: {exc}",
+                        file=path) from None
+    try:
         try:
-            return torch.load(file, map_location="cpu", weights_only=True)
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except pickle.UnpicklingError:
             # Not plain tensors/containers. The workspace is trusted (its code runs anyway).
-            return torch.load(file, map_location="cpu", weights_only=False)
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
     except Exception as exc:
         raise LensError(
             ErrorKind.BAD_INPUTS, f"cannot load {what} {file}: {type(exc).__name__}: {exc}",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.source.reading import read_text as read_text_bounded
+from torch_mlir_lens.system.reading import read_text as read_text_bounded
 
 
 def read_text(path: str) -> str:

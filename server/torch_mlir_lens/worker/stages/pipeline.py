@@ -25,6 +25,7 @@ from torch_mlir.passmanager import PassManager
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, PassIr
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, DIALECT_LOADING_PIPELINE, TARGETS
+from torch_mlir_lens.system.reading import IR_DUMP, read_text
 from torch_mlir_lens.worker.culprits import crash_locate
 from torch_mlir_lens.worker.culprits.partial import Partial
 from torch_mlir_lens.worker.ir import crash_guard, ir_text
@@ -96,8 +97,7 @@ def _read_pass_dumps(root: str) -> list[PassIr]:
     passes = []
     for *_keys, path, name in files:
         pass_name = re.sub(r"^(\d+_)+", "", name)[: -len(".mlir")]
-        with open(path, encoding="utf-8", errors="replace") as f:
-            passes.append(PassIr(pass_name, f.read()))
+        passes.append(PassIr(pass_name, read_text(path, IR_DUMP, errors="replace")))
     return passes
 
 
