@@ -51,3 +51,25 @@ def test_a_damaged_cache_file_is_a_cold_start(tmp_path: Path) -> None:
     first = start(path)
     assert first["compiled"] > 500 and first["equal"]
     assert start(path)["hits"] > 500  # rewritten whole
+
+
+def test_a_forged_cache_file_is_never_run(tmp_path: Path) -> None:
+    """Finding 2 of docs/security.md's caches: the file holds code objects the server runs at
+    start, before any trust. A file whose code objects were replaced (tag dropped, or a tag
+    made with another key) is a cold start: its code never runs."""
+    import marshal
+
+    from torch_mlir_lens.system.cache_key import TAG_BYTES, seal
+
+    path = tmp_path / "code"
+    start(path)  # the genuine file: this user's tag, then the marshalled code objects
+    genuine = marshal.loads(path.read_bytes()[TAG_BYTES:])
+    marker = tmp_path / "ran"
+    evil = compile(f"open({str(marker)!r}, 'w').write('ran')", "<forged>", "exec")
+    forged = marshal.dumps({k: evil for k in genuine})
+    for blob in (forged, b"\0" * TAG_BYTES + forged,
+                 seal(b"x" * 32, "generated-code", path.name, forged)):
+        path.write_bytes(blob)
+        again = start(path)
+        assert not marker.exists()
+        assert again["compiled"] > 500 and again["equal"]  # a cold start, then rewritten

@@ -17,6 +17,7 @@ import pytest
 
 from torch_mlir_lens.protocol.jobs import LowerJob, StatsJob, VerifyJob
 from torch_mlir_lens.protocol.results import LowerResult
+from torch_mlir_lens.system import cache_key, disk_cache
 from torch_mlir_lens.worker import job_handlers
 from torch_mlir_lens.worker.blocks import block_cache
 
@@ -188,9 +189,17 @@ def test_a_damaged_entry_is_traced_again(store: Path, model: Path, damage: str) 
         if damage == "bytes":
             entry.write_bytes(b"\x00 not an entry")
             continue
-        data = json.loads(zlib.decompress(entry.read_bytes()))
+        # Ours (tagged with this user's key, as the worker wrote it), but not bytecode.
+        secret = cache_key.cache_secret()
+        assert secret is not None
+        blob = entry.read_bytes()[len(disk_cache._MAGIC):]
+        name = entry.name.removesuffix(".json.z")
+        payload = cache_key.unseal(secret, "blocks", name, blob)
+        assert payload is not None
+        data = json.loads(zlib.decompress(payload))
         data["reply"]["raw"] = base64.b64encode(b"ML\xefR not bytecode").decode()
-        entry.write_bytes(zlib.compress(json.dumps(data).encode()))
+        entry.write_bytes(disk_cache._MAGIC + cache_key.seal(
+            secret, "blocks", name, zlib.compress(json.dumps(data).encode())))
     _new_worker()
     again = _lower(model, text.replace(*PARENT_EDIT), ["linalg"], store)["linalg"]
     assert again.ok and _source(again) == "traced", again.stats

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from torch_mlir_lens import defaults
+from torch_mlir_lens.protocol.schemas import stored_reply_ok
 from torch_mlir_lens.system.disk_cache import DiskCache, DiskCacheStats
 from torch_mlir_lens.system.environment import environment_key
 
@@ -35,7 +36,8 @@ class PersistentResults:
     """Lowering replies in a `DiskCache` folder, for the worker interpreter `python`."""
 
     def __init__(self, folder: str, max_mb: int, python: str) -> None:
-        self._disk = DiskCache(folder, max_mb * 1024 * 1024)
+        self._disk = DiskCache(folder, max_mb * 1024 * 1024, purpose="replies",
+                               validate=stored_reply_ok)
         self._python = python
         self._environment: str | None = None
         self._known = False  # whether the environment key was computed (it may be None)
@@ -55,13 +57,13 @@ class PersistentResults:
             return None
         return hashlib.sha256(f"{self._environment}:{job_key}".encode()).hexdigest()
 
-    async def get(self, job_key: str) -> dict[str, Any] | None:
-        """The stored reply of a job, if it still holds."""
+    async def get(self, job_key: str) -> tuple[dict[str, Any], list[str]] | None:
+        """The stored reply of a job, if it still holds, and the files it depends on."""
         return await asyncio.to_thread(self._get, job_key)
 
-    def _get(self, job_key: str) -> dict[str, Any] | None:
+    def _get(self, job_key: str) -> tuple[dict[str, Any], list[str]] | None:
         key = self._key(job_key)
-        return self._disk.get(key) if key is not None else None
+        return self._disk.lookup(key) if key is not None else None
 
     def put(self, job_key: str, reply: dict[str, Any], provenance: Any) -> None:
         """Store a reply in the background (what it depends on: the worker's provenance)."""

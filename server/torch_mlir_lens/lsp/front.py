@@ -37,7 +37,9 @@ from torch_mlir_lens import __version__
 from torch_mlir_lens.defaults import MAX_ANALYSED_BYTES
 from torch_mlir_lens.lsp.wire import lens_specs, transport
 from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.system import cache_key
 from torch_mlir_lens.system.atomic_write import write_atomically
+from torch_mlir_lens.system.reading import GENERATED_CODE, read_bytes
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 IDLE_S = 0.1
 MAX_KEPT_ANSWERS = 16  # initialize answers kept (one per client kind, typically)
 _LSP_SOURCES = Path(__file__).resolve().parent
+_ANSWERS = "initialize-answers"  # what the kept answers' tag is for
 
 
 class InitializeAnswers:
@@ -80,8 +83,14 @@ class InitializeAnswers:
         return digest.hexdigest()
 
     def _load(self) -> dict[str, Any]:
+        """The kept answers, when the file is this user's own (its tag verifies)."""
+        secret = cache_key.cache_secret()
+        if secret is None:
+            return {}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            blob = read_bytes(self.path, GENERATED_CODE)  # bounded, never through a link
+            payload = cache_key.unseal(secret, _ANSWERS, self.path.name, blob)
+            data = json.loads(payload) if payload is not None else None
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -94,8 +103,12 @@ class InitializeAnswers:
         entries = {k: v for k, v in self._load().items() if k != key}
         entries[key] = answer
         kept = dict(list(entries.items())[-MAX_KEPT_ANSWERS:])
+        secret = cache_key.cache_secret()
+        if secret is None:
+            return
         with contextlib.suppress(OSError):
-            write_atomically(self.path, json.dumps(kept).encode())
+            write_atomically(self.path, cache_key.seal(secret, _ANSWERS, self.path.name,
+                                                       json.dumps(kept).encode()))
 
 
 def default_answers() -> InitializeAnswers:
@@ -121,6 +134,8 @@ class Front:
         self._texts: dict[str, str] = {}  # opened Python files: uri → text
         self._settings: dict[str, Any] = {}  # initializationOptions.settings
         self._workspace_root: str | None = None
+        self._root_trusted = False  # `trusted: true` for every folder (not a list of them)
+        self._one_folder = True
         self.answered = False  # the front has answered something: load once the client is quiet
 
     # -- the transport's sink -------------------------------------------------------------
@@ -168,6 +183,10 @@ class Front:
         settings = options.get("settings") if isinstance(options, dict) else None
         self._settings = settings if isinstance(settings, dict) else {}
         self._workspace_root = _first_folder(params)
+        self._root_trusted = (isinstance(options, dict) and options.get("trusted") is True
+                              and options.get("trustedFolders") is None)
+        folders = params.get("workspaceFolders")
+        self._one_folder = not (isinstance(folders, list) and len(folders) > 1)
         answer = self._answers.get(self._initialize_key)
         if answer is None or not isinstance(value.get("id"), int | str):
             return False  # the full server answers, and its answer is kept for next time
@@ -208,7 +227,10 @@ class Front:
             return None
         if in_installed_package(path) or len(text) > MAX_ANALYSED_BYTES:
             return []
-        settings, _problems = effective_settings(self._settings, None, self._workspace_root)
+        known, folder = self._project_folder(path)
+        if not known:
+            return None
+        settings, _problems = effective_settings(self._settings, None, folder)
         lines = text.splitlines()
         out = []
         for info in discovery.find_modules(text, path, settings_inputs=dict(
@@ -252,6 +274,19 @@ class Front:
         for value in taken:
             protocol.receive(value)
         return protocol
+
+
+    def _project_folder(self, path: str) -> tuple[bool, str | None]:
+        """(whether the front can tell, the folder whose pyproject.toml configures `path`), as
+        the full server's `settings_for`: a trusted workspace folder's own, else none."""
+        from torch_mlir_lens.lsp.state.trust import holds, real_folder
+
+        root = self._workspace_root
+        if root is None:
+            return True, None
+        if not holds(real_folder(root), real_folder(path)):
+            return self._one_folder, None  # another folder's file: the full server knows
+        return True, root if self._root_trusted else None
 
 
 def _first_folder(params: dict[str, Any]) -> str | None:

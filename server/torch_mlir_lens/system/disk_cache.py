@@ -8,35 +8,50 @@ their content hashes, and the installed libraries, with their versions. A lookup
 those files and reads those versions again: the entry is used only when all still match, so
 an answer is confirmed, not recomputed, and never served stale.
 
+Believed only when it is ours: a cache folder may sit in a checkout a pull request writes to,
+so each entry carries an HMAC under the user's key (`cache_key.py`) over its name and bytes,
+and its reply must fit the schema its owner gives (`validate`). A forged, copied, swapped,
+mistyped, truncated or foreign entry is a miss and is removed, so the next answer replaces it.
+Entries are data (compressed JSON), never code, read bounded and never through a link
+(`reading.py`).
+
 Safe to share: two editor windows and a CLI may read and write one folder at once. Entries
-are written to a temporary file and renamed into place (readers see a whole entry or none);
-an entry that cannot be read or parsed (truncated, corrupt, another format) is a miss and is
-removed. Entries are data (compressed JSON), never code. The folder is bounded: when a
-writer finds it over its size, the least recently used entries go (a hit refreshes an
-entry's time).
+are written to a temporary file and renamed into place (readers see a whole entry or none).
+The folder is bounded: when a writer finds it over its size, the least recently used entries
+go (a hit refreshes an entry's time). Eviction and clean-up remove only regular files named as
+this module names them, in folders that are not links, and sweep the temporaries of writers
+that were killed mid-write; those count towards the bound until then.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
+import re
+import stat
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torch_mlir_lens.system.atomic_write import write_atomically
+from torch_mlir_lens.system import cache_key
+from torch_mlir_lens.system.atomic_write import sweep_stale_temporaries, write_atomically
+from torch_mlir_lens.system.reading import CACHE_ENTRY, digest_of, read_bytes
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when an entry's layout changes: older entries are then misses
+FORMAT = 2  # bump when an entry's layout changes: older entries are then misses
+_MAGIC = b"torch-mlir-lens cache 2\n"
 _SUFFIX = ".json.z"
+_ENTRY_NAME = re.compile(r"^[0-9a-f]{64}\.json\.z$")
+_TEMPORARY_NAME = re.compile(r"^\.[0-9a-f]{64}\.json\.z\.\d+\.\d+\.tmp$")
 _EVICT_TO = 0.8  # an eviction pass leaves the folder at this share of its bound
+
+Validator = Callable[[Any], bool]
 
 
 @dataclass
@@ -47,6 +62,7 @@ class DiskCacheStats:
     misses: int = 0
     stale: int = 0  # entries found but no longer true (a file or a library changed)
     writes: int = 0
+    rejected: int = 0  # entries dropped: not ours (tag), not of this key, or not the schema
 
 
 def _version_of(dist: str) -> str | None:
@@ -61,24 +77,43 @@ def _version_of(dist: str) -> str | None:
 def file_digest(path: str) -> str | None:
     """sha256 of a file's bytes (what an entry records of a file it depends on); None when
     it cannot be read."""
+    return digest_of(path)
+
+
+def _real_folder(path: Path) -> bool:
+    """A folder that is not a link (a planted link would take reads and removals elsewhere)."""
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
-        return None
+        return False
 
 
 class DiskCache:
     """Entries in `root/v{FORMAT}/`, at most `max_bytes` in all (approximately: each writer
-    enforces it when its own writes push the folder over)."""
+    enforces it when its own writes push the folder over).
+
+    `purpose` names what the entries are ("replies", "blocks"): an entry of one kind does not
+    verify as another. `validate(reply)` says whether a stored reply has the owner's schema.
+    `secret`: the key (default: the user's, `cache_key.cache_secret`); without one the cache
+    keeps nothing."""
 
     def __init__(self, root: str | os.PathLike[str], max_bytes: int, *,
+                 purpose: str = "replies", validate: Validator | None = None,
+                 secret: bytes | None = None,
                  version_of: Callable[[str], str | None] = _version_of) -> None:
         self.folder = Path(root) / f"v{FORMAT}"
         self.max_bytes = max_bytes
         self.stats = DiskCacheStats()
+        self.purpose = purpose
+        self._validate = validate
+        self._secret = secret if secret is not None else cache_key.cache_secret()
         self._version_of = version_of
         self._size: int | None = None  # the folder's size, as last counted plus our writes
+
+    @property
+    def enabled(self) -> bool:
+        """Whether entries are kept (there is a key, and the folder is not a link)."""
+        return self._secret is not None and not self.folder.is_symlink()
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}{_SUFFIX}"
@@ -86,17 +121,24 @@ class DiskCache:
     # -- reading ------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The reply stored under `key`, if every file and library it depends on is unchanged."""
+        """The reply stored under `key`, if it is ours and every file and library it depends
+        on is unchanged."""
+        found = self.lookup(key)
+        return found[0] if found is not None else None
+
+    def lookup(self, key: str) -> tuple[dict[str, Any], list[str]] | None:
+        """(the reply stored under `key`, the files it depends on), as `get` finds it."""
         path = self._path(key)
-        try:
-            blob = path.read_bytes()
-        except OSError:
+        blob = self._read(path) if self.enabled else None
+        if blob is None:
             self.stats.misses += 1
             return None
-        entry = _decode(blob, key)
+        entry = self._open(blob, key)
         if entry is None:
-            log.info("persistent cache: dropping unreadable entry %s", path.name)
+            log.info("persistent cache: dropping an entry that is not ours or not whole: %s",
+                     path.name)
             self._remove(path)
+            self.stats.rejected += 1
             self.stats.misses += 1
             return None
         if not self._still_true(entry):
@@ -104,10 +146,32 @@ class DiskCache:
             self.stats.stale += 1
             return None
         with contextlib.suppress(OSError):
-            os.utime(path)  # recently used: evicted last
+            os.utime(path, follow_symlinks=False)  # recently used: evicted last
         self.stats.hits += 1
         reply: dict[str, Any] = entry["reply"]
-        return reply
+        return reply, list(entry["files"])
+
+    def _read(self, path: Path) -> bytes | None:
+        if not (_real_folder(self.folder) and _real_folder(path.parent)):
+            return None
+        try:
+            return read_bytes(path, CACHE_ENTRY)  # regular files, bounded, never via a link
+        except OSError:
+            return None
+
+    def _open(self, blob: bytes, key: str) -> dict[str, Any] | None:
+        """The entry in `blob` when it is ours, whole, of this format and key and schema."""
+        assert self._secret is not None
+        if not blob.startswith(_MAGIC):
+            return None
+        payload = cache_key.unseal(self._secret, self.purpose, key, blob[len(_MAGIC):])
+        if payload is None:
+            return None
+        entry = _decode(payload, key)
+        if entry is None or (self._validate is not None and not _safely(self._validate,
+                                                                        entry["reply"])):
+            return None
+        return entry
 
     def _still_true(self, entry: dict[str, Any]) -> bool:
         files, libraries = entry["files"], entry["libraries"]
@@ -123,11 +187,18 @@ class DiskCache:
         libraries = provenance.get("libraries")
         if not isinstance(files, dict) or not isinstance(libraries, dict):
             return  # a worker that cannot say what the answer depends on: not kept
+        if not self.enabled or self._secret is None:
+            return
         entry = {"format": FORMAT, "key": key, "written": time.time(), "files": files,
                  "libraries": libraries, "reply": reply}
         path = self._path(key)
+        if path.parent.exists() and not _real_folder(path.parent):
+            log.info("persistent cache: %s is not a folder of ours: not written",
+                     path.parent)
+            return
         try:
-            blob = zlib.compress(json.dumps(entry, separators=(",", ":")).encode(), 6)
+            payload = zlib.compress(json.dumps(entry, separators=(",", ":")).encode(), 6)
+            blob = _MAGIC + cache_key.seal(self._secret, self.purpose, key, payload)
             write_atomically(path, blob)
         except (OSError, TypeError, ValueError) as exc:
             log.info("persistent cache: could not write an entry: %s", exc)
@@ -140,14 +211,39 @@ class DiskCache:
 
     # -- size ---------------------------------------------------------------------------
 
+    def _files(self) -> Iterator[os.DirEntry[str]]:
+        """The regular files in the entry folders that are not links (entries and
+        temporaries alike)."""
+        if not _real_folder(self.folder):
+            return
+        with contextlib.suppress(OSError), os.scandir(self.folder) as subfolders:
+            for sub in list(subfolders):
+                if not sub.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError), os.scandir(sub.path) as files:
+                    for entry in list(files):
+                        if entry.is_file(follow_symlinks=False):
+                            yield entry
+
     def _entries(self) -> list[tuple[float, int, Path]]:
-        """(last use, size, path) of every entry, oldest first."""
+        """(last use, size, path) of every entry, oldest first; stale temporaries of killed
+        writers are removed on the way, live ones counted as entries that cannot go yet."""
         out = []
-        with contextlib.suppress(OSError):
-            for path in self.folder.glob(f"*/*{_SUFFIX}"):
-                with contextlib.suppress(OSError):
-                    st = path.stat()
-                    out.append((st.st_mtime, st.st_size, path))
+        swept: set[str] = set()
+        for file in self._files():
+            with contextlib.suppress(OSError):
+                if _ENTRY_NAME.match(file.name):
+                    st = file.stat(follow_symlinks=False)
+                    out.append((st.st_mtime, st.st_size, Path(file.path)))
+                elif _TEMPORARY_NAME.match(file.name):
+                    target = os.path.join(os.path.dirname(file.path),
+                                          file.name[1:].split(_SUFFIX)[0] + _SUFFIX)
+                    if target not in swept:
+                        swept.add(target)
+                        sweep_stale_temporaries(target)
+                    if os.path.lexists(file.path):  # a writer still at it
+                        out.append((float("inf"), file.stat(follow_symlinks=False).st_size,
+                                    Path(file.path)))
         return sorted(out)
 
     def size(self) -> int:
@@ -161,8 +257,8 @@ class DiskCache:
         entries = self._entries()
         total = sum(size for _, size, _ in entries)
         removed = 0
-        for _, size, path in entries:
-            if total <= self.max_bytes * _EVICT_TO:
+        for used, size, path in entries:
+            if total <= self.max_bytes * _EVICT_TO or used == float("inf"):
                 break
             if self._remove(path):
                 total -= size
@@ -171,18 +267,31 @@ class DiskCache:
         return removed
 
     def _remove(self, path: Path) -> bool:
+        """Remove one of our entries: a regular file of our name in a folder of ours."""
+        if not (_ENTRY_NAME.match(path.name) and _real_folder(path.parent)
+                and _real_folder(self.folder)):
+            return False
         try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return False
             path.unlink()
             return True
         except OSError:  # another process removed it first
             return False
 
 
-def _decode(blob: bytes, key: str) -> dict[str, Any] | None:
-    """The entry in `blob`, or None unless it is whole, of this format and of this key."""
+def _safely(validate: Validator, reply: Any) -> bool:
     try:
-        entry = json.loads(zlib.decompress(blob))
-    except (zlib.error, ValueError, UnicodeDecodeError):
+        return bool(validate(reply))
+    except Exception:  # a validator that trips on odd data: the data is not valid
+        return False
+
+
+def _decode(payload: bytes, key: str) -> dict[str, Any] | None:
+    """The entry in `payload`, or None unless it is whole, of this format and of this key."""
+    try:
+        entry = json.loads(zlib.decompress(payload))
+    except (zlib.error, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not (isinstance(entry, dict) and entry.get("format") == FORMAT
             and entry.get("key") == key and isinstance(entry.get("reply"), dict)
@@ -190,5 +299,8 @@ def _decode(blob: bytes, key: str) -> dict[str, Any] | None:
             and isinstance(entry.get("libraries"), dict)):
         return None
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in entry["files"].items()):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str | None)
+               for k, v in entry["libraries"].items()):
         return None
     return entry

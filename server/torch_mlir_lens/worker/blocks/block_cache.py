@@ -35,6 +35,7 @@ from typing import Any
 from torch_mlir_lens.discovery.fingerprint import code_fingerprint
 from torch_mlir_lens.system.disk_cache import DiskCache, file_digest
 from torch_mlir_lens.system.environment import environment_key
+from torch_mlir_lens.system.reading import read_bytes
 from torch_mlir_lens.worker.ir.locations import UserFiles
 
 log = logging.getLogger(__name__)
@@ -107,8 +108,7 @@ def _sha(*parts: Any) -> str:
 
 def _read(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return f.read()
+        return read_bytes(path).decode("utf-8", "surrogateescape")  # bounded, regular files
     except OSError:
         return None
 
@@ -161,7 +161,17 @@ def use_folder(folder: str | None) -> None:
     root = os.path.join(folder, DISK_SUBFOLDER) if folder else None
     if _disk is not None and root is not None and str(_disk.folder.parent) == root:
         return
-    _disk = DiskCache(root, DISK_MAX_BYTES) if root is not None else None
+    _disk = DiskCache(root, DISK_MAX_BYTES, purpose="blocks",
+                      validate=_stored_block_ok) if root is not None else None
+
+
+def _stored_block_ok(reply: Any) -> bool:
+    """A stored block's shape: its bytecode (base64), the files it depends on, foreign ones."""
+    return (isinstance(reply.get("raw"), str) and isinstance(reply.get("files"), dict)
+            and all(isinstance(k, str) and isinstance(v, str)
+                    for k, v in reply["files"].items())
+            and isinstance(reply.get("foreign"), list)
+            and all(isinstance(p, str) for p in reply["foreign"]))
 
 
 def _disk_key(key: str) -> str | None:
