@@ -70,6 +70,7 @@ def test_paths_that_name_nothing_are_errors(tmp_path: Path) -> None:
 
 
 def test_config_is_found_upwards_and_paths_are_relative_to_it(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the repository: the search goes up to it
     write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n")  # no table: passed over
     write(tmp_path, "proj/pyproject.toml", """
 [tool.torch-mlir-lens]

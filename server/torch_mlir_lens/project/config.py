@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
+from torch_mlir_lens.system.reading import PROJECT_FILE, read_text
 
 T = TypeVar("T")
 
@@ -87,24 +88,57 @@ def _has_section(data: Mapping[str, Any]) -> bool:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        # Bounded, regular files only: a repository's pyproject.toml may be a link to
+        # /dev/zero or a 250 MB file, read even before its folder is trusted.
+        return tomllib.loads(read_text(path, PROJECT_FILE))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML: {exc}", str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc.reason}", str(path)) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
 
 
-def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
-    """The closest pyproject.toml at or above `start` that has `[tool.torch-mlir-lens]`.
+def repository_root(start: Path) -> Path | None:
+    """The first folder at or above `start` holding `.git`, if any."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
 
-    Stops at the first folder holding `.git` (the repository root), like ruff and mypy do
-    not wander out of a project. A pyproject.toml without the table is passed over.
-    """
+
+def _folders_to_search(start: str | os.PathLike[str],
+                       boundary: str | os.PathLike[str] | None) -> list[Path]:
+    """`start`'s folder and those above it, up to `boundary` (inclusive) when `start` is in
+    it, else up to the repository root; without either, `start`'s folder alone."""
     here = Path(start).resolve()
     if here.is_file():
         here = here.parent
+    top = Path(boundary).resolve() if boundary is not None else None
+    if top is None or not here.is_relative_to(top):
+        top = repository_root(here)
+    if top is None:
+        return [here]
+    out = []
     for folder in (here, *here.parents):
+        out.append(folder)
+        if folder == top or (folder / ".git").exists():
+            break
+    return out
+
+
+def find_pyproject(start: str | os.PathLike[str],
+                   boundary: str | os.PathLike[str] | None = None) -> Path | None:
+    """The closest pyproject.toml at or above `start` that has `[tool.torch-mlir-lens]`.
+
+    Never above the project: the search stops at `boundary` (an editor's workspace folder,
+    whose trust covers what it holds), else at the first folder holding `.git` (the
+    repository root), as ruff and mypy do not wander out of a project; with neither, only
+    `start`'s own folder is read, so a pyproject.toml dropped in a parent folder (a shared
+    temporary folder of a multi-user machine) configures nothing. A pyproject.toml without
+    the table is passed over.
+    """
+    for folder in _folders_to_search(start, boundary):
         candidate = folder / FILENAME
         if candidate.is_file():
             try:
@@ -112,8 +146,6 @@ def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
                     return candidate
             except ConfigError:
                 return candidate  # broken: let load_config say so
-        if (folder / ".git").exists():
-            return None
     return None
 
 
@@ -147,6 +179,21 @@ def _targets(key: str, value: Any, path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _inside_project(key: str, base: str, name: str, path: str) -> str:
+    """`name` joined to the pyproject's folder, refused unless it stays inside the project
+    (the repository, else that folder) once links are resolved: a repository's own file must
+    not make `check` read or write elsewhere (`--write-baseline` creates the file)."""
+    if "\0" in name:
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: a path with a NUL byte", path)
+    joined = os.path.join(base, name)
+    project = Path(base).resolve()
+    project = repository_root(project) or project
+    if not Path(joined).resolve().is_relative_to(project):
+        raise ConfigError(f"[tool.torch-mlir-lens] {key}: {name!r} is outside the project "
+                          f"({project}); name a path inside it", path)
+    return joined
+
+
 def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
     """Check and convert a `[tool.torch-mlir-lens]` table; raises ConfigError when malformed."""
     if not isinstance(table, Mapping):
@@ -177,8 +224,8 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
     if "exclude" in table:
         values["exclude"] = _str_list("exclude", table["exclude"], path)
     if "paths" in table:
-        values["paths"] = tuple(os.path.join(base, p) for p in
-                                _str_list("paths", table["paths"], path))
+        values["paths"] = tuple(_inside_project("paths", base, p, path)
+                                for p in _str_list("paths", table["paths"], path))
     if "timeoutSeconds" in table:
         values["timeout_seconds"] = _limit("timeoutSeconds", limits.timeout_seconds,
                                            table["timeoutSeconds"], path)
@@ -193,7 +240,7 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
     if "baseline" in table:
         if not isinstance(table["baseline"], str):
             raise ConfigError("[tool.torch-mlir-lens] baseline: expected a file name", path)
-        values["baseline"] = os.path.join(base, table["baseline"])
+        values["baseline"] = _inside_project("baseline", base, table["baseline"], path)
     if "jobs" in table:
         values["jobs"] = _limit("jobs", limits.jobs, table["jobs"], path)
     if "rewrites" in table:
@@ -215,9 +262,10 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
     return parse_table(table, str(path))
 
 
-def discover_config(start: str | os.PathLike[str]) -> ProjectConfig:
+def discover_config(start: str | os.PathLike[str],
+                    boundary: str | os.PathLike[str] | None = None) -> ProjectConfig:
     """The project config governing `start` (see `find_pyproject`); empty when there is none."""
-    found = find_pyproject(start)
+    found = find_pyproject(start, boundary)
     return load_config(found) if found is not None else ProjectConfig()
 
 

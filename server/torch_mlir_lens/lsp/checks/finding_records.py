@@ -16,7 +16,7 @@ from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.rules import culprits
-from torch_mlir_lens.source.reading import size_text
+from torch_mlir_lens.system.reading import size_text
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.state.session import Session
@@ -78,7 +78,7 @@ def result_records(
 ) -> list[DiagRecord]:
     """The records of one module's check: each diagnosed backend's problems (with the proven
     rewrites of `offers`, once the worker has proven them)."""
-    diagnosed = set(server.settings.diagnostic_targets)
+    diagnosed = set(server.settings_for(doc.path).diagnostic_targets)
     out: list[DiagRecord] = []
     for result in results:
         for diag in result.diagnostics:

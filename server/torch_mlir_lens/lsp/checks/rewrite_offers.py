@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def proving(server: CheckingServer, doc: Document, info: discovery.ModuleInfo,
             results: list[LowerResult], stamp: Stamp) -> None:
     """Start the proof of `info`'s culprits in the background (when it has some)."""
-    diagnosed = set(server.settings.diagnostic_targets)
+    diagnosed = set(server.settings_for(doc.path).diagnostic_targets)
     failing = [r.target for r in results
                if r.target in diagnosed and backend_verdict(r).culprits]
     if failing:

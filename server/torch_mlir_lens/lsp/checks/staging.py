@@ -78,7 +78,7 @@ async def check_target(
 def known(server: CheckingServer, doc: Document, module: str) -> dict[str, LowerResult]:
     """The check results of `module` recorded on the document, by target."""
     out = {}
-    for target in server.settings.check_targets:
+    for target in server.settings_for(doc.path).check_targets:
         result = doc.result(module, target)
         if result is not None:
             out[target] = result
@@ -87,7 +87,8 @@ def known(server: CheckingServer, doc: Document, module: str) -> dict[str, Lower
 
 def missing(server: CheckingServer, doc: Document, module: str) -> list[str]:
     """The check targets of `module` not known yet (in check order)."""
-    return [t for t in server.settings.check_targets if doc.result(module, t) is None]
+    return [t for t in server.settings_for(doc.path).check_targets
+            if doc.result(module, t) is None]
 
 
 def _follow_up(server: CheckingServer, doc: Document, module: str) -> None:
@@ -130,7 +131,8 @@ async def _stage(
     except LensError as err:
         if err.kind not in NOT_A_VERDICT:
             # Load, inputs and export errors fail every target alike.
-            doc.record_failure(stamp, module, err, server.settings.check_targets)
+            doc.record_failure(stamp, module, err,
+                               server.settings_for(doc.path).check_targets)
         raise
     if doc.record_results(stamp, module, results):
         server.refresh_lenses()  # the verdict lens changed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -53,26 +54,54 @@ def apply_settings(
     server: CheckingServer, client_settings: Mapping[str, Any] | None, *, initial: bool = False
 ) -> None:
     """Make new settings effective: engine limits, caches, lenses and diagnostics."""
-    old, new, problems = server.apply_settings(client_settings)
+    before = server.all_settings()
+    _old, _new, problems = server.apply_settings(client_settings)
+    after = server.all_settings()
     for problem in problems:
         log.warning(problem)
-    if initial or old == new:
+    if initial or before == after:
         return
     log.info("settings changed")
     server.host.update_config()
-    results_changed = old.results_key() != new.results_key()
+    results_changed = any(_changed(before, after, layer, lambda s: s.results_key())
+                          for layer in {*before, *after})
+    checks_changed = any(_changed(before, after, layer,
+                                  lambda s: (s.check_targets, s.diagnostics))
+                         for layer in {*before, *after})
     for doc in server.store:
         if results_changed:
             doc.forget_results()
             doc.forget_modules()
-    check_triggers.recheck_all(server, lowering=results_changed or _checks_changed(old, new))
+    check_triggers.recheck_all(server, lowering=results_changed or checks_changed)
     server.refresh_lenses()  # lens targets, default target or inputs may have changed
 
 
-def _checks_changed(old: Any, new: Any) -> bool:
-    return bool(
-        old.check_targets != new.check_targets or old.diagnostics != new.diagnostics
-    )
+def _changed(before: Mapping[Any, Any], after: Mapping[Any, Any], layer: Any,
+             part: Any) -> bool:
+    """Whether one settings layer changed in `part` (a layer that came or went did)."""
+    if layer not in before or layer not in after:
+        return True
+    return bool(part(before[layer]) != part(after[layer]))
+
+
+def files_saved(server: CheckingServer, paths: list[str]) -> None:
+    """Files changed on disk (saved in the editor, or by another program): the answers that
+    read them go, whatever their folder, and the open documents whose answers read them are
+    checked again (`from lib.acts import Act`, with `lib` in another folder)."""
+    saved = {os.path.abspath(p) for p in paths}
+    stale: set[str] = set()
+    for path in saved:
+        stale |= server.host.invalidate(path)
+    readers = [doc for doc in server.store
+               if doc.path and os.path.abspath(doc.path) in stale - saved]
+    for doc in readers:
+        doc.forget_results()
+        if server.settings_for(doc.path).diagnostics != "off":
+            check_triggers.schedule(server, doc, lowering=True)
+    if readers:
+        log.info("a file changed on disk: checking %d document(s) that read it again",
+                 len(readers))
+        server.refresh_lenses()
 
 
 def announce_untrusted(server: CheckingServer) -> None:
@@ -94,6 +123,9 @@ def set_trusted(server: CheckingServer, trusted: bool, folders: list[str] | None
         if not server.trusted:  # "unknown" may have become "not trusted": the status says so
             server.host.set_status(UNTRUSTED, server.trust.detail)
         return
+    # A folder's pyproject.toml configures its modules only while the folder is trusted.
+    server.apply_settings(server.client_settings)
+    server.host.update_config()
     if server.trusted:
         log.info("trusted folders: %s", ", ".join(sorted(server.trust.roots)) or "(opened files)")
         server.host.start()

@@ -58,7 +58,7 @@ def module_lenses(
     server: CheckingServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
 ) -> list[types.CodeLens]:
     """The lenses of one module (`lens_specs.module_lens_specs`)."""
-    settings = server.settings
+    settings = server.settings_for(doc.path)
     verdicts = doc.verdicts(info.name)
     verdict = (verdict_title(verdicts, settings.diagnostic_targets, settings.default_target)
                if verdicts else None)

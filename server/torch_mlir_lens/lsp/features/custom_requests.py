@@ -149,7 +149,7 @@ async def _lower(
     inline_blocks: bool | None = None,
 ) -> LowerResult:
     plain = pipeline is None and not print_after_all and inline_blocks is None
-    if plain and target in server.settings.check_targets:
+    if plain and target in server.settings_for(doc.path).check_targets:
         # The check's first stage for this target alone (shared with hover and diagnostics,
         # cached on the document); the other check targets follow without delaying it.
         results = await staging.check_target(server, doc, module, target,

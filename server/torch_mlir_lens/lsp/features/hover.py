@@ -280,7 +280,7 @@ def verdict_line(server: CheckingServer, doc: Document, module: str, line: int) 
     """
     parts = []
     want = os.path.normcase(os.path.normpath(doc.path or ""))
-    for target in server.settings.diagnostic_targets:
+    for target in server.settings_for(doc.path).diagnostic_targets:
         result = doc.result(module, target)
         if result is None:
             if doc.error(module) is None:

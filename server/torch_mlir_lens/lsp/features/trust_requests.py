@@ -58,6 +58,7 @@ def register(server: CheckingServer) -> None:
     def on_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
         added = _paths(params.event.added)
         server.trust.folders_changed(added, _paths(params.event.removed))
+        server.apply_settings(server.client_settings)  # a removed folder's project goes
         for folder in added:
             if not server.trust.covers(folder) and server.trust.first_refusal(folder):
                 server.show(

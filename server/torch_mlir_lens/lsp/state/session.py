@@ -19,8 +19,8 @@ from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.document import Document, DocumentStore
-from torch_mlir_lens.lsp.state.settings import Settings, effective_settings
-from torch_mlir_lens.lsp.state.trust import Trust
+from torch_mlir_lens.lsp.state.settings import Settings, effective_settings, parse_settings
+from torch_mlir_lens.lsp.state.trust import Trust, real_folder
 
 
 class Session(LanguageServer):
@@ -29,7 +29,12 @@ class Session(LanguageServer):
     def __init__(self, name: str, version: str, **pygls_options: Any) -> None:
         super().__init__(name, version, **pygls_options)
         self._settings = Settings()
+        # Editor settings alone, and each trusted folder's with its own project layer: a
+        # module's settings come from its own folder's pyproject.toml, never another's.
+        self._editor_settings = Settings()
+        self._folder_settings: dict[str, Settings] = {}
         self._init_settings: dict[str, Any] = {}  # initializationOptions.settings
+        self._client_settings: dict[str, Any] | None = None  # the last applied
         # The last settings pushed in workspace/didChangeConfiguration (clients that cannot
         # answer workspace/configuration).
         self._pushed_settings: dict[str, Any] | None = None
@@ -45,8 +50,29 @@ class Session(LanguageServer):
 
     @property
     def settings(self) -> Settings:
-        """The effective settings (`settings.py` has their layers)."""
+        """The server-wide settings (engine limits, what `serverInfo` reports): the editor's,
+        with the project layer of the first workspace folder when it is trusted
+        (`settings.py` has the layers). A module's are `settings_for` its file."""
         return self._settings
+
+    def settings_for(self, path: str | None) -> Settings:
+        """The settings of a file: the editor's with the project layer of the trusted
+        workspace folder holding it (its own pyproject.toml, never another folder's); the
+        editor's alone for a file of no trusted workspace folder."""
+        root = self.trust.root_of(path)
+        return self._folder_settings.get(root, self._editor_settings) if root else \
+            self._editor_settings
+
+    def all_settings(self) -> dict[str | None, Settings]:
+        """Every settings layer in effect: server-wide (None) and per trusted folder."""
+        layers: dict[str | None, Settings] = {None: self._settings}
+        layers.update(self._folder_settings)
+        return layers
+
+    @property
+    def client_settings(self) -> dict[str, Any] | None:
+        """The client's settings applied last (applied again when trust changes)."""
+        return self._client_settings
 
     @property
     def pushed_settings(self) -> dict[str, Any] | None:
@@ -69,8 +95,9 @@ class Session(LanguageServer):
         return self.trust.trusted
 
     def modules_of(self, doc: Document) -> list[discovery.ModuleInfo]:
-        """The document's modules (static discovery with the current settings and root)."""
-        return doc.modules(dict(self._settings.example_inputs), self._workspace_root)
+        """The document's modules (static discovery with its settings and root)."""
+        return doc.modules(dict(self.settings_for(doc.path).example_inputs),
+                           self._workspace_root)
 
     # -- state, written -------------------------------------------------------------------
 
@@ -91,9 +118,19 @@ class Session(LanguageServer):
                        ) -> tuple[Settings, Settings, list[str]]:
         """Make the settings of every layer over `client_settings` effective:
         (old, new, problems with the values)."""
-        new, problems = effective_settings(self._init_settings, client_settings,
-                                           self._workspace_root)
+        self._client_settings = dict(client_settings) if client_settings is not None else None
+        editor, problems = parse_settings(self._init_settings, client_settings)
+        folders: dict[str, Settings] = {}
+        for folder in sorted(self.trust.known):
+            if not self.trust.covers(folder):
+                continue  # an untrusted folder's pyproject.toml configures nothing
+            folders[folder], more = effective_settings(self._init_settings, client_settings,
+                                                       folder)
+            problems += [p for p in more if p not in problems]
+        root = real_folder(self._workspace_root) if self._workspace_root else None
+        new = folders.get(root, editor) if root else editor
         old, self._settings = self._settings, new
+        self._editor_settings, self._folder_settings = editor, folders
         return old, new, problems
 
     def first_untrusted_announcement(self) -> bool:

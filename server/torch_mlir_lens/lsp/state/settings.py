@@ -178,18 +178,20 @@ def section_of(payload: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def project_layer(workspace_root: str | None) -> tuple[dict[str, Any], str | None, list[str]]:
-    """The workspace's `[tool.torch-mlir-lens]` as a settings layer, its file, its problems.
+def project_layer(folder: str | None) -> tuple[dict[str, Any], str | None, list[str]]:
+    """A workspace folder's `[tool.torch-mlir-lens]` as a settings layer, its file, its
+    problems.
 
-    The table of the pyproject.toml at (or above, up to the repository root) the workspace
-    root; `targets` becomes `diagnosticTargets`. A malformed table is reported and ignored.
+    The table of the folder's own pyproject.toml: never one above the folder (which its trust
+    does not cover) nor another folder's; `targets` becomes `diagnosticTargets`. A malformed
+    table is reported and ignored. Callers read it only for trusted folders.
     """
-    if not workspace_root:
+    if not folder:
         return {}, None, []
     from torch_mlir_lens.project.config import ConfigError, discover_config
 
     try:
-        config = discover_config(workspace_root)
+        config = discover_config(folder, boundary=folder)
     except ConfigError as err:
         return {}, err.path, [f"{err.path}: {err.message}"]
     return config.editor_settings(), config.path, []
