@@ -78,7 +78,7 @@ async def test_project_settings_win_over_editor_defaults(client: LanguageClient)
     (item,) = registration.registrations
     assert item.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
     watchers = plain(item.register_options)["watchers"]
-    assert [w["globPattern"] for w in watchers] == ["**/pyproject.toml"]
+    assert [w["globPattern"] for w in watchers] == ["**/pyproject.toml", "**/*.py"]
 
 
 async def test_project_inputs_lower_a_module_and_only_its_targets_are_diagnosed(

@@ -1,4 +1,6 @@
-"""Result cache keyed by content hashes (never timestamps), invalidated per file."""
+"""Result cache keyed by content hashes (never timestamps), invalidated per file: an entry
+goes when its own file changes, a file beside it, or any file its answer read (what the
+worker's provenance names: a module imported from another folder)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +27,7 @@ def text_hash(text: str) -> str:
 class _Entry:
     path: str
     value: Any
+    depends: frozenset[str] = frozenset()  # the other files its answer read
 
 
 class ResultCache:
@@ -44,26 +48,26 @@ class ResultCache:
         self.hits += 1
         return entry.value
 
-    def put(self, key: str, path: str, value: Any) -> None:
-        self._entries[key] = _Entry(path, value)
+    def put(self, key: str, path: str, value: Any, depends: Iterable[str] = ()) -> None:
+        self._entries[key] = _Entry(path, value, frozenset(os.path.abspath(d) for d in depends))
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
-    def invalidate(self, path: str) -> int:
-        """Drop results of `path` and of the files next to it (they may import it).
-
-        Returns how many entries were dropped.
-        """
+    def invalidate(self, path: str) -> set[str]:
+        """Drop results of `path`, of the files next to it (they may import it) and of every
+        file whose answer read it. Returns the files whose results were dropped."""
         path = os.path.abspath(path)
         folder = os.path.dirname(path)
         doomed = [
             key for key, entry in self._entries.items()
             if entry.path == path or os.path.dirname(entry.path) == folder
+            or path in entry.depends
         ]
+        files = {self._entries[key].path for key in doomed}
         for key in doomed:
             del self._entries[key]
-        return len(doomed)
+        return files
 
     def drop_if(self, predicate: Any) -> int:
         """Drop every entry whose value satisfies predicate(value)."""

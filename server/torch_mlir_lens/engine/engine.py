@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -89,6 +89,9 @@ class Engine:
         self._on_output = on_output
         self._client = self._new_client()
         self._cache = ResultCache(self.config.cache_entries)
+        # file → the files whose answers read it (an import from another folder): told to
+        # the server when it changes, so that their results go too (`invalidate`).
+        self._dependents: dict[str, set[str]] = {}
         self._persistent = self._new_persistent()
         # The client is looked up at each call: a changed interpreter swaps it between jobs.
         self._scheduler = Scheduler(
@@ -303,9 +306,13 @@ class Engine:
         if self._persistent is not None:
             await self._persistent.flush()
 
-    def invalidate(self, path: str) -> None:
-        """Forget results of a file (and of its neighbours, which may import it)."""
-        self._cache.invalidate(path)
+    def invalidate(self, path: str) -> set[str]:
+        """Forget results of a file, of its neighbours (which may import it) and of every
+        file whose answer read it; returns the files whose answers read it (their documents'
+        results are stale too)."""
+        path = os.path.abspath(path)
+        dropped = self._cache.invalidate(path)
+        return (dropped | self._dependents.get(path, set())) - {path}
 
     # --- submitting ----------------------------------------------------------------------
 
@@ -323,26 +330,46 @@ class Engine:
         persistent = self._persistent if isinstance(job, LowerJob | RewritesJob) and cache \
             else None
         if persistent is not None:
-            stored = await persistent.get(key)
-            if stored is not None:
+            found = await persistent.get(key)
+            if found is not None:
+                stored, depends = found
                 if path:
-                    self._cache.put(key, path, stored)
+                    self._note_reader(path, depends)
+                    self._cache.put(key, path, stored, depends)
                 return stored
         try:
             result = await self._scheduler.submit(key, job, cancel_on_abandon=cancel_on_abandon,
                                                   cancel_stale=self.config.cancel_stale)
         except LensError as err:
+            if path:
+                self._note_reader(path, err.depends)
             # A load error may come from code outside the module's fingerprint: not cached.
             if cache and path and err.kind not in _TRANSIENT_ERRORS and (
                     err.kind != ErrorKind.LOAD_ERROR):
-                self._cache.put(key, path, err)
+                self._cache.put(key, path, err, err.depends)
             raise
-        provenance = result.pop("provenance", None)
+        # Callers that shared this job share its reply: each reads the provenance, none
+        # takes it from the others.
+        provenance = result.get("provenance")
+        result = {k: v for k, v in result.items() if k != "provenance"}
+        depends = _files_read(provenance)
+        if path:
+            self._note_reader(path, depends)
+        if isinstance(provenance, dict) and provenance.get("unstable"):
+            # A file the job read changed while it ran: the answer may mix both versions.
+            # Answered, never kept (the next request lowers again).
+            return result
         if cache and path:
-            self._cache.put(key, path, result)
+            self._cache.put(key, path, result, depends)
         if persistent is not None:
             persistent.put(key, result, provenance)
         return result
+
+    def _note_reader(self, path: str, files: Iterable[str]) -> None:
+        """The answer for `path` read `files`: a change to one of them makes it stale."""
+        reader = os.path.abspath(path)
+        for file in files:
+            self._dependents.setdefault(os.path.abspath(file), set()).add(reader)
 
     async def _swap_client_if_asked(self) -> None:
         """Before a job: a changed interpreter, environment or folder needs a new worker."""
@@ -350,6 +377,14 @@ class Engine:
             self._restart_client = False
             await self._client.stop()
             self._client = self._new_client()
+
+
+def _files_read(provenance: Any) -> list[str]:
+    """The user files a worker's provenance says the answer read (absolute paths)."""
+    files = provenance.get("files") if isinstance(provenance, dict) else None
+    if not isinstance(files, dict):
+        return []
+    return [os.path.abspath(f) for f in files if isinstance(f, str)]
 
 
 def _write_temps(output: str) -> set[str]:

@@ -254,6 +254,7 @@ class LensError(Exception):
 
     `related`: for a failure raised inside library code, the library lines on the way from
     the user's line to where it was raised, innermost first (as `LensDiagnostic.related`).
+    `depends`: the other user files the failed job had read (its answer goes when one changes).
     """
 
     def __init__(
@@ -264,6 +265,7 @@ class LensError(Exception):
         file: str | None = None,
         line: int | None = None,
         related: list[RelatedLocation] | None = None,
+        depends: list[str] | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -271,19 +273,25 @@ class LensError(Exception):
         self.file = file
         self.line = line
         self.related = list(related or [])
+        self.depends = list(depends or [])
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "message": self.message, "file": self.file,
                                 "line": self.line}
         if self.related:
             data["related"] = [asdict(r) for r in self.related]
+        if self.depends:
+            data["depends"] = list(self.depends)
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LensError:
+        depends = data.get("depends")
         return cls(data["kind"], data["message"], file=data.get("file"), line=data.get("line"),
                    related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
-                            for r in data.get("related") or []])
+                            for r in data.get("related") or []],
+                   depends=[d for d in depends if isinstance(d, str)]
+                   if isinstance(depends, list) else None)
 
     def to_diagnostic(self, target: str | None = None) -> LensDiagnostic:
         return LensDiagnostic(

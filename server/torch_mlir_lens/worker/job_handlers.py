@@ -62,6 +62,9 @@ class _Program:
     # The modules its job loaded by path (its file, a parent giving it inputs): a later job
     # lowering this program depends on them too (provenance.py).
     loaded: frozenset[str] = frozenset()
+    # The other user files its export read, with their digests: reused only while they hold
+    # (a module imported from another folder, edited and saved).
+    read: dict[str, str] = field(default_factory=dict)
     dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
     variants: Any = None  # rewrite_jobs.variants.Variants: its lowerers with rewrites
 
@@ -115,9 +118,26 @@ def run(data: dict[str, Any]) -> Reply:
             # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
             exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
                             file=exc.file, line=exc.line)
+        exc.depends = _files_read(job_path(data))  # a fix in one of them ends the failure
         return Reply(job_id, False, error=exc.to_json(), programs=held_programs())
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
         return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
+
+
+def job_path(data: Any) -> str | None:
+    """The file a job frame names, if any."""
+    path = data.get("path") if isinstance(data, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _files_read(path: str | None) -> list[str]:
+    """The other user files a job of `path` read (provenance.py); [] when unknown."""
+    if not path:
+        return []
+    try:
+        return sorted(provenance(path).get("files", {}))
+    except Exception:  # what a failed job read is a nicety: never a second failure
+        return []
 
 
 def _begin_job() -> None:
@@ -209,7 +229,7 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     """
     from torch_mlir_lens.worker import blocks, lowering
     from torch_mlir_lens.worker import inputs as inputs_mod
-    from torch_mlir_lens.worker.loading import construct, loader
+    from torch_mlir_lens.worker.loading import construct, file_states, loader
 
     path = job.path
     text = job.text if job.text is not None else read_text(path)
@@ -227,6 +247,9 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     real_key, any_key = f"{base}:real", f"{base}:{policy}"
     for key in ([real_key] if need_weights else [any_key, real_key]):
         cached = _programs.get(key)
+        if cached is not None and not file_states.unchanged(cached.read):
+            _evicted.append(_programs.pop(key))  # a file it read changed: export again
+            cached = None
         if cached is not None:
             _programs.move_to_end(key)
             return cached
@@ -286,6 +309,7 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
                      construction={**built.stats(), **blocks_stats},
                      dynamic_shapes=resolved.dynamic_shapes,
                      loaded=frozenset(loader.touched))
+    entry.read = provenance(path, entry.loaded, libraries=False)["files"]
     key = real_key if built.path == construct.REAL else any_key
     if not keep:
         return entry

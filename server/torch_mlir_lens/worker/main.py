@@ -189,11 +189,12 @@ def _job_waiting(fd: int, within: float = 0.0) -> bool:
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
     from torch_mlir_lens.worker.job_handlers import release_evicted, run
-    from torch_mlir_lens.worker.loading import hygiene, import_graph
+    from torch_mlir_lens.worker.loading import file_states, hygiene, import_graph
 
     # Imports are recorded from here on (what an answer depends on: provenance.py); before
     # the baseline, so that restoring the standard library after a job keeps the recorder.
     import_graph.install(sys.modules)
+    file_states.install()  # the digest of each user file, taken before its code runs
     baseline = hygiene.Baseline.take()
     # Tell the parent the imports are done: job time-outs start counting from here.
     write_frame(out_fd, Reply(0, True, {"ready": True, "pid": os.getpid()}).to_json())

@@ -146,11 +146,13 @@ class EngineHost:
                 "memory_limit_mb": settings.memory_limit_mb,
                 "cache_dir": default_cache_dir(), "cache_max_mb": settings.cache_size_mb}
 
-    def invalidate(self, path: str | None) -> None:
-        """Tell the engine a file's text changed (files importing it may lower differently)."""
+    def invalidate(self, path: str | None) -> set[str]:
+        """Tell the engine a file's text changed (files importing it may lower differently);
+        the files whose answers read it, whatever their folder."""
         if self.engine is not None and path:
             with contextlib.suppress(Exception):
-                self.engine.invalidate(path)
+                return self.engine.invalidate(path)
+        return set()
 
     # -- status -------------------------------------------------------------------------
 
@@ -206,7 +208,7 @@ class EngineHost:
             raise LensError(
                 ErrorKind.BAD_REQUEST, "Save the file first: only files on disk can be lowered."
             )
-        settings = self._server.settings
+        settings = self._server.settings_for(doc.path)
         return ModuleJob(
             path=doc.path,
             text=cell_positions.job_text(self._server, doc, module),

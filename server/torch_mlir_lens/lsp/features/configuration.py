@@ -29,6 +29,9 @@ def register(server: CheckingServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def on_watched(params: types.DidChangeWatchedFilesParams) -> None:
+        sources = project_config.changed_sources(params)
+        if sources:
+            state_changes.files_saved(server, sources)
         if project_config.changed(params):
             log.info("pyproject.toml changed: reading [tool.torch-mlir-lens] again")
             await state_changes.pull_settings(server)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.checks import check_triggers
+from torch_mlir_lens.lsp.checks import check_triggers, state_changes
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
@@ -63,6 +63,8 @@ def register(server: CheckingServer) -> None:
         doc = server.store.get(params.text_document.uri)
         if doc is not None:
             check_triggers.on_save(server, doc)
+            if doc.path:  # files that import it (in any folder) lower differently now
+                state_changes.files_saved(server, [doc.path])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:

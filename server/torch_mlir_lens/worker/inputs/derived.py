@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from torch_mlir_lens.discovery import ModuleInfo
 from torch_mlir_lens.discovery.fingerprint import fingerprint
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.source.reading import read_text
 from torch_mlir_lens.worker.inputs.construction import lookup
 from torch_mlir_lens.worker.inputs.recording import Recorded, clone, record, weights_policy
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
 from torch_mlir_lens.worker.loading import loader
+from torch_mlir_lens.worker.loading.file_states import read_source
 
 # Resolves a parent's inputs from its own sources only (no derived inputs): the precedence of
 # `resolve.py`, passed in because that precedence is what asks for derived inputs.
@@ -96,7 +96,7 @@ def _pick(recording: dict[str, Recorded] | LensError, qualname: str, path: str,
 
 
 def _read_text(path: str) -> str:
-    return read_text(path)  # bounded, regular files only
+    return read_source(path)  # bounded, regular files only; its digest recorded
 
 
 def _recording(

@@ -17,9 +17,10 @@ hover.
 The module is registered in `sys.modules` as `torch_mlir_lens_user.<folder>_<hash>.<stem>` (a
 package per folder, whose `__path__` is the folder, so `from .layers import X` works as well
 as `from layers import X`, thanks to the folder put first on `sys.path`); `__name__` is never
-"__main__". Executions are cached by (path, sha256(text)). Sibling modules imported from the
-user's folder tree are dropped from `sys.modules` when their file changed on disk, so an edit to
-`layers.py` is seen when `model.py` is loaded again.
+"__main__". Executions are cached by (path, sha256(text)). The user's modules (any file that
+is not an installed library's, in this folder or any other) are dropped from `sys.modules` when
+their file changed on disk, so an edit to `layers.py`, or to `lib/acts.py` of another workspace
+folder, is seen when `model.py` is loaded again.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.source.reading import read_text
+from torch_mlir_lens.worker.loading.file_states import is_user_source, module_file, read_source
 
 USER_PACKAGE = "torch_mlir_lens_user"
 SKIPPED_ATTR = "__torch_mlir_lens_skipped__"  # [(line, message)] of assignments that failed
@@ -204,11 +205,12 @@ def modules_loaded_since_start() -> list[tuple[str, types.ModuleType]]:
 
 
 def _user_siblings(folder: str, exclude: str) -> dict[str, tuple[str, int, int]]:
-    """Modules in sys.modules whose files are in the user's folder tree, with their stamps."""
+    """The user's modules in sys.modules (this folder's tree or any other, never an installed
+    library), with their stamps."""
     found: dict[str, tuple[str, int, int]] = {}
     for name, module in modules_loaded_since_start():
-        file = getattr(module, "__file__", None)
-        if name == exclude or not isinstance(file, str) or not _in_tree(file, folder):
+        file = module_file(module)
+        if name == exclude or not isinstance(file, str) or not _users(file, folder):
             continue
         stamp = _stamp(file)
         if stamp is not None:
@@ -216,12 +218,19 @@ def _user_siblings(folder: str, exclude: str) -> dict[str, tuple[str, int, int]]
     return found
 
 
+def _users(file: str, folder: str) -> bool:
+    """A file of the user's: in the job's folder tree, or a source of another folder that is
+    not installed code (a workspace folder imported through `sys.path`)."""
+    return _in_tree(file, folder) or is_user_source(file)
+
+
 def _drop_changed_siblings(folder: str, exclude: str) -> bool:
-    """Remove from sys.modules the user-tree modules whose file changed since import."""
+    """Remove from sys.modules the user's modules whose file changed since import, whatever
+    their folder."""
     dropped = False
     for name, module in modules_loaded_since_start():
-        file = getattr(module, "__file__", None)
-        if name == exclude or not isinstance(file, str) or not _in_tree(file, folder):
+        file = module_file(module)
+        if name == exclude or not isinstance(file, str) or not _users(file, folder):
             continue
         if name.startswith(USER_PACKAGE + ".") and name.count(".") >= 2 and _is_loaded(name):
             continue  # files loaded by us are keyed by their text, not their disk state
@@ -244,7 +253,7 @@ def stamp_imported_modules() -> None:
     edit, the edit would go unseen.
     """
     for name, module in modules_loaded_since_start():
-        file = getattr(module, "__file__", None)
+        file = module_file(module)
         if name in _import_stamps or not isinstance(file, str):
             continue
         if name.startswith(USER_PACKAGE + ".") and _is_loaded(name):
@@ -259,7 +268,7 @@ def _drop_shadowed(folder: str) -> bool:
     dropped = False
     for name in list(_import_stamps):
         module = sys.modules.get(name)
-        file = getattr(module, "__file__", None)
+        file = module_file(module)
         if module is None or not isinstance(file, str) or _in_tree(file, folder):
             continue
         base = os.path.join(folder, *name.split("."))
@@ -290,7 +299,7 @@ def _siblings_changed(entry: _Loaded) -> bool:
 
 def _read(path: str) -> str:
     try:
-        return read_text(path)  # bounded, regular files only; a BOM is not part of the source
+        return read_source(path)  # bounded, regular files only; its digest recorded
     except (OSError, UnicodeDecodeError) as exc:
         raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}", file=path) from exc
 
@@ -426,7 +435,7 @@ def user_files_for(path: str) -> list[str]:
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix)}
     files = {path}
     for _name, module in modules_loaded_since_start():
-        file = getattr(module, "__file__", None)
+        file = module_file(module)
         if not isinstance(file, str) or not file.endswith(".py"):
             continue
         file = os.path.abspath(file)

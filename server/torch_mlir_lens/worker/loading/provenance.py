@@ -12,11 +12,14 @@ and any module that appeared during the job by other means; each non-library fil
 and each installed distribution they came from. A file too many costs a needless miss when it
 changes; a file too few would serve a stale answer, so when in doubt a file is kept. Files
 that user code reads with `open()` are not tracked (documented in the README).
+
+Each file's digest is the one taken before its code ran (`file_states.py`), compared with the
+file once more here: a file saved while the job ran makes the answer `unstable` (listed), and
+the engine keeps no such answer, in memory or on disk.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
 import sys
@@ -25,7 +28,9 @@ from functools import cache
 from typing import Any
 
 from torch_mlir_lens.protocol.frames import in_installed_package
-from torch_mlir_lens.worker.loading import import_graph, loader
+from torch_mlir_lens.system.reading import digest_of
+from torch_mlir_lens.worker.loading import file_states, import_graph, loader
+from torch_mlir_lens.worker.loading.file_states import module_file
 from torch_mlir_lens.worker.loading.loader import module_name_for, modules_loaded_since_start
 
 
@@ -53,11 +58,7 @@ def _is_library(real: str) -> bool:
 
 def file_digest(path: str) -> str | None:
     """sha256 of a file's bytes, or None when it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+    return digest_of(path)  # bounded, regular files only
 
 
 def _depended_on(job_path: str, loaded_by_path: Iterable[str]) -> list[tuple[str, Any]]:
@@ -71,29 +72,45 @@ def _depended_on(job_path: str, loaded_by_path: Iterable[str]) -> list[tuple[str
     return [(name, module) for name, module in loaded if name in reached]
 
 
-def provenance(job_path: str, loaded_by_path: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+def provenance(job_path: str, loaded_by_path: Iterable[str] = (), *,
+               libraries: bool = True) -> dict[str, Any]:
     """`{"files": {path: sha256}, "libraries": {distribution: version}}` of what the job's
-    code loaded. The job's own file is left out: its text is part of the job (unsaved
-    edits). `loaded_by_path`: the modules the job that exported its program loaded by path."""
+    code loaded, and `"unstable": [path, ...]` when some of those files changed since their
+    code ran. The job's own file is left out: its text is part of the job (unsaved edits).
+    `loaded_by_path`: the modules the job that exported its program loaded by path.
+    `libraries` False: the files only (what a held program checks before it is reused)."""
     own = os.path.abspath(job_path)
     files: dict[str, str] = {}
+    unstable: list[str] = []
     tops: set[str] = set()
     for name, module in _depended_on(job_path, loaded_by_path):
-        file = getattr(module, "__file__", None)
+        file = module_file(module)
         if not isinstance(file, str) or not file.endswith(".py"):
             continue
         path = os.path.abspath(file)
         real = os.path.realpath(path)
         if _is_library(real):
             tops.add(name.partition(".")[0])
-        elif path != own and (digest := file_digest(path)) is not None:
-            files[path] = digest
-    libraries: dict[str, str] = {}
+        elif path != own and (now := file_digest(path)) is not None:
+            executed = file_states.digest(path)
+            if executed is not None and executed != now:
+                unstable.append(path)
+            files[path] = executed or now
+    out: dict[str, Any] = {"files": dict(sorted(files.items())),
+                           "libraries": _versions(tops) if libraries else {}}
+    if unstable:
+        out["unstable"] = sorted(unstable)
+    return out
+
+
+def _versions(tops: Iterable[str]) -> dict[str, str]:
+    """The installed distributions providing these top-level modules, with their versions."""
+    found: dict[str, str] = {}
     providers = _distributions_of()
     for top in tops:
         for dist in providers.get(top, ()):
             try:
-                libraries[dist] = importlib.metadata.version(dist)
+                found[dist] = importlib.metadata.version(dist)
             except importlib.metadata.PackageNotFoundError:
                 continue
-    return {"files": dict(sorted(files.items())), "libraries": dict(sorted(libraries.items()))}
+    return dict(sorted(found.items()))
