@@ -160,3 +160,31 @@ def test_a_branch_in_the_users_own_code_gets_the_advice_that_applies_there() -> 
     assert "`if x.sum() > 0:` (line" in err.message
     assert "torch.cond / torch.where for the branch" in err.message
     assert "library code" not in err.message
+
+
+class Several(nn.Module):
+    def __init__(self, library: ModuleType) -> None:
+        super().__init__()
+        self.vq = library.Codebook()
+        self.net = library.Tabular()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.vq(x)
+        if y.abs().sum() < 0:  # never true: the example says False
+            y = y + 1
+        return self.net(y)
+
+
+def test_every_refused_line_is_named_in_one_run_with_its_value(library: ModuleType) -> None:
+    err = _refusal(Several(library), torch.randn(4, 8))
+    lines = err.message.splitlines()
+    assert lines[0].startswith("torch.export failed: `if not self.initted:`")
+    own = _user_line("if y.abs().sum() < 0:")
+    assert (f"also refused: `if y.abs().sum() < 0:  # never true: the example says False` "
+            f"(line {own}) branches on a tensor's value") in err.message
+    assert "(it is False on the example inputs)" in err.message
+    table = _line(library, "if is_continuous:")
+    assert f"also refused: `if is_continuous:` (layers.py:{table})" in err.message
+    assert [(r.file, r.line) for r in err.related] == [
+        (library.__file__, _line(library, "if not self.initted:")), (__file__, own),
+        (library.__file__, table)]

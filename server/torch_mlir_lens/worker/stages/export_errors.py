@@ -30,7 +30,7 @@ from torch_mlir_lens.source.dynamic_dims import (
 )
 from torch_mlir_lens.worker.ir.library_frames import LibraryFiles
 from torch_mlir_lens.worker.ir.locations import UserFiles
-from torch_mlir_lens.worker.stages import export_reasons
+from torch_mlir_lens.worker.stages import export_problems, export_reasons
 from torch_mlir_lens.worker.stages.dynamic_spec import named_dims
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
@@ -64,9 +64,13 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
         file, line = dynamic_at or (err.file, err.line)
         return LensError(err.kind, message, file=file, line=line)
     related = _library_frames(exc, text, users)
-    why = export_reasons.reason_of(exc, fn, lambda f: f in users or _libraries().is_library(f))
+    def is_code(file: str) -> bool:
+        return file in users or _libraries().is_library(file)
+
+    why = export_reasons.reason_of(exc, fn, is_code)
     if why is not None:
-        return _with_reason(err, why, related, users)
+        found = export_problems.draft_problems(fn, args, kwargs, is_code)
+        return _with_others(_with_reason(err, why, related, users, found), why, found, users)
     if not related:
         return err
     origin = f"{short_path(related[0].file)}:{related[0].line}"
@@ -75,8 +79,32 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
     return LensError(err.kind, message, file=err.file, line=err.line, related=related)
 
 
+def _on_example(value: str | None) -> str:
+    return f" (it is {value} on the example inputs)" if value in ("True", "False") else ""
+
+
+def _where(file: str, line: int, users: UserFiles) -> str:
+    return f"line {line}" if file in users else f"{short_path(file)}:{line}"
+
+
+def _with_others(err: LensError, why: export_reasons.Reason,
+                 found: list[export_problems.Problem], users: UserFiles) -> LensError:
+    """The other lines draft_export found refused, after the first: one message line and
+    one related location each."""
+    others = [p for p in found if (p.file, p.line) != (why.file, why.line)]
+    if not others:
+        return err
+    lines = [f"also refused: `{p.code}` ({_where(p.file, p.line, users)}) "
+             f"{export_reasons.words_for(p.code)}{_on_example(p.value)}" for p in others]
+    head, _, advice = err.message.partition("\n")
+    message = "\n".join([head, *lines] + ([advice] if advice else []))
+    related = [*err.related, *[RelatedLocation(p.file, p.line, f"also refused: {p.code}")
+                               for p in others]]
+    return LensError(err.kind, message, file=err.file, line=err.line, related=related)
+
+
 def _with_reason(err: LensError, why: export_reasons.Reason, related: list[RelatedLocation],
-                 users: UserFiles) -> LensError:
+                 users: UserFiles, found: list[export_problems.Problem]) -> LensError:
     """The export error said in words at the line that made it, with that line's code; a
     library's line also in `related` (first, with its code) and named in the message, the
     error staying on the user's innermost line that reaches it. The advice fits: code the
@@ -85,7 +113,9 @@ def _with_reason(err: LensError, why: export_reasons.Reason, related: list[Relat
     where = f"{short_path(why.file)}:{why.line}" if in_library else f"line {why.line}"
     first = err.message.split("\n", 1)[0]
     torch_said = first.removeprefix("torch.export failed: ")
-    message = (f"torch.export failed: `{why.code}` ({where}) {why.words} ({torch_said})")
+    value = next((p.value for p in found if (p.file, p.line) == (why.file, why.line)), None)
+    shown = "" if why.value_shown else _on_example(value)
+    message = f"torch.export failed: `{why.code}` ({where}) {why.words}{shown} ({torch_said})"
     if in_library:
         message += ("\nthe line is library code: torch.cond / torch.where / torch._check would "
                     "have to go there; building or calling the module so that it does not "

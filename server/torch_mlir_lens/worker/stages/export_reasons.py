@@ -13,6 +13,7 @@ which it was:
 - a size that depends on the data (`nonzero`, `unique`, `masked_select`, a boolean mask).
 
     reason_of(exc, module, is_code)   → Reason (the line, its code, the words) or None
+    words_for(code)                   → the words for a refused line's code alone
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Reason:
     line: int
     code: str  # the line's code, stripped
     words: str  # "branches on the value of buffer `vq.initted` (True)"
+    value_shown: bool = False  # the words carry the value read
 
 
 def _frames(exc: BaseException) -> list[types.FrameType]:
@@ -145,22 +147,27 @@ def reason_of(exc: BaseException, module: Any,
     if not code:
         return None
     read = _attribute_words(frame, code, module)
-    if _DATA_SIZED.search(code) or "Could not extract specialized integer" in text:
+    sized = "Could not extract specialized integer" in text
+    return Reason(file, line, code, words_for(code, read, sized=sized), read is not None)
+
+
+def words_for(code: str, read: str | None = None, *, sized: bool = False) -> str:
+    """What a refused line does, from its code: `read` names the module's tensor it reads
+    ("the value of buffer `vq.initted` (True)"); `sized`: torch said a size was needed."""
+    if _DATA_SIZED.search(code) or sized:
         call = _DATA_SIZED.search(code)
         what = f"`{call.group(1)}(...)`" if call else "a tensor computed here"
-        words = f"the size of {what} depends on the data, and this line needs it as a number"
-    elif _BRANCH.search(code):
+        return f"the size of {what} depends on the data, and this line needs it as a number"
+    if _BRANCH.search(code):
         verb = "checks" if code.startswith("assert") else "branches on"
-        words = (f"{verb} {read}, which torch.export does not know while tracing" if read
-                 else f"{verb} a tensor's value: a tensor converted to a Python bool, which "
-                      "torch.export does not know while tracing")
-    elif _NUMBER.search(code):
-        words = ("converts " + (read or "a tensor") + " to a Python number, which "
-                 "torch.export does not know while tracing")
-    else:
-        words = ("uses " + (read or "a tensor's value") + " where torch.export needs a "
-                 "value it does not know while tracing")
-    return Reason(file, line, code, words)
+        return (f"{verb} {read}, which torch.export does not know while tracing" if read
+                else f"{verb} a tensor's value: a tensor converted to a Python bool, which "
+                     "torch.export does not know while tracing")
+    if _NUMBER.search(code):
+        return ("converts " + (read or "a tensor") + " to a Python number, which "
+                "torch.export does not know while tracing")
+    return ("uses " + (read or "a tensor's value") + " where torch.export needs a value it "
+            "does not know while tracing")
 
 
-__all__ = ["Reason", "reason_of"]
+__all__ = ["Reason", "reason_of", "words_for"]
