@@ -103,6 +103,12 @@ async def test_the_module_own_file_and_other_sources_are_never_replaced(
     link.symlink_to(src)
     await refused(client, EXPORT, {**base, "output": str(link), "chosenByUser": True},
                   "the module's own source file")
+    # A name no file can have (a NUL byte): refused with its reason, not a traceback.
+    for chosen in (False, True):
+        await refused(client, EXPORT, {**base, "output": "out\0put.mlir", "chosenByUser": chosen},
+                      "a file name cannot hold a NUL byte")
+        await refused(client, REPRO, {**base, "outputDir": "re\0pro", "chosenByUser": chosen},
+                      "a file name cannot hold a NUL byte")
     assert {p: stamp(p) for p in (src, helper)} == kept
     assert not (ws / "pkg" / "new_module.py").exists()
     assert not (ws / "pkg" / "notes.ipynb").exists()

@@ -133,3 +133,25 @@ def test_the_command_line_reads_no_pyproject_above_the_repository(tmp_path: Path
     assert discover_config(run_here).path is None  # a repository: not above its root
     pyproject(tmp_path / "work", tmp_path / "x")
     assert discover_config(run_here).path == str(tmp_path / "work" / "pyproject.toml")
+
+
+def test_a_huge_pyproject_is_refused_by_its_size_not_read(
+        tmp_path: Path, servers: list[RawServer]) -> None:
+    """Finding 6: a 250 MB pyproject.toml in an untrusted workspace was read whole (12 s to
+    `serverInfo`, 528 MB). Untrusted, it is not read at all; trusted, it is refused by its
+    size with a message, and the server stays small and quick."""
+    import psutil
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "model.py").write_text(MODEL)
+    with open(workspace / "pyproject.toml", "wb") as f:  # sparse: no disk is used
+        f.write(b"[tool.torch-mlir-lens]\n")
+        f.truncate(250_000_000)
+    for trusted in (False, True):
+        server = start(servers, tmp_path, [workspace], {"trusted": trusted})
+        msg_id = server.request("torchMlirLens/serverInfo", {})
+        assert "result" in server.response(msg_id, 30)
+        assert server.latency(msg_id) < 5.0, server.latency(msg_id)
+        assert psutil.Process(server.proc.pid).memory_info().rss < 300e6
+    assert b"too large to read" in bytes(server.stderr_log.tail)

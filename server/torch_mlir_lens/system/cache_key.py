@@ -90,7 +90,7 @@ def _create_key(path: Path) -> None:
 def cache_secret() -> bytes | None:
     """The key, created on first use; None (and one log line) when none can be had."""
     given = os.environ.get(KEY_ENV)
-    if given is not None:
+    if given:  # empty: not given (a CI secret a fork's pull request does not get)
         if len(given) < MIN_SECRET_CHARS:
             log.warning("persistent cache off: %s holds fewer than %d characters", KEY_ENV,
                         MIN_SECRET_CHARS)
