@@ -131,3 +131,68 @@ def test_unsupported_op_in_library_code_names_the_library_line(
     assert (modeling, line_with(modeling, "step_w = 1.0 / nb_patches_w")) in related
     back = LowerResult.from_json(json.loads(json.dumps(res.to_json(compact_map=True))))
     assert [d.related for d in back.diagnostics if d.op == diag.op] == [diag.related]
+
+
+HELPER_LIBRARY = '''\
+import torch
+from torch import nn
+
+
+def rotate(q):
+    n = q.shape[-1]
+    return q[..., n:]
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def _attn(self, x):
+        y = self.fc(x)
+        return y[..., 8:].sum(-1) + rotate(y).sum(-1)
+
+    def forward(self, x):
+        return self._attn(x)
+'''
+
+
+class _HelperUser(torch.nn.Module):
+    def __init__(self, attention: torch.nn.Module) -> None:
+        super().__init__()
+        self.a = attention
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x)  # the user's call
+
+
+def test_a_culprit_in_a_library_helper_is_at_the_line_inside_it(tmp_path: Path) -> None:
+    """Non-strict export records only `forward` frames; the library's helper method and
+    function are registered too, so the zero-sized slices TOSA rejects are named at the
+    lines inside `_attn` and `rotate`, not at `return self._attn(x)`."""
+    import importlib
+    import sys
+
+    package = tmp_path / "lens_helper_library"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "layers.py").write_text(HELPER_LIBRARY)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        layers = importlib.import_module("lens_helper_library.layers")
+        [res] = lower_module(_HelperUser(layers.Attention()), (torch.randn(2, 8),), {},
+                             module_name="_HelperUser", user_files={__file__},
+                             targets=["tosa"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    library = os.path.realpath(str(layers.__file__))
+    [diag] = [d for d in res.diagnostics if d.kind == ErrorKind.UNSUPPORTED_OP]
+    import inspect
+
+    lines, start = inspect.getsourcelines(_HelperUser.forward)
+    assert diag.line == start + next(i for i, text in enumerate(lines) if "return" in text)
+    named = {(os.path.realpath(r.file), r.line) for r in diag.related or []
+             if "comes from here" in r.message}
+    assert (library, line_with(library, "return y[..., 8:]")) in named
+    assert (library, line_with(library, "return q[..., n:]")) in named
+    assert (library, line_with(library, "return self._attn(x)")) not in named

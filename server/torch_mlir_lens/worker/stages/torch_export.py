@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import io
 import re
+import sys
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +24,7 @@ from torch_mlir.extras.fx_importer import FxImporter
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.worker.ir.crash_guard import note_weights
+from torch_mlir_lens.worker.ir.library_frames import library_files
 from torch_mlir_lens.worker.ir.literals import LiteralHooks
 from torch_mlir_lens.worker.ir.locations import UserFiles
 from torch_mlir_lens.worker.ir.mlir_diagnostics import captured
@@ -127,6 +129,34 @@ def register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> 
             if code is not None and code.co_filename in users:
                 anchors.add((code.co_filename, code.co_name))
                 anchors.add((code.co_filename, "<lambda>"))
+    _register_library_helpers(module, anchors)
+
+
+def _register_library_helpers(module: torch.nn.Module, anchors: set[Any]) -> None:
+    """The same for the library classes the model is made of: the methods of each submodule's
+    class (and its bases) and the functions of the files they live in, so that an op made in
+    a library's helper (`self._attn(x)`) maps to the line inside it, not to the call."""
+    libraries = library_files()
+    seen: set[type] = set()
+    files: set[str] = set()
+    for sub in module.modules():
+        for cls in type(sub).__mro__:
+            if cls in seen:
+                continue
+            seen.add(cls)
+            file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+            if not isinstance(file, str) or not libraries.is_library(file):
+                continue
+            files.add(file)
+            for member in list(vars(cls).values()):
+                member = getattr(member, "fget", None) or getattr(member, "__func__", member)
+                code = getattr(member, "__code__", None)
+                if code is not None and code.co_filename == file:
+                    anchors.add((file, code.co_name))
+            for value in list(vars(sys.modules[cls.__module__]).values()):
+                code = getattr(value, "__code__", None)
+                if inspect.isfunction(value) and code is not None and code.co_filename == file:
+                    anchors.add((file, code.co_name))
 
 
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
