@@ -134,3 +134,32 @@ def test_a_proven_cause_beats_a_verifiers_complaint_and_indexing_is_named_so() -
     assert "Tensor.Tensor" not in first.message and "Tensor.int" not in first.message
     assert first.reason == ("its result `tensor<2x?xsi64>` has a dynamic size, which TOSA's "
                             "conversion of it does not take")
+
+
+class GraphConv(nn.Module):
+    """torch_geometric's GCNConv, reduced: self-loops removed then added back, each node's
+    degree from a scatter_add, messages gathered and summed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, edge_index):
+        edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+        loops = torch.arange(x.shape[0]).repeat(2, 1)
+        edge_index = torch.cat([edge_index, loops], dim=1)
+        src, dst = edge_index[0], edge_index[1]
+        degree = torch.zeros(x.shape[0]).scatter_add(0, dst, torch.ones(dst.shape[0]))
+        norm = degree.pow(-0.5)[src] * degree.pow(-0.5)[dst]
+        messages = self.lin(x).index_select(0, src) * norm[:, None]
+        return torch.zeros_like(x).index_add(0, dst, messages)
+
+
+def test_a_graph_convolution_on_tosa_names_its_dynamic_size_not_only_a_verifier() -> None:
+    edges = torch.tensor([[0, 1, 1, 2, 3, 3], [1, 0, 2, 2, 0, 1]])
+    found = _culprits(GraphConv(), (torch.randn(4, 4), edges), "tosa")
+    reasons = [d.reason for d in found if d.reason]
+    assert any("has a dynamic size" in r for r in reasons), reasons
+    for reason in reasons:  # a verifier's words alone would mislead
+        if "operand and result must have the same size" in reason:
+            assert "has a dynamic size, and TOSA's conversion fails: " in reason

@@ -80,6 +80,15 @@ def _dynamic(facts: OpFacts) -> str | None:
     return None
 
 
+def dynamic_fact(facts: OpFacts) -> str | None:
+    """The fact alone, without saying it is the cause: "its result `tensor<2x?xsi64>` has a
+    dynamic size" (said beside a backend's own words that do not name the op's types)."""
+    for role, t in _tensors(facts):
+        if None in t.sizes:
+            return f"{role} `{t.builtin}` has a dynamic size"
+    return None
+
+
 def _f64(facts: OpFacts) -> str | None:
     for role, t in _tensors(facts):
         if t.dtype == "f64":
@@ -243,5 +252,5 @@ def explains(message: str) -> bool:
     return bool(text) and "failed to legalize operation" not in text
 
 
-__all__ = ["RULES", "OpFacts", "Refusal", "Tensor", "explains", "reason", "reasons",
-           "tensor_type"]
+__all__ = ["RULES", "OpFacts", "Refusal", "Tensor", "dynamic_fact", "explains", "reason",
+           "reasons", "tensor_type"]

@@ -13,7 +13,8 @@ from typing import Any
 
 from torch_mlir import ir
 
-from torch_mlir_lens.rules.refusals import OpFacts, explains, reasons
+from torch_mlir_lens.rules.refusals import OpFacts, dynamic_fact, explains, reasons
+from torch_mlir_lens.rules.targets import target_title
 
 
 def _constant(value: Any) -> str | None:
@@ -75,11 +76,18 @@ def explained(verdict: str, op: Any, backend: str, key: str | None = None,
             # alone without it): a verifier's complaint about an op the conversion made
             # ("operand and result must have the same size") says less than "its result has
             # a dynamic size", shown to be the cause.
-            found = next((said for said, instead in reasons(op_facts(op), backend)
+            facts = op_facts(op)
+            found = next((said for said, instead in reasons(facts, backend)
                           if (instead is None and not own)
                           or (instead is not None and lowers_as is not None
                               and lowers_as(instead))),
                          "")
+            fact = dynamic_fact(facts) if own and not found and backend == "tosa" else None
+            if fact and not _names_types(verdict):
+                # A verifier's words about an op the conversion made ("operand and result
+                # must have the same size and dtype") say nothing of this op's types: the
+                # dynamic size it has is said beside them, not as the proven cause.
+                found = f"{fact}, and {target_title(backend)}'s conversion fails: {verdict}"
             if cache_key is None:
                 return found or verdict
             _CHECKED[cache_key] = found
@@ -89,6 +97,11 @@ def explained(verdict: str, op: Any, backend: str, key: str | None = None,
     except Exception:  # an op whose operands cannot be read: no reason, the verdict stands
         return verdict
     return found or verdict
+
+
+def _names_types(message: str) -> bool:
+    """Whether a backend's message names a type or size (`tensor<...>`, `K=3`)."""
+    return "tensor<" in message or "=" in message
 
 
 __all__ = ["LowersAs", "explained", "op_facts"]
