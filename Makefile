@@ -62,6 +62,8 @@ test:
 	$(MAKE) lint test-client test-python
 
 bench: venv
+	# figure 16's libraries, torch pinned on the same command line
+	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0 -e '.[bench]'
 	$(PY) -m bench.run
 
 clean:

@@ -86,11 +86,12 @@ class BaselineProcess:
         }, timeout, check)
 
     async def precision(self, model: BenchModel, timeout: float = 600.0,
-                        check: bool = True) -> dict[str, Any]:
-        """The product's culprits of `model`, each checked alone (op_isolation)."""
+                        check: bool = True, missed: bool = False) -> dict[str, Any]:
+        """The product's culprits of `model`, each checked alone (op_isolation); with `missed`,
+        also the ops no culprit names that fail alone."""
         return await self.call({
             "op": "precision", "path": str(model.path), "module": model.module,
-            "inputs": model.inputs, "init": model.init,
+            "inputs": model.inputs, "init": model.init, "missed": missed,
         }, timeout, check)
 
     async def stop(self) -> None:

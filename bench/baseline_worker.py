@@ -11,9 +11,10 @@ stdout (a failed request: `{"ok": false, "error", "traceback", "seconds", "peak_
     {"op": "export", "path", "module", "inputs", "init"}
         → {"ok": true, "seconds": s, "build_seconds": s}   (`torch.export.export` alone; the
           program is kept: a "lower" request with "exported": true lowers it, not a new export)
-    {"op": "precision", "path", "module", "inputs", "init"}
+    {"op": "precision", "path", "module", "inputs", "init", "missed"?}
         → {"ok": true, "checks": {target: [{"op", "file", "line", "instances", "lowers_alone",
-           "message"}]}}   (the product's culprits, each lowered alone: op_isolation's
+           "message", "named"}]}}   (with "missed": also the ops no culprit names that fail
+           alone, "named": false)   (the product's culprits, each lowered alone: op_isolation's
            `culprit_precision`; a measurement of the product, never part of the baseline)
     {"op": "quit"}
 
@@ -101,8 +102,13 @@ def precision(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str
     from torch_mlir_lens.worker.culprit_precision import culprit_precision
 
     module, inputs, _build_s = build_module(req, cache)
-    checks = culprit_precision(module, tuple(inputs), module_name=req["module"],
-                               user_files=[req["path"]])
+    from torch_mlir_lens.worker.ir import crash_guard
+
+    # Every pipeline in a child: a module whose lowering kills torch-mlir (a graph network's
+    # index on Linalg: SIGSEGV) is checked, not the end of this process.
+    with crash_guard.guarded():
+        checks = culprit_precision(module, tuple(inputs), module_name=req["module"],
+                                   user_files=[req["path"]], missed=bool(req.get("missed")))
     return {"ok": True, "checks": {t: [asdict(c) for c in cs] for t, cs in checks.items()}}
 
 

@@ -46,6 +46,19 @@ REPO = Path(__file__).resolve().parent.parent
 ZOO = REPO / "tests" / "models" / "broad_zoo.py"
 BACKENDS = {"linalg": "linalg-on-tensors", "tosa": "tosa", "stablehlo": "stablehlo"}
 STEP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A models file the sweep runs: its path, the user's module class (built from the
+    model's name) and the function giving a model's inputs."""
+
+    path: Path
+    cls: str
+    inputs: str
+
+
+BROAD = Corpus(ZOO, "ZooModel", "zoo_inputs")
 ENGINE_FRESH_EVERY = 60  # architectures per worker: the imported model code piles up
 NOT_BUILT = "NotBuilt"
 
@@ -77,27 +90,27 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line[:limit]
 
 
-def architectures(python: str = sys.executable) -> list[str]:
+def architectures(python: str = sys.executable, corpus: Corpus = BROAD) -> list[str]:
     """Every type of the corpus (asked of a fresh interpreter: listing imports transformers)."""
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import broad_zoo; "
-            "print(json.dumps(broad_zoo.architectures()))")
-    out = subprocess.run([python, "-c", code, str(ZOO.parent)], capture_output=True,
+    code = (f"import json, sys; sys.path.insert(0, sys.argv[1]); import {corpus.path.stem} as z; "
+            "print(json.dumps(z.architectures()))")
+    out = subprocess.run([python, "-c", code, str(corpus.path.parent)], capture_output=True,
                          text=True, check=True, timeout=300).stdout
     return list(json.loads(out.strip().splitlines()[-1]))
 
 
-def bench_model(model_type: str) -> BenchModel:
+def bench_model(model_type: str, corpus: Corpus = BROAD) -> BenchModel:
     """The corpus entry as the benchmark's baseline process takes it."""
-    return BenchModel(model_type, ZOO, "ZooModel", f"zoo_inputs({model_type!r})",
+    return BenchModel(model_type, corpus.path, corpus.cls, f"{corpus.inputs}({model_type!r})",
                       f"({model_type!r},)")
 
 
-def module_job(model_type: str) -> Any:
+def module_job(model_type: str, corpus: Corpus = BROAD) -> Any:
     """The product's job for one architecture: ZooModel(type) on its example inputs."""
     from torch_mlir_lens.engine import ModuleJob
 
-    return ModuleJob(path=str(ZOO), module="ZooModel", init=f"({model_type!r},)",
-                     inputs=f"zoo_inputs({model_type!r})")
+    return ModuleJob(path=str(corpus.path), module=corpus.cls, init=f"({model_type!r},)",
+                     inputs=f"{corpus.inputs}({model_type!r})")
 
 
 class Plain:
@@ -108,7 +121,8 @@ class Plain:
         self.python, self.log = python, log
         self.proc: BaselineProcess | None = None
 
-    async def call(self, op: str, model: BenchModel, output_type: str = "") -> dict[str, Any]:
+    async def call(self, op: str, model: BenchModel, output_type: str = "",
+                   missed: bool = False) -> dict[str, Any]:
         """The reply to one request; {"ok": False, "crashed": True, ...} if the process died."""
         if self.proc is None:
             self.proc = BaselineProcess(self.python, self.log)
@@ -117,7 +131,8 @@ class Plain:
             if op == "export":
                 return await self.proc.export(model, STEP_TIMEOUT_S, check=False)
             if op == "precision":
-                return await self.proc.precision(model, 2 * STEP_TIMEOUT_S, check=False)
+                return await self.proc.precision(model, 2 * STEP_TIMEOUT_S, check=False,
+                                                 missed=missed)
             return await self.proc.lower(model, output_type, timeout=STEP_TIMEOUT_S,
                                          check=False, exported=True)
         except (RuntimeError, TimeoutError, OSError, json.JSONDecodeError) as exc:
@@ -132,17 +147,18 @@ class Plain:
 
 def _culprits(result: Any) -> list[dict[str, Any]]:
     return [{"op": d.op, "file": d.file, "line": d.line, "cause": d.cause or d.message[:160],
-             "kind": str(d.kind)}
+             "kind": str(d.kind), "ops": list(d.ops or []), "reason": d.reason,
+             "related": [f"{r.file}:{r.line}" for r in (d.related or [])]}
             for d in result.diagnostics if d.severity == "error"]
 
 
-async def _product(engine: Any, model_type: str, row: Row) -> None:
+async def _product(engine: Any, model_type: str, row: Row, corpus: Corpus = BROAD) -> None:
     from torch_mlir_lens.protocol.results import LensError
 
     start = time.perf_counter()
     restarts = engine.restarts
     try:
-        results = await engine.lower(module_job(model_type), targets=list(BACKENDS))
+        results = await engine.lower(module_job(model_type, corpus), targets=list(BACKENDS))
     except LensError as err:
         if err.kind == "cancelled":  # the sweep itself is being stopped (Ctrl-C)
             raise asyncio.CancelledError from err
@@ -163,37 +179,39 @@ async def _product(engine: Any, model_type: str, row: Row) -> None:
     row.seconds["product"] = round(time.perf_counter() - start, 2)
 
 
-async def _precision(checker: Plain, model: BenchModel, row: Row) -> None:
+async def _precision(checker: Plain, model: BenchModel, row: Row,
+                     missed: bool = False) -> None:
     if all(p.get("ok") or not p.get("culprits") for p in row.product.values()):
         return  # no culprit to check
     start = time.perf_counter()
-    reply = await checker.call("precision", model)
+    reply = await checker.call("precision", model, missed=missed)
     row.seconds["precision"] = round(time.perf_counter() - start, 2)
     if not reply.get("ok"):
         row.precision_error = _first_line(str(reply.get("error") or "no answer"))
     for backend, checks in (reply.get("checks") or {}).items():
         row.precision[backend] = [
-            {k: c.get(k) for k in ("op", "file", "line", "lowers_alone", "message")}
+            {k: c.get(k) for k in ("op", "file", "line", "lowers_alone", "message", "named")}
             for c in checks]
 
 
-async def _rewrites(engine: Any, model_type: str, row: Row) -> None:
+async def _rewrites(engine: Any, model_type: str, row: Row, corpus: Corpus = BROAD) -> None:
     from bench.rewrites_figure import engine_outcome
 
     for backend, result in row.product.items():
         if not result.get("ok") and result.get("culprits"):
             start = time.perf_counter()
-            row.rewrites[backend] = await engine_outcome(engine, module_job(model_type),
+            row.rewrites[backend] = await engine_outcome(engine,
+                                                         module_job(model_type, corpus),
                                                          backend)
             row.seconds[f"rewrites_{backend}"] = round(time.perf_counter() - start, 2)
 
 
 async def sweep_one(model_type: str, plain: Plain, engine: Any,
                     checker: Plain | None = None, rewrites: bool = False,
-                    compare: bool = True) -> Row:
+                    compare: bool = True, corpus: Corpus = BROAD) -> Row:
     """One architecture through export, plain torch-mlir and the product."""
     row = Row(model_type)
-    model = bench_model(model_type)
+    model = bench_model(model_type, corpus)
     reply = await plain.call("export", model)
     error = str(reply.get("error") or "")
     if not reply.get("ok") and error.startswith(NOT_BUILT):
@@ -204,13 +222,14 @@ async def sweep_one(model_type: str, plain: Plain, engine: Any,
     row.export_error = "" if row.exported else _first_line(error)
     row.seconds["export"] = round(float(reply.get("seconds") or 0.0), 2)
     if compare:  # plain torch-mlir beside the product
-        await asyncio.gather(_plain(plain, model, row), _product(engine, model_type, row))
+        await asyncio.gather(_plain(plain, model, row),
+                             _product(engine, model_type, row, corpus))
     else:
-        await _product(engine, model_type, row)
+        await _product(engine, model_type, row, corpus)
     if checker is not None and compare:
-        await _precision(checker, model, row)
+        await _precision(checker, model, row, missed=corpus is not BROAD)
     if rewrites:
-        await _rewrites(engine, model_type, row)
+        await _rewrites(engine, model_type, row, corpus)
     return row
 
 
@@ -240,7 +259,8 @@ def read_rows(path: Path) -> list[Row]:
 
 async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executable,
                 log: Path | None = None, resume: bool = False,
-                rewrites: bool = False, compare: bool = True) -> list[Row]:
+                rewrites: bool = False, compare: bool = True,
+                corpus: Corpus = BROAD) -> list[Row]:
     """Every type of `types` (skipping those in `rows_path` with `resume`); all rows.
     `compare` False: the product alone (and its rewrites), without plain torch-mlir and the
     precision check (figure 15 needs neither)."""
@@ -261,7 +281,8 @@ async def sweep(types: list[str], rows_path: Path, *, python: str = sys.executab
                 engine = Engine(EngineConfig(python=python, timeout_s=STEP_TIMEOUT_S))
                 await engine.start()
             started = time.perf_counter()
-            row = await sweep_one(model_type, plain, engine, checker, rewrites, compare)
+            row = await sweep_one(model_type, plain, engine, checker, rewrites, compare,
+                                  corpus)
             row.seconds["total"] = round(time.perf_counter() - started, 2)
             with rows_path.open("a") as f:
                 f.write(json.dumps(asdict(row)) + "\n")

@@ -20,6 +20,7 @@ from bench.figures import (
     fig13_broad_zoo,
     fig14_blocks,
     fig15_rewrites,
+    fig16_beyond,
 )
 
 FIGURES: list[ModuleType] = [
@@ -38,4 +39,5 @@ FIGURES: list[ModuleType] = [
     fig13_broad_zoo,
     fig14_blocks,
     fig15_rewrites,
+    fig16_beyond,
 ]
