@@ -48,7 +48,7 @@ def linalg_of(lowerer: Any, backend: str) -> Any:
             ErrorKind.VERIFY_ERROR,
             f"Verify could not run {target_title(backend)}'s IR: {names}{more} has no "
             f"conversion to Linalg in torch-mlir's {target_title(backend)} passes, which "
-            f"Verify needs to run it here (this says nothing about the module)",
+            f"Verify needs to run it here: no verdict on the module",
             file=file, line=line)
     return module
 
@@ -66,7 +66,9 @@ def _unconverted(module: Any, backend: str,
 
     def visit(op: Any) -> Any:
         name = op.name
-        if name.startswith(prefix) and name not in found and name != f"{prefix}return":
+        used = any(True for result in op.results for _use in result.uses)
+        if name.startswith(prefix) and name not in found and name != f"{prefix}return" \
+                and (used or not op.results):  # a dead shape constant is no obstacle
             frames = user_frames_of(op.location, users)
             file, line = frames[0] if frames else (None, None)
             found[name] = (name, file, line)
