@@ -12,6 +12,7 @@ inputs, strict) lets several targets and several jobs on the same module export 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -235,6 +236,9 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     text = job.text if job.text is not None else read_text(path)
     name = job.module
     policy = job.construct
+    pinned = _pins(job, text)  # applied at export: they need the tensors' values
+    if pinned and not need_weights:
+        need_weights = "pinned tensors"
     # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
     # stitched program has not: a proof, or a module asking for rewrites, has an inline
     # program of its own, never the stitched one a plain lowering keeps.
@@ -285,11 +289,14 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
         _stats["exports_run" if keep else "proof_exports"] += 1
 
         def inline() -> Any:
-            return lowering.export_program(
-                fn, resolved.args, resolved.kwargs, user_files=user_files,
-                strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
-                dynamic_at=resolved.dynamic_at,
-            )
+            from torch_mlir_lens.worker.rewrites.pins import pinned as pinned_in
+
+            with pinned_in(fn, pinned) if pinned else contextlib.nullcontext():
+                return lowering.export_program(
+                    fn, resolved.args, resolved.kwargs, user_files=user_files,
+                    strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
+                    dynamic_at=resolved.dynamic_at,
+                )
 
         program, outcome = blocks.export(fn, resolved, inline, job, user_files, text,
                                          why_inline=why_inline)
@@ -377,6 +384,49 @@ def _asks_rewrites(job: ModuleJob, text: str) -> bool:
         return False
 
 
+def _pins(job: ModuleJob, text: str) -> list[str]:
+    """The tensors the job's module is exported with pinned (`pin.<name>` rewrites)."""
+    from torch_mlir_lens.worker.rewrite_jobs.variants import requested
+    from torch_mlir_lens.worker.rewrites.pins import pin_names
+
+    try:
+        return pin_names(s.name for s in requested(job.path, text, job.module, job.rewrites))
+    except LensError:
+        return []  # reported by `_rewriting`
+
+
+def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None:
+    """An export refused on a branch on the module's one-element tensor: the pin proven
+    (rewrite_jobs/pin_proof.py) is lowered through under `--rewrites auto` (the results),
+    else offered in the error's message (None)."""
+    name = getattr(err, "pin_candidate", None)
+    if not name or f"pin.{name}" in job.rewrites:
+        return None
+    from torch_mlir_lens.worker import inputs as inputs_mod
+    from torch_mlir_lens.worker.loading import loader
+    from torch_mlir_lens.worker.rewrite_jobs.pin_proof import prove_pin
+
+    text = job.text if job.text is not None else read_text(job.path)
+    try:
+        mod = loader.load_definitions(job.path, text)
+        resolved = inputs_mod.resolve_inputs(
+            mod, job.module, path=job.path, text=text, inputs_expr=job.inputs,
+            inputs_file=job.inputs_file, init_expr=job.init,
+            settings_inputs=job.settings_inputs, workspace=job.workspace)
+        fn = inputs_mod.instantiate(mod, job.module, resolved)
+        proof = prove_pin(fn, tuple(resolved.args), dict(resolved.kwargs or {}), name,
+                          user_files=loader.user_files_for(job.path), module_name=job.module)
+    except Exception:  # the proof is an offer: without it the refusal stands as it is
+        return None
+    if not proof.ok:
+        return None
+    if "auto" in job.rewrites:
+        return _lower(dataclasses.replace(job, rewrites=[*job.rewrites, proof.rewrite]))
+    first, _, rest = err.message.partition("\n")
+    err.message = "\n".join([first, proof.offer()] + ([rest] if rest else []))
+    return None
+
+
 def _rewriting(job: ModuleJob, program: _Program) -> Any:
     """The rewrites the job's module asks for (its comment, the job's), on this program."""
     from torch_mlir_lens.worker.rewrite_jobs.rewriting import Rewriting
@@ -400,9 +450,10 @@ def _lower(job: LowerJob) -> dict[str, Any]:
         # An export failure is a result (the module does not export, here is why and where);
         # bad requests, load and input errors stay errors.
         if err.kind == ErrorKind.EXPORT_ERROR:
-            return _failed_results(job, err)
+            return _past_export_refusal(job, err) or _failed_results(job, err)
         raise
     results = []
+    rewriting_text = job.text if job.text is not None else read_text(job.path)
     first_timings = dict(program.timings)
     program.timings = {}  # a later job reusing the program did not pay for it
     for target, pipeline in wanted:
@@ -415,7 +466,7 @@ def _lower(job: LowerJob) -> dict[str, Any]:
                                        diagnostics=[err.to_diagnostic(target)]).to_json())
             continue
         res: LowerResult = lowerer.lower(target, pipeline=pipeline, options=options)
-        res.rewrites = used
+        res.rewrites = [*(f"pin.{n}" for n in _pins(job, rewriting_text)), *used]
         res.inputs_source = res.inputs_source or program.inputs_source
         res.stats = {**res.stats, **program.construction}
         for name, seconds in first_timings.items():

@@ -61,15 +61,17 @@ class Rewriting:
         """The standalone Python of snippet.py for `target`: `{"code", "rewrites"}`.
         `inputs`: (the written inputs expression or None, where the inputs came from)."""
         from torch_mlir_lens.worker.rewrites.candidates import by_name
+        from torch_mlir_lens.worker.rewrites.pins import pin_names, pinnable
 
         _lowerer, used = self.lowerer(target)
         rewrites = [r for r in map(by_name, used) if r is not None]
+        pinned = {n: pinnable(self.fn, n)[0] for n in pin_names(s.name for s in self.specs)}
         spec = ExportCodeSpec(path=path, module=module, target=target, rewrites=rewrites,
                               inputs_expr=inputs[0], inputs_source=inputs[1], args=self.args,
                               kwargs=self.kwargs, init_expr=init_expr,
                               custom_ops=_custom_ops(self.variants.base.program),
-                              dynamic_shapes=dynamic_shapes)
-        return {"code": export_code(spec), "rewrites": used}
+                              dynamic_shapes=dynamic_shapes, pins=pinned)
+        return {"code": export_code(spec), "rewrites": [*(f"pin.{n}" for n in pinned), *used]}
 
     def report(self, targets: list[str]) -> RewriteReport:
         """Each culprit of `targets` with its proven rewrites, or why none."""

@@ -8,7 +8,8 @@
                                            `auto` proves the candidates first (offers.py)
 
 A name no rewrite has, or a `rewrites=` the rules cannot read, is a bad-inputs error at the
-comment's line (or on the module for the command line's).
+comment's line (or on the module for the command line's). Pins (`pin.<tensor>`, rewrites/
+pins.py) act at export, before any program: the lowerers here leave them out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.protocol.rewrite_results import RewriteOffer
 from torch_mlir_lens.rules.rewrite_specs import AUTO, RewriteSpec, names_for, parse_specs
-from torch_mlir_lens.worker.rewrites import apply
+from torch_mlir_lens.worker.rewrites import apply, pins
 from torch_mlir_lens.worker.rewrites.candidates import by_name
 from torch_mlir_lens.worker.rewrites.table import Rewrite
 
@@ -65,7 +66,7 @@ def requested(path: str, text: str, module: str, extra: list[str]) -> list[Rewri
         if spec not in specs:
             specs.append(spec)
     for spec in specs:
-        if spec.name != AUTO and by_name(spec.name) is None:
+        if spec.name != AUTO and not pins.is_pin(spec.name) and by_name(spec.name) is None:
             from torch_mlir_lens.worker.rewrites.library import LIBRARY
 
             where = (path, line) if spec in written else (None, None)
@@ -88,7 +89,7 @@ class Variants:
     def for_names(self, names: list[str]) -> tuple[Any, list[str]]:
         """The lowerer of the program decomposed with these rewrites, and those that made
         some op (an empty list gives the base lowerer)."""
-        key = tuple(sorted(set(names)))
+        key = tuple(sorted(n for n in set(names) if not pins.is_pin(n)))  # at export
         if not key:
             return self.base, []
         if key not in self._built:

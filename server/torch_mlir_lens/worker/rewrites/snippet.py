@@ -39,6 +39,8 @@ class ExportCodeSpec:
     module: str  # class or function name (`Outer.Inner` for a nested class)
     target: str
     rewrites: list[Rewrite] = field(default_factory=list)
+    # Pins (pins.py): each tensor's dotted name → the Python value it is during the export.
+    pins: dict[str, Any] = field(default_factory=dict)
     inputs_expr: str | None = None  # the written expression (comment, command line)
     args: tuple[Any, ...] = ()  # the inputs themselves (their shapes, when not written)
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -115,6 +117,24 @@ def _table_lines(rewrites: list[Rewrite], custom_ops: dict[str, Callable[..., An
     return list(defs.values()), lines
 
 
+def _pin_lines(pinned: dict[str, Any]) -> list[str]:
+    """The lines of `main` that make each pinned tensor its Python value (pins.py)."""
+    if not pinned:
+        return []
+    return [
+        "    # Pinned: each of these tensors is its value during the export, a plain",
+        "    # attribute (the forward never writes it; the graph is specialised to it).",
+        f"    for name, value in {pinned!r}.items():",
+        '        *path, attr = name.split(".")',
+        "        owner = model",
+        "        for part in path:",
+        "            owner = getattr(owner, part)",
+        "        owner._buffers.pop(attr, None)",
+        "        owner._parameters.pop(attr, None)",
+        "        object.__setattr__(owner, attr, value)",
+    ]
+
+
 def export_code(spec: ExportCodeSpec) -> str:
     """The standalone Python file that reproduces the module's IR at `spec.target`."""
     output_type = OUTPUT_TYPES.get(spec.target)
@@ -130,7 +150,8 @@ def export_code(spec: ExportCodeSpec) -> str:
                   f"({spec.inputs_source}): the IR depends on those only")
     kwargs = _value_expr(spec.kwargs) if spec.kwargs else "{}"
     init = f"eval({spec.init_expr!r}, vars(user))" if spec.init_expr else "()"
-    names = ", ".join(r.name for r in spec.rewrites) or "none"
+    names = ", ".join([*(f"pin.{n}" for n in spec.pins), *(r.name for r in spec.rewrites)]
+                      ) or "none"
     # Annotations unevaluated: the library's helpers name types the file does not define.
     imports = ["from __future__ import annotations", "", "import importlib.util", "import math",
                "import sys", "", "import torch"]
@@ -185,6 +206,7 @@ def export_code(spec: ExportCodeSpec) -> str:
         "                return fn(*args, **kwargs)",
         "",
         "        model = Wrapped()",
+        *_pin_lines(spec.pins),
         f"    inputs = {inputs}",
         "    if not isinstance(inputs, tuple):",
         "        inputs = (inputs,)",

@@ -70,7 +70,9 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
     why = export_reasons.reason_of(exc, fn, is_code)
     if why is not None:
         found = export_problems.draft_problems(fn, args, kwargs, is_code)
-        return _with_others(_with_reason(err, why, related, users, found), why, found, users)
+        out = _with_others(_with_reason(err, why, related, users, found), why, found, users)
+        out.pin_candidate = why.tensor  # type: ignore[attr-defined]  # the worker proves it
+        return out
     if not related:
         return err
     origin = f"{short_path(related[0].file)}:{related[0].line}"

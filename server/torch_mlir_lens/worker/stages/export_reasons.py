@@ -46,6 +46,7 @@ class Reason:
     code: str  # the line's code, stripped
     words: str  # "branches on the value of buffer `vq.initted` (True)"
     value_shown: bool = False  # the words carry the value read
+    tensor: str | None = None  # the module's one-element tensor it reads: what a pin fixes
 
 
 def _frames(exc: BaseException) -> list[types.FrameType]:
@@ -109,12 +110,14 @@ def _qualified(module: Any, tensor: torch.Tensor) -> tuple[str, str] | None:
     return None
 
 
-def _attribute_words(frame: types.FrameType, code: str, module: Any) -> str | None:
-    """"branches on the value of buffer `vq.initted` (True)" for a `self.<attr>` of the
-    line that is a tensor, else None."""
+def _attribute_words(frame: types.FrameType, code: str,
+                     module: Any) -> tuple[str | None, str | None]:
+    """("the value of buffer `vq.initted` (True)", "vq.initted") for a `self.<attr>` of
+    the line that is a tensor of the module, else (None, None); the name only for a
+    one-element tensor the module holds (what a pin can fix)."""
     owner = frame.f_locals.get("self")
     if owner is None:
-        return None
+        return None, None
     for match in _SELF_ATTR.finditer(code):
         value: Any = owner
         try:
@@ -127,8 +130,9 @@ def _attribute_words(frame: types.FrameType, code: str, module: Any) -> str | No
         found = _qualified(module, value)
         kind, name = found if found is not None else ("tensor", f"self{match.group(1)}")
         shown = _value(value)
-        return f"the value of {kind} `{name}`" + (f" ({shown})" if shown is not None else "")
-    return None
+        words = f"the value of {kind} `{name}`" + (f" ({shown})" if shown is not None else "")
+        return words, name if found is not None and value.numel() == 1 else None
+    return None, None
 
 
 def reason_of(exc: BaseException, module: Any,
@@ -146,9 +150,10 @@ def reason_of(exc: BaseException, module: Any,
     code = linecache.getline(file, line).strip()
     if not code:
         return None
-    read = _attribute_words(frame, code, module)
+    read, tensor = _attribute_words(frame, code, module)
     sized = "Could not extract specialized integer" in text
-    return Reason(file, line, code, words_for(code, read, sized=sized), read is not None)
+    return Reason(file, line, code, words_for(code, read, sized=sized), read is not None,
+                  tensor if _BRANCH.search(code) or _NUMBER.search(code) else None)
 
 
 def words_for(code: str, read: str | None = None, *, sized: bool = False) -> str:
