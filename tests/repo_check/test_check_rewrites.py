@@ -118,3 +118,67 @@ def test_export_code_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> N
     assert first.returncode == 0, first.stderr[-2000:]
     again = run(*args, "-o", "gauss_ir.py", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+QUANTIZER = '''import torch
+from torch import nn
+
+
+class Codebook(nn.Module):  # a vector quantizer's codebook, initialised once
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.register_buffer("initted", torch.tensor(True))
+        self.register_buffer("embed", torch.randn(16, 8))
+
+    def forward(self, x):
+        embed = self.embed
+        if not self.initted:
+            embed = x.mean(0, keepdim=True).expand_as(self.embed)
+        return embed[(x[:, None] - embed[None]).pow(2).sum(-1).argmin(-1)]
+
+
+# torch-mlir-lens: inputs=(torch.randn(4, 8),)
+class Quantizer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vq = Codebook()
+
+    def forward(self, x):
+        return self.vq(x)
+'''
+
+
+def test_an_export_refusal_gets_its_proven_pin_as_a_sarif_fix_that_works(
+        tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(QUANTIZER)
+    first = run("check", "model.py", "--targets", "linalg,tosa", "--format", "sarif",
+                "-o", "report.sarif", cwd=tmp_path)
+    assert first.returncode == 1, first.stderr[-2000:]
+    log = json.loads((tmp_path / "report.sarif").read_text())
+    assert not list(jsonschema.Draft4Validator(SCHEMA).iter_errors(log))
+    results = log["runs"][0]["results"]
+    assert results and all("a proven way past it" in r["message"]["text"] for r in results)
+    titles = {r["fixes"][0]["description"]["text"].split(" (max error")[0]: r["fixes"][0]
+              for r in results}
+    # The codebook (inputs derived from the quantizer) and the quantizer, each its own name.
+    assert set(titles) == {"Export past the refusal: pin `initted` to its value",
+                           "Export past the refusal: pin `vq.initted` to its value"}
+    fixed_text = _apply(QUANTIZER, titles["Export past the refusal: pin `vq.initted` to its "
+                                          "value"])
+    assert "# torch-mlir-lens: rewrites=pin.vq.initted\n" in fixed_text
+    model.write_text(fixed_text)
+    fixed = run("check", "model.py", "--module", "Quantizer", "--targets", "linalg,tosa",
+                cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr[-2000:]
+    assert "linalg ok (through rewrites pin.vq.initted)" in fixed.stdout
+
+    model.write_text(QUANTIZER)
+    auto = run("check", "model.py", "--targets", "tosa", "--rewrites", "auto", "--format",
+               "json", cwd=tmp_path)
+    assert auto.returncode == 0, auto.stderr[-2000:]
+    verdicts = {m["name"]: m["targets"]["tosa"] for m in json.loads(auto.stdout)["modules"]}
+    assert verdicts["Quantizer"]["ok"] and verdicts["Quantizer"]["rewrites"] == [
+        "pin.vq.initted"]
+    assert verdicts["Codebook"]["ok"] and verdicts["Codebook"]["rewrites"] == ["pin.initted"]

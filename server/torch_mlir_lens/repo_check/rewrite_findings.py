@@ -39,8 +39,10 @@ def _module_edit(report: RewriteReport, text: str | None, path: str,
                  module: str) -> CommentEdit | None:
     """One edit for the whole module: every proven rewrite on its backend, so that applying
     any finding's fix (or all of them) lowers the module through all of them."""
-    pairs: list[tuple[str, str | None]] = [(n, o.target) for o in report.offers if o.offered
-                                           for n in o.rewrites]
+    # A pin acts at export, for every backend: written once, without one.
+    pairs: list[tuple[str, str | None]] = list(dict.fromkeys(
+        (n, None if o.op == EXPORT_OP else o.target) for o in report.offers if o.offered
+        for n in o.rewrites))
     if text is None or not pairs:
         return None
     from torch_mlir_lens.discovery import find_modules
@@ -49,10 +51,16 @@ def _module_edit(report: RewriteReport, text: str | None, path: str,
     return comment_edit(text.splitlines(), info, pairs) if info is not None else None
 
 
+EXPORT_OP = "torch.export"  # an export refusal's offer (a pin), which names no op
+
+
 def _offer_for(offers: list[RewriteOffer], target: str | None, line: int | None,
                op: str | None) -> RewriteOffer | None:
     for offer in offers:
-        if offer.target == target and offer.line == line and (op in offer.ops or op == offer.op):
+        if offer.op == EXPORT_OP and op is None and offer.line == line:
+            return offer  # an export refusal: one finding, the same offer on every target
+        if offer.target == target and offer.line == line and (
+                op in offer.ops or op == offer.op):
             return offer
     return None
 

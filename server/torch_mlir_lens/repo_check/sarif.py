@@ -32,7 +32,7 @@ from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 from torch_mlir_lens.repo_check.run_identity import RunIdentity
-from torch_mlir_lens.rules.rewrite_specs import offer_title
+from torch_mlir_lens.rules.rewrite_specs import offer_title, pin_title
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/llvm/torch-mlir"
@@ -132,13 +132,16 @@ def _fix(f: Finding) -> dict[str, Any] | None:
     (none in a notebook, whose lines are a cell's)."""
     rewrite = f.rewrite or {}
     edit = rewrite.get("edit")
-    if not isinstance(edit, dict) or f.cell or f.module_cell or not f.target or not f.op:
+    names = list(rewrite.get("rewrites") or [])
+    pin = not f.op and bool(names) and all(n.startswith("pin.") for n in names)
+    if not isinstance(edit, dict) or f.cell or f.module_cell or not (
+            (f.target and f.op) or pin):
         return None
     line = int(edit["line"])
     region = {"startLine": line, "startColumn": 1,
               "endLine": line + 1 if edit.get("replace") else line, "endColumn": 1}
-    title = offer_title(f.op, f.target, list(rewrite.get("rewrites") or []),
-                        rewrite.get("max_abs"))
+    title = offer_title(f.op, f.target, names, rewrite.get("max_abs")) \
+        if f.op and f.target else pin_title(names, rewrite.get("max_abs"))
     return {
         "description": {"text": title},
         "artifactChanges": [{

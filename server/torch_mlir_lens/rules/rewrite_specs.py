@@ -151,6 +151,14 @@ def offer_title(op: str, target: str, names: list[str], max_abs: float | None) -
     return f"Lower `{op}` on {target_title(target)} through {kind}{error}"
 
 
+def pin_title(names: list[str], max_abs: float | None) -> str:
+    """How a proven pin is offered (SARIF's fix): "Export past the refusal: pin `vq.initted`
+    to its value (max error 0 on the example inputs)"."""
+    pinned = ", ".join(f"`{n.removeprefix('pin.')}`" for n in names)
+    error = f" (max error {max_abs:.2g} on the example inputs)" if max_abs is not None else ""
+    return f"Export past the refusal: pin {pinned} to its value{error}"
+
+
 __all__ = [
     "AUTO",
     "CommentEdit",
@@ -159,6 +167,7 @@ __all__ = [
     "names_for",
     "offer_title",
     "parse_specs",
+    "pin_title",
     "spec_text",
     "with_spec",
 ]

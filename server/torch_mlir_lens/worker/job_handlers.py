@@ -395,10 +395,12 @@ def _pins(job: ModuleJob, text: str) -> list[str]:
         return []  # reported by `_rewriting`
 
 
-def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None:
-    """An export refused on a branch on the module's one-element tensor: the pin proven
-    (rewrite_jobs/pin_proof.py) is lowered through under `--rewrites auto` (the results),
-    else offered in the error's message (None)."""
+EXPORT_OP = "torch.export"  # the "op" of an export refusal's offer (rewrites job, check)
+
+
+def _pin_proof(job: ModuleJob, err: LensError) -> Any:
+    """The proof of the pin that would take the module past its export refusal (a branch on
+    the module's one-element tensor: rewrite_jobs/pin_proof.py), or None when none fits."""
     name = getattr(err, "pin_candidate", None)
     if not name or f"pin.{name}" in job.rewrites:
         return None
@@ -414,11 +416,18 @@ def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None
             inputs_file=job.inputs_file, init_expr=job.init,
             settings_inputs=job.settings_inputs, workspace=job.workspace)
         fn = inputs_mod.instantiate(mod, job.module, resolved)
-        proof = prove_pin(fn, tuple(resolved.args), dict(resolved.kwargs or {}), name,
-                          user_files=loader.user_files_for(job.path), module_name=job.module)
+        return prove_pin(fn, tuple(resolved.args), dict(resolved.kwargs or {}), name,
+                         user_files=loader.user_files_for(job.path), module_name=job.module)
     except Exception:  # the proof is an offer: without it the refusal stands as it is
         return None
-    if not proof.ok:
+
+
+def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None:
+    """An export refused on a branch on the module's one-element tensor: the pin proven
+    is lowered through under `--rewrites auto` (the results), else offered in the error's
+    message (None)."""
+    proof = _pin_proof(job, err)
+    if proof is None or not proof.ok:
         return None
     if "auto" in job.rewrites:
         return _lower(dataclasses.replace(job, rewrites=[*job.rewrites, proof.rewrite]))
@@ -530,9 +539,34 @@ def _rewrites(job: RewritesJob) -> dict[str, Any]:
         if target not in BACKENDS:
             raise LensError(ErrorKind.BAD_REQUEST, f"rewrites are proven for a backend "
                             f"({', '.join(BACKENDS)}), not {target!r}")
-    program = _program(job, "rewrites", keep=False)  # Verify runs the module: real weights
+    try:
+        program = _program(job, "rewrites", keep=False)  # Verify runs the module: real weights
+    except LensError as err:
+        if err.kind != ErrorKind.EXPORT_ERROR:
+            raise
+        return {**_pin_report(job, err, targets).to_json(), "provenance": provenance(job.path)}
     report = _rewriting(job, program).report(targets)
     return {**report.to_json(), "provenance": provenance(job.path, program.loaded)}
+
+
+def _pin_report(job: ModuleJob, err: LensError, targets: list[str]) -> Any:
+    """The `rewrites` job's answer for a module torch.export refuses: the proven pin as the
+    way past it on every target (one offer each, op `torch.export`), or why none."""
+    from torch_mlir_lens.protocol.rewrite_results import RewriteOffer, RewriteReport
+
+    proof = _pin_proof(job, err)
+    report = RewriteReport(job.module)
+    for target in targets:
+        offer = RewriteOffer(target=target, file=err.file, line=err.line, op=EXPORT_OP,
+                             ops=[EXPORT_OP], cause="torch.export")
+        if proof is not None and proof.ok:
+            offer.rewrites, offer.verified = [proof.rewrite], True
+            offer.verify = "✓ matches eager on the example and on a second input"
+            offer.max_abs = proof.max_err
+        else:
+            offer.why = proof.why if proof is not None else "no pin fits this refusal"
+        report.offers.append(offer)
+    return report
 
 
 def _export_code(job: ExportCodeJob) -> dict[str, Any]:
