@@ -19,7 +19,7 @@ from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.system.reading import size_text
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.state.session import Session
+    from torch_mlir_lens.lsp.state.session import SessionState
 
 INPUTS_MISSING = str(ErrorKind.INPUTS_MISSING)
 BAD_INPUTS = str(ErrorKind.BAD_INPUTS)
@@ -35,7 +35,7 @@ def too_large_message(length: int) -> str:
             "(the command line reads it: `torch-mlir-lens check FILE`).")
 
 
-def static_records(server: Session, doc: Document) -> list[DiagRecord]:
+def static_records(session: SessionState, doc: Document) -> list[DiagRecord]:
     """What the text alone tells: an error at each part of a `# torch-mlir-lens:` comment
     that cannot be read, one Information diagnostic per module class without example inputs."""
     if doc.too_large:
@@ -45,7 +45,7 @@ def static_records(server: Session, doc: Document) -> list[DiagRecord]:
                            module="")]
     lines = doc.lines
     out = []
-    for info in server.modules_of(doc):
+    for info in session.modules_of(doc):
         for error in info.annotation.errors if info.annotation is not None else []:
             # The worker refuses these too, with the same message: the two merge into one.
             out.append(DiagRecord(range=convert.line_range(lines, error.line),
@@ -73,12 +73,12 @@ def result_records(
     doc: Document,
     info: discovery.ModuleInfo,
     results: Iterable[LowerResult],
-    server: Session,
+    session: SessionState,
     offers: RewriteReport | None = None,
 ) -> list[DiagRecord]:
     """The records of one module's check: each diagnosed backend's problems (with the proven
     rewrites of `offers`, once the worker has proven them)."""
-    diagnosed = set(server.settings_for(doc.path).diagnostic_targets)
+    diagnosed = set(session.settings_for(doc.path).diagnostic_targets)
     out: list[DiagRecord] = []
     for result in results:
         for diag in result.diagnostics:
@@ -89,10 +89,20 @@ def result_records(
     return out
 
 
+EXPORT_OP = "torch.export"  # an export refusal's offer (the worker's `rewrites` job)
+
+
 def _offer(offers: RewriteReport | None, diag: LensDiagnostic,
            target: str) -> tuple[tuple[str, ...], float | None] | None:
     """The proven rewrites of one culprit: (names, max error on the example inputs)."""
-    if offers is None or diag.kind != ErrorKind.UNSUPPORTED_OP:
+    if offers is None:
+        return None
+    if diag.kind == ErrorKind.EXPORT_ERROR:  # a pin past the refusal: the same on every target
+        for offer in offers.for_target(target):
+            if offer.offered and offer.line == diag.line and offer.op == EXPORT_OP:
+                return tuple(offer.rewrites), offer.max_abs
+        return None
+    if diag.kind != ErrorKind.UNSUPPORTED_OP:
         return None
     op = culprits.short_op(diag.op)
     for offer in offers.for_target(target):

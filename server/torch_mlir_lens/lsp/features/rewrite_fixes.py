@@ -15,7 +15,12 @@ from lsprotocol import types
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.rules.rewrite_specs import CommentEdit, comment_edit, offer_title
+from torch_mlir_lens.rules.rewrite_specs import (
+    CommentEdit,
+    comment_edit,
+    offer_title,
+    pin_title,
+)
 from torch_mlir_lens.rules.targets import target_title
 
 
@@ -44,6 +49,12 @@ def rewrite_fixes(doc: Document, info: discovery.ModuleInfo,
     offers = [o for o in data.get("rewrites") or []
               if isinstance(o, dict) and o.get("target") and o.get("rewrites")]
     actions = []
+    pinned = [o for o in offers if all(str(n).startswith("pin.") for n in o["rewrites"])]
+    if pinned:  # a pin past an export refusal: applied at export, for every backend at once
+        names = list(dict.fromkeys(str(n) for o in pinned for n in o["rewrites"]))
+        errors = [o["maxAbs"] for o in pinned if isinstance(o.get("maxAbs"), int | float)]
+        return [_action(doc, info, pin_title(names, max(errors) if errors else None),
+                        [(n, None) for n in names], diag, preferred=True)]
     for offer in offers:
         names = [str(n) for n in offer["rewrites"]]
         title = offer_title(str(offer.get("op") or diag.code), str(offer["target"]), names,
