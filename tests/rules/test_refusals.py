@@ -96,3 +96,10 @@ def test_a_scatter_that_writes_gets_no_accumulation_reason() -> None:
                    [_T], [None, None, None, "false"])
     assert reason(writes, "tosa") is None
     assert reason(facts("aten.scatter_add", [_T, "!torch.int", _I, _T], [_T]), "linalg") is None
+
+
+def test_trigonometry_tosa_has_no_operation_for() -> None:
+    atanh = facts("aten.atanh", ["!torch.vtensor<[1,6,3],f32>"], ["!torch.vtensor<[1,6,3],f32>"])
+    assert reason(atanh, "tosa") == ("TOSA has no `atanh` operation, and torch-mlir's TOSA "
+                                     "conversion does not build it from others")
+    assert reason(atanh, "stablehlo") is None

@@ -197,6 +197,20 @@ def _scalar(facts: OpFacts) -> str | None:
     return None
 
 
+# Element-wise math TOSA 1.0 has no operation for (its trigonometry is `sin`, `cos`, `tanh`,
+# `erf`, ...) and that torch-mlir's TOSA conversion does not build from others.
+_NO_TOSA_OP = {"aten.asin", "aten.acos", "aten.atan2", "aten.sinh", "aten.cosh", "aten.asinh",
+               "aten.acosh", "aten.atanh"}
+
+
+def _tosa_math(facts: OpFacts) -> str | None:
+    if facts.name not in _NO_TOSA_OP:
+        return None
+    name = facts.name.removeprefix("aten.")
+    return (f"TOSA has no `{name}` operation, and torch-mlir's TOSA conversion does not build "
+            "it from others")
+
+
 def _static(text: str) -> str:
     """The op's IR text with every dynamic size made 4."""
     return re.sub(r"(?<=[\[,])\?(?=[,\]])", "4", text)
@@ -220,7 +234,7 @@ class Refusal:
 RULES: dict[str, tuple[Refusal, ...]] = {
     "tosa": (Refusal(_zero_sized), Refusal(_complex), Refusal(_grouped), Refusal(_antialias),
              Refusal(_tosa_scatter), Refusal(_runtime_assert("TOSA")), Refusal(_scalar),
-             Refusal(_f64, _f32), Refusal(_dynamic, _static)),
+             Refusal(_tosa_math), Refusal(_f64, _f32), Refusal(_dynamic, _static)),
     # Linalg and StableHLO have complex numbers: fft and friends fail there for other reasons.
     "stablehlo": (Refusal(_grouped), Refusal(_antialias), Refusal(_stablehlo_scatter),
                   Refusal(_runtime_assert("StableHLO"))),
