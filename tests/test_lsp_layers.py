@@ -72,11 +72,11 @@ def test_only_the_engine_host_and_the_start_up_front_import_the_engine() -> None
 
 # --- one writer per piece of state -----------------------------------------------------------
 
-SESSION_MODULE = LSP_DIR / "state" / "session.py"
-CHECKING_SERVER_MODULE = LSP_DIR / "checks" / "checking_server.py"
-# The names that hold a Document or the server, besides any annotated with these types.
+SESSION_STATE_MODULE = LSP_DIR / "state" / "session.py"
+SESSION_MODULE = LSP_DIR / "checks" / "session.py"
+# The names that hold a Document or the session, besides any annotated with these types.
 DOCUMENT_HOLDERS = ({"doc", "document"}, {"Document"})
-SERVER_HOLDERS = ({"server"}, {"Session", "CheckingServer", "LensServer"})
+SESSION_HOLDERS = ({"session", "server"}, {"Session", "SessionState", "LensServer"})
 
 
 def class_fields(path: Path, name: str) -> set[str]:
@@ -188,13 +188,78 @@ def test_only_the_document_writes_its_fields() -> None:
     assert _writes_outside({DOCUMENT_MODULE}, fields, DOCUMENT_HOLDERS) == {}
 
 
-def test_only_the_session_writes_the_server_state() -> None:
-    """Settings, workspace root, trust, documents, engine host: set by the session (and the
-    checking server that adds the host) alone; features call their methods."""
-    fields = class_fields(SESSION_MODULE, "Session") | class_fields(
-        CHECKING_SERVER_MODULE, "CheckingServer")
-    assert {"settings", "workspace_root", "trust", "store", "host"} <= fields
-    assert field_writes("def f(server):\n    server.settings = 1\n", fields,
-                        SERVER_HOLDERS) == ["line 2: server.settings = ..."]
-    owners = {SESSION_MODULE, CHECKING_SERVER_MODULE}
-    assert _writes_outside(owners, fields, SERVER_HOLDERS) == {}
+def test_only_the_session_writes_its_state() -> None:
+    """Settings, workspace folders, trust, documents, engine host, client: set by the session
+    alone (its state, and the session that adds the host); handlers call its methods."""
+    fields = class_fields(SESSION_STATE_MODULE, "SessionState") | class_fields(
+        SESSION_MODULE, "Session")
+    assert {"settings", "workspace_root", "trust", "store", "host", "client"} <= fields
+    assert field_writes("def f(session):\n    session.settings = 1\n", fields,
+                        SESSION_HOLDERS) == ["line 2: session.settings = ..."]
+    owners = {SESSION_STATE_MODULE, SESSION_MODULE}
+    assert _writes_outside(owners, fields, SESSION_HOLDERS) == {}
+
+
+def test_the_session_is_apart_from_the_transport() -> None:
+    """The session is a plain object: no pygls class in its ancestry, no pygls import in the
+    state, the checks or the features (the client adapter and the composition hold pygls)."""
+    from torch_mlir_lens.lsp.checks.session import Session
+
+    assert not any(c.__module__.startswith("pygls") for c in Session.__mro__)
+    found = {}
+    for package in ("state", "checks", "features"):
+        for path in sorted((LSP_DIR / package).glob("*.py")):
+            if imports := pygls_imports(path.read_text(encoding="utf-8")):
+                found[f"{package}/{path.name}"] = imports
+    assert found == {}
+
+
+def pygls_imports(source: str) -> list[str]:
+    """The pygls modules `source` imports, but its errors (a handler raises them)."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+    return [n for n in names if n.split(".")[0] == "pygls" and n != "pygls.exceptions"]
+
+
+def test_the_pygls_scan_sees_an_import() -> None:
+    assert pygls_imports("from pygls.lsp.server import LanguageServer\n"
+                         "from pygls.exceptions import JsonRpcInvalidParams\n") == [
+        "pygls.lsp.server"]
+
+
+def test_every_handler_is_a_module_level_function_in_one_table() -> None:
+    """`server.py`'s ROUTES: each method once, each handler a feature module's function of
+    (session, params); no feature registers anything itself; ORDERED handlers never await."""
+    import inspect
+
+    from torch_mlir_lens.lsp import server
+
+    methods = [r.method for r in server.ROUTES]
+    assert len(methods) == len(set(methods))
+    for route in server.ROUTES:
+        assert route.handler.__module__.startswith(f"{LSP}.features."), route
+        assert route.handler.__qualname__ == route.handler.__name__, route  # not a closure
+        assert next(iter(inspect.signature(route.handler).parameters)) == "session", route
+        if route.kind is server.ORDERED:
+            assert not inspect.iscoroutinefunction(route.handler), route
+    for path in (LSP_DIR / "features").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert ".feature(" not in text and ".command(" not in text, path.name
+        assert "def register" not in text, path.name
+
+
+def test_an_ordered_handler_that_awaits_is_refused() -> None:
+    from torch_mlir_lens.lsp import server
+
+    async def awaits(session: object, params: object) -> None:
+        return None
+
+    route = server.Route("x/y", awaits, server.ORDERED)
+    import pytest
+
+    with pytest.raises(TypeError, match="cannot await"):
+        server.register(server.LensServer(), (route,))

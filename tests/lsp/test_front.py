@@ -173,8 +173,8 @@ def test_the_front_waits_for_nothing_it_can_answer(tmp_path: Path) -> None:
     assert len(loaded) == 1
     everything = answers(messages(writer.data))  # no second answer to 1 or 2
     assert {m["name"] for m in everything[3]["modules"]} >= {"MLP"}
-    assert loaded[0].store.get(MLP.as_uri()) is not None  # the didOpen was handed over
-    assert loaded[0].trusted  # and the trust statement
+    assert loaded[0].session.store.get(MLP.as_uri()) is not None  # the didOpen was handed over
+    assert loaded[0].session.trusted  # and the trust statement
 
 
 def test_no_kept_answer_for_other_capabilities(tmp_path: Path) -> None:

@@ -4,9 +4,11 @@ This process never imports torch: user code runs only in the engine's worker, st
 the background at `initialized` when the workspace is trusted.
 
 Inside, layers import only the ones before them (`tests/test_lsp_layers.py`): `wire/` (no
-server state) → `document/` → `state/` (the session) → `checks/` (the check every feature
-shares, and the engine host) → `features/` (one LSP feature a module) → `server.py`, which
-composes them; `front.py` answers the start-up before pygls loads.
+server state; the `Client` the session talks to the editor through) → `document/` → `state/`
+(the session's state) → `checks/` (the session itself, the check every feature shares, and
+the engine host) → `features/` (one LSP feature a module, its handlers functions of the
+session) → `server.py`, whose one table maps each method to its handler; `front.py` answers
+the start-up before pygls loads.
 
 Protocol surface (camelCase payloads; lines in results are 1-based, LSP positions 0-based):
 

@@ -383,5 +383,5 @@ def full_server(early: EarlyWorker | None) -> LensServer:
     engine = Engine(EngineConfig(python=sys.executable))
     if early is not None:
         engine.adopt_prespawned(early)
-    server.host.hold_prespawned(engine)
+    server.session.host.hold_prespawned(engine)
     return server

@@ -2,7 +2,8 @@
 document, turned into diagnostics and published.
 
 - `engine_host.py`: the engine behind the trust gate (the one door to user code);
-- `checking_server.py`: the session plus the engine host and the pending checks;
+- `session.py`: the session, a plain object: the state plus the engine host and the pending
+  checks (every handler is a function of it);
 - `staging.py`: a module's check in two stages (hover, lenses, requests and diagnostics share it);
 - `check_triggers.py` → `pending.py` → `document_check.py`: when a document is checked (one
   check under way per document, debounced), and what its check does;

@@ -20,28 +20,28 @@ from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.source.notebook_program import CellSpan, Program, module_text, relabel
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.state.session import Session
+    from torch_mlir_lens.lsp.state.session import SessionState
 
 SOURCE = "torch-mlir"
 CELL_SKIPPED = "cell-skipped"  # diagnostic code of a cell left out because it does not parse
 
 
-def resolve(server: Session, uri: str) -> tuple[Document | None, CellSpan | None]:
+def resolve(session: SessionState, uri: str) -> tuple[Document | None, CellSpan | None]:
     """The document a request's URI is about, and the cell when the URI is a notebook cell."""
-    doc = server.store.get(uri)
+    doc = session.store.get(uri)
     if doc is None or doc.notebook is None or doc.uri == uri:
         return doc, None
     span = doc.notebook.span_of(uri)
     return (doc, span) if span is not None else (None, None)
 
 
-def job_text(server: Session, doc: Document, module: str) -> str:
+def job_text(session: SessionState, doc: Document, module: str) -> str:
     """The text to lower `module` from: a file's text; for a notebook, its cells up to the
     module's (`Program.text_for`: a later training cell never runs)."""
     program = doc.notebook
     if program is None:
         return doc.text
-    modules = server.modules_of(doc)
+    modules = session.modules_of(doc)
     return module_text(program, modules, module)
 
 
@@ -140,7 +140,7 @@ def actions_to_cells(
     return out
 
 
-def publish(server: Session, doc: Document, diagnostics: list[types.Diagnostic],
+def publish(session: SessionState, doc: Document, diagnostics: list[types.Diagnostic],
             previous: frozenset[str]) -> set[str]:
     """Publish a notebook's diagnostics on its cells; the cells published to.
 
@@ -162,13 +162,13 @@ def publish(server: Session, doc: Document, diagnostics: list[types.Diagnostic],
                 diag.message = relabel(diag.message, doc.path, program)
             by_cell.setdefault(moved[0], []).append(diag)
         for problem in program.problems:
-            if problem.uri and server.settings.diagnostics != "off":
+            if problem.uri and session.settings.diagnostics != "off":
                 by_cell.setdefault(problem.uri, []).append(_problem_diagnostic(problem.line,
                                                                                problem.message))
     for uri in previous - set(by_cell):
         by_cell[uri] = []
     for uri, diags in by_cell.items():
-        server.text_document_publish_diagnostics(
+        session.client.publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
     return {uri for uri, diags in by_cell.items() if diags}
 

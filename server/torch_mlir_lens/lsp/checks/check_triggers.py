@@ -16,54 +16,54 @@ from torch_mlir_lens.lsp.checks.publish import publish
 from torch_mlir_lens.lsp.document import Document
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 __all__ = ["on_change", "on_close", "on_open", "on_save", "recheck_all", "schedule"]
 
 DEBOUNCE_S = 0.5
 
 
-def on_open(server: CheckingServer, doc: Document) -> None:
-    if server.settings.diagnostics != "off":
-        schedule(server, doc, lowering=True)
+def on_open(session: Session, doc: Document) -> None:
+    if session.settings.diagnostics != "off":
+        schedule(session, doc, lowering=True)
 
 
-def on_change(server: CheckingServer, doc: Document) -> None:
-    mode = server.settings.diagnostics
+def on_change(session: Session, doc: Document) -> None:
+    mode = session.settings.diagnostics
     if mode == "onType":
-        schedule(server, doc, lowering=True, delay=DEBOUNCE_S)
+        schedule(session, doc, lowering=True, delay=DEBOUNCE_S)
     elif mode != "off":
         # Stale lowerings stop; static findings and moved diagnostics publish at once.
-        schedule(server, doc, lowering=False)
+        schedule(session, doc, lowering=False)
 
 
-def on_save(server: CheckingServer, doc: Document) -> None:
-    if server.settings.diagnostics != "off":
-        schedule(server, doc, lowering=True)
+def on_save(session: Session, doc: Document) -> None:
+    if session.settings.diagnostics != "off":
+        schedule(session, doc, lowering=True)
 
 
-def on_close(server: CheckingServer, doc: Document) -> None:
-    server.pending_checks.cancel(doc.uri)
+def on_close(session: Session, doc: Document) -> None:
+    session.pending_checks.cancel(doc.uri)
     doc.clear_diagnostics()
     doc.forget_cells()  # a notebook's cells hold its diagnostics: empty each of them
-    publish(server, doc)
+    publish(session, doc)
 
 
-def recheck_all(server: CheckingServer, *, lowering: bool) -> None:
+def recheck_all(session: Session, *, lowering: bool) -> None:
     """Re-publish every open document (settings or trust changed)."""
-    for doc in server.store:
-        if server.settings.diagnostics == "off":
+    for doc in session.store:
+        if session.settings.diagnostics == "off":
             doc.clear_diagnostics()
-            publish(server, doc)
+            publish(session, doc)
         else:
-            schedule(server, doc, lowering=lowering)
+            schedule(session, doc, lowering=lowering)
 
 
-def schedule(server: CheckingServer, doc: Document, *, lowering: bool,
+def schedule(session: Session, doc: Document, *, lowering: bool,
              delay: float = 0.0) -> None:
     """(Re)start the check of a document, cancelling the one under way (debounce)."""
 
     async def run(doc: Document, lowering: bool) -> None:
-        await check_document(server, doc, lowering=lowering)
+        await check_document(session, doc, lowering=lowering)
 
-    server.pending_checks.schedule(doc, run, lowering=lowering, delay=delay)
+    session.pending_checks.schedule(doc, run, lowering=lowering, delay=delay)

@@ -31,7 +31,7 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 if TYPE_CHECKING:
     from torch_mlir_lens.engine import Engine, ModuleJob
     from torch_mlir_lens.engine.engine import EngineCounters
-    from torch_mlir_lens.lsp.state.session import Session
+    from torch_mlir_lens.lsp.state.session import SessionState
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,8 @@ class _Status:
 class EngineHost:
     """Starts, stops and calls the engine for the language features, behind the trust gate."""
 
-    def __init__(self, server: Session) -> None:
-        self._server = server
+    def __init__(self, session: SessionState) -> None:
+        self._session = session
         self.engine: Engine | None = None
         self.prespawned: Engine | None = None  # made by `serve` before the loop, not started
         self._start_task: asyncio.Task[None] | None = None
@@ -63,12 +63,12 @@ class EngineHost:
 
     @property
     def trusted(self) -> bool:
-        return self._server.trusted
+        return self._session.trusted
 
     def start(self) -> None:
         """Start (warm) the worker in the background, if the workspace is trusted."""
         if not self.trusted:
-            self.set_status(UNTRUSTED, self._server.trust.detail)
+            self.set_status(UNTRUSTED, self._session.trust.detail)
             return
         if self.engine is not None:
             return
@@ -141,7 +141,7 @@ class EngineHost:
 
     def _engine_settings(self) -> dict[str, Any]:
         """The engine's settings that come from the user's: limits, the persistent cache."""
-        settings = self._server.settings
+        settings = self._session.settings
         return {"timeout_s": settings.timeout_seconds,
                 "memory_limit_mb": settings.memory_limit_mb,
                 "cache_dir": default_cache_dir(), "cache_max_mb": settings.cache_size_mb}
@@ -166,7 +166,7 @@ class EngineHost:
         payload = lens_types.StatusParams(
             state=state, detail=detail or None)  # type: ignore[arg-type]
         with contextlib.suppress(Exception):
-            self._server.protocol.notify(STATUS, payload)
+            self._session.client.notify(STATUS, payload)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -187,7 +187,7 @@ class EngineHost:
 
     async def _engine_or_raise(self) -> Engine:
         if not self.trusted:
-            raise LensError(UNTRUSTED, self._server.trust.refusal)
+            raise LensError(UNTRUSTED, self._session.trust.refusal)
         if self.engine is None:
             self.start()
         engine = self.engine
@@ -208,10 +208,10 @@ class EngineHost:
             raise LensError(
                 ErrorKind.BAD_REQUEST, "Save the file first: only files on disk can be lowered."
             )
-        settings = self._server.settings_for(doc.path)
+        settings = self._session.settings_for(doc.path)
         return ModuleJob(
             path=doc.path,
-            text=cell_positions.job_text(self._server, doc, module),
+            text=cell_positions.job_text(self._session, doc, module),
             module=module,
             settings_inputs=dict(settings.example_inputs),
             workspace=self._import_root(doc.path),
@@ -224,17 +224,17 @@ class EngineHost:
         """The folder a job of `path` may import from (the worker puts it on sys.path): the
         workspace root when it holds the file, else the trusted folder that does; refused
         (once told to the user) when no trusted folder holds it."""
-        trust = self._server.trust
+        trust = self._session.trust
         if not trust.trusted:  # nothing is trusted: the server-wide refusal, told at start
             raise LensError(UNTRUSTED, trust.refusal)
         root = trust.root_of(path)
         if root is None:
             message = trust.folder_refusal(path)
             if trust.first_refusal(path):
-                self._server.show(message, types.MessageType.Warning)
+                self._session.show(message, types.MessageType.Warning)
                 log.warning("%s", message)
             raise LensError(UNTRUSTED, message)
-        workspace = self._server.workspace_root
+        workspace = self._session.workspace_root
         if workspace and trust.covers(workspace) and holds(real_folder(workspace),
                                                              real_folder(path)):
             return workspace
@@ -265,7 +265,7 @@ class EngineHost:
         job = self.job(doc, module, inline_blocks)
         what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
         # Each caller shows progress for its own wait (a hover joining a check under way too).
-        async with progress_of(self._server, f"Lowering {module}", what,
+        async with progress_of(self._session.client, f"Lowering {module}", what,
                                token=progress_token, enabled=progress):
             with self._busy(f"lowering {what}"):
                 log.info("lowering %s", what)

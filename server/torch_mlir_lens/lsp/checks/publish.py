@@ -15,7 +15,7 @@ from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.state.session import Session
+    from torch_mlir_lens.lsp.state.session import SessionState
 
 SOURCE = "torch-mlir"
 
@@ -99,13 +99,13 @@ def _offers(recs: list[DiagRecord]) -> dict[str, Any]:
     return {"rewrites": out} if out else {}
 
 
-def publish(server: Session, doc: Document) -> None:
+def publish(session: SessionState, doc: Document) -> None:
     """Send the document's merged diagnostics."""
-    diagnostics = [] if server.settings.diagnostics == "off" else merge(doc.diagnostic_records())
+    diagnostics = [] if session.settings.diagnostics == "off" else merge(doc.diagnostic_records())
     if doc.notebook is not None:
-        doc.cells_published(cell_positions.publish(server, doc, diagnostics,
+        doc.cells_published(cell_positions.publish(session, doc, diagnostics,
                                                    doc.published_cells))
         return
-    server.text_document_publish_diagnostics(
+    session.client.publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)
     )

@@ -14,28 +14,28 @@ from torch_mlir_lens.lsp.wire.request_io import lens_error
 from torch_mlir_lens.protocol.results import LensError
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
     from torch_mlir_lens.protocol.jobs import ModuleJob
 
 
 def document_and_module(
-    server: CheckingServer, uri: str, module: str
+    session: Session, uri: str, module: str
 ) -> tuple[Document, discovery.ModuleInfo | None, str]:
     """The document, the module's static info (None if not found) and the module name."""
     if not module:
         raise JsonRpcInvalidParams("`module` must not be empty")
     try:
-        doc = load_document(server.store, uri)
+        doc = load_document(session.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
-    modules = server.modules_of(doc)
+    modules = session.modules_of(doc)
     info = next((m for m in modules if m.name == module), None)
     return doc, info, module
 
 
-def module_job(server: CheckingServer, doc: Document, module: str) -> ModuleJob:
+def module_job(session: Session, doc: Document, module: str) -> ModuleJob:
     """The engine job of `module` of the document's current text (a request's error if none)."""
     try:
-        return server.host.job(doc, module)
+        return session.host.job(doc, module)
     except LensError as err:
         raise lens_error(err) from None

@@ -20,7 +20,7 @@ from torch_mlir_lens.lsp.state.trust import UNTRUSTED
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ NOT_A_VERDICT = frozenset({ErrorKind.CANCELLED, UNTRUSTED})
 
 
 async def check(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     module: str,
     *,
@@ -42,15 +42,15 @@ async def check(
     awaited in turn. Returns every result known, by target."""
     kwargs: dict[str, Any] = dict(progress_token=progress_token, progress=progress,
                                   cancel_on_abandon=cancel_on_abandon)
-    known = await check_target(server, doc, module, follow_up=False, **kwargs)
-    rest = missing(server, doc, module)
+    known = await check_target(session, doc, module, follow_up=False, **kwargs)
+    rest = missing(session, doc, module)
     if rest:
-        known.update(await _stage(server, doc, module, rest, **kwargs))
+        known.update(await _stage(session, doc, module, rest, **kwargs))
     return known
 
 
 async def check_target(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     module: str,
     target: str | None = None,
@@ -66,52 +66,52 @@ async def check_target(
     A check nobody waits for any more still finishes by default (a hover the mouse left must
     not kill and restart the worker); `torchMlirLens/lower` passes `cancel_on_abandon=True`.
     """
-    target = target or server.settings.default_target
+    target = target or session.settings.default_target
     if doc.result(module, target) is None:
-        await _stage(server, doc, module, [target], progress_token=progress_token,
+        await _stage(session, doc, module, [target], progress_token=progress_token,
                      progress=progress, cancel_on_abandon=cancel_on_abandon)
     if follow_up:
-        _follow_up(server, doc, module)
-    return known(server, doc, module)
+        _follow_up(session, doc, module)
+    return known(session, doc, module)
 
 
-def known(server: CheckingServer, doc: Document, module: str) -> dict[str, LowerResult]:
+def known(session: Session, doc: Document, module: str) -> dict[str, LowerResult]:
     """The check results of `module` recorded on the document, by target."""
     out = {}
-    for target in server.settings_for(doc.path).check_targets:
+    for target in session.settings_for(doc.path).check_targets:
         result = doc.result(module, target)
         if result is not None:
             out[target] = result
     return out
 
 
-def missing(server: CheckingServer, doc: Document, module: str) -> list[str]:
+def missing(session: Session, doc: Document, module: str) -> list[str]:
     """The check targets of `module` not known yet (in check order)."""
-    return [t for t in server.settings_for(doc.path).check_targets
+    return [t for t in session.settings_for(doc.path).check_targets
             if doc.result(module, t) is None]
 
 
-def _follow_up(server: CheckingServer, doc: Document, module: str) -> None:
+def _follow_up(session: Session, doc: Document, module: str) -> None:
     """Stage 2 in the background: the check targets still missing, then lens verdicts.
 
     Identical follow-ups of one text share one flight in the engine; a newer text
     supersedes it there like any lowering of the old text.
     """
-    rest = missing(server, doc, module)
+    rest = missing(session, doc, module)
     if rest and doc.error(module) is None:
-        server.background(_quiet_stage(server, doc, module, rest))
+        session.background(_quiet_stage(session, doc, module, rest))
 
 
-async def _quiet_stage(server: CheckingServer, doc: Document, module: str,
+async def _quiet_stage(session: Session, doc: Document, module: str,
                        targets: list[str]) -> None:
     try:
-        await _stage(server, doc, module, targets)
+        await _stage(session, doc, module, targets)
     except LensError as err:  # recorded on the document by _stage; nobody else to tell
         log.info("follow-up check of %s: %s", module, err.message)
 
 
 async def _stage(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     module: str,
     targets: list[str],
@@ -123,7 +123,7 @@ async def _stage(
     """Lower some check targets of `module` and record them (results, verdicts, lenses)."""
     stamp = doc.stamp()
     try:
-        results = await server.host.lower(
+        results = await session.host.lower(
             doc, module, targets,
             progress_token=progress_token, progress=progress,
             cancel_on_abandon=cancel_on_abandon,
@@ -132,8 +132,8 @@ async def _stage(
         if err.kind not in NOT_A_VERDICT:
             # Load, inputs and export errors fail every target alike.
             doc.record_failure(stamp, module, err,
-                               server.settings_for(doc.path).check_targets)
+                               session.settings_for(doc.path).check_targets)
         raise
     if doc.record_results(stamp, module, results):
-        server.refresh_lenses()  # the verdict lens changed
+        session.refresh_lenses()  # the verdict lens changed
     return {r.target: r for r in results}

@@ -18,37 +18,37 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 
-async def verify(server: CheckingServer,
+async def verify(session: Session,
                  args: lens_types.VerifyParams) -> lens_types.VerifyResponse:
     """Run the module's LLVM lowering and compare it with eager PyTorch (worker `verify`).
 
     The verdict also shows in the editor: the module's Verify lens and, when it differs or
     fails, diagnostics on the class and at the first diverging line (`verify_view`).
     """
-    doc, info, module = document_and_module(server, args.uri, args.module)
-    job = module_job(server, doc, module)
+    doc, info, module = document_and_module(session, args.uri, args.module)
+    job = module_job(session, doc, module)
 
     stamp = doc.stamp()
     try:
         # Another backend's own IR is run when asked; Linalg's by default.
-        result: VerifyResult = await server.host.call(
+        result: VerifyResult = await session.host.call(
             f"verifying {module}", lambda engine: engine.verify(
                 job, rtol=args.rtol, atol=args.atol, target=args.target or "linalg"))
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
-            _show_verify(server, doc, info, module, stamp, VerifyResult(
+            _show_verify(session, doc, info, module, stamp, VerifyResult(
                 module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
                 diagnostics=[err.to_diagnostic("llvm")]))
         raise lens_error(err) from None
-    _show_verify(server, doc, info, module, stamp, result)
+    _show_verify(session, doc, info, module, stamp, result)
     return answers.verify_response(result)
 
 
 def _show_verify(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     info: discovery.ModuleInfo | None,
     module: str,
@@ -64,5 +64,5 @@ def _show_verify(
     records = verify_view.verify_records(lines, doc.path, module, rng, result)
     if not doc.record_verify(stamp, module, result, records):
         return  # closed or edited meanwhile: the verdict is of another text
-    publish(server, doc)
-    server.refresh_lenses()
+    publish(session, doc)
+    session.refresh_lenses()

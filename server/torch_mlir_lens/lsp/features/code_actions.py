@@ -21,43 +21,37 @@ from torch_mlir_lens.lsp.features import dynamic_fixes
 from torch_mlir_lens.lsp.features.rewrite_fixes import rewrite_fixes
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 
-def register(server: CheckingServer) -> None:
-    """Register `textDocument/codeAction` (quick fixes)."""
-
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
-    )
-    def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        doc, cell = cell_positions.resolve(server, params.text_document.uri)
-        if doc is None:
-            return []
-        only = params.context.only
-        if only and not any(str(k).startswith(types.CodeActionKind.QuickFix) for k in only):
-            return []
-        if cell is not None:  # a notebook cell: ask in program lines, answer in the cells'
-            program_params = types.CodeActionParams(
-                text_document=params.text_document,
-                range=cell_positions.to_program_range(cell, params.range),
-                context=types.CodeActionContext(
-                    diagnostics=[cell_positions.diagnostic_in_program(cell, d)
-                                 for d in params.context.diagnostics],
-                    only=only,
-                ),
-            )
-            return cell_positions.actions_to_cells(doc, quick_fixes(server, doc, program_params),
-                                                  cell)
-        return quick_fixes(server, doc, params)
+def code_action(session: Session, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """`textDocument/codeAction`: the quick fixes of the diagnostics in range."""
+    doc, cell = cell_positions.resolve(session, params.text_document.uri)
+    if doc is None:
+        return []
+    only = params.context.only
+    if only and not any(str(k).startswith(types.CodeActionKind.QuickFix) for k in only):
+        return []
+    if cell is not None:  # a notebook cell: ask in program lines, answer in the cells'
+        program_params = types.CodeActionParams(
+            text_document=params.text_document,
+            range=cell_positions.to_program_range(cell, params.range),
+            context=types.CodeActionContext(
+                diagnostics=[cell_positions.diagnostic_in_program(cell, d)
+                             for d in params.context.diagnostics],
+                only=only,
+            ),
+        )
+        return cell_positions.actions_to_cells(doc, quick_fixes(session, doc, program_params),
+                                              cell)
+    return quick_fixes(session, doc, params)
 
 
 def quick_fixes(
-    server: CheckingServer, doc: Document, params: types.CodeActionParams
+    session: Session, doc: Document, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
     """The quick fixes for a request in the document's own lines."""
-    modules = server.modules_of(doc)
+    modules = session.modules_of(doc)
     by_name = {m.name: m for m in modules}
     wanted: dict[str, types.Diagnostic | None] = {}
     fixes: list[types.CodeAction] = []

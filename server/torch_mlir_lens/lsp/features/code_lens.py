@@ -21,44 +21,41 @@ from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.rules.targets import target_title
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 SHOW_IR, EXPORT, EXPLAIN_INPUTS, VERIFY = (lens_specs.SHOW_IR, lens_specs.EXPORT,
                                           lens_specs.EXPLAIN_INPUTS, lens_specs.VERIFY)
 
 
-def register(server: CheckingServer) -> None:
-    """Register `textDocument/codeLens`."""
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    def code_lens(params: types.CodeLensParams) -> list[types.CodeLens]:
-        doc, cell = cell_positions.resolve(server, params.text_document.uri)
-        if doc is None:
-            return []
-        found = lenses(server, doc)
-        return cell_positions.lenses_in_cell(cell, found) if cell is not None else found
+def code_lens(session: Session, params: types.CodeLensParams) -> list[types.CodeLens]:
+    """`textDocument/codeLens`: the document's lenses (a notebook cell's, in a cell)."""
+    doc, cell = cell_positions.resolve(session, params.text_document.uri)
+    if doc is None:
+        return []
+    found = lenses(session, doc)
+    return cell_positions.lenses_in_cell(cell, found) if cell is not None else found
 
 
-def lenses(server: CheckingServer, doc: Document) -> list[types.CodeLens]:
+def lenses(session: Session, doc: Document) -> list[types.CodeLens]:
     """Every lens of a document (none in installed packages: library code is for reading)."""
     out: list[types.CodeLens] = []
     if in_installed_package(doc.path):
         return out
     lines = doc.lines
-    modules = server.modules_of(doc)
+    modules = session.modules_of(doc)
     for info in modules:
         if not lens_specs.shows_lenses(info):
             continue
         rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
-        out.extend(module_lenses(server, doc, info, rng))
+        out.extend(module_lenses(session, doc, info, rng))
     return out
 
 
 def module_lenses(
-    server: CheckingServer, doc: Document, info: discovery.ModuleInfo, rng: types.Range
+    session: Session, doc: Document, info: discovery.ModuleInfo, rng: types.Range
 ) -> list[types.CodeLens]:
     """The lenses of one module (`lens_specs.module_lens_specs`)."""
-    settings = server.settings_for(doc.path)
+    settings = session.settings_for(doc.path)
     verdicts = doc.verdicts(info.name)
     verdict = (verdict_title(verdicts, settings.diagnostic_targets, settings.default_target)
                if verdicts else None)

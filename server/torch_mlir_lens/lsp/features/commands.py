@@ -31,7 +31,7 @@ from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -41,45 +41,41 @@ EXPLAIN_INPUTS = lens_types.EXPLAIN_INPUTS
 VERIFY = lens_types.VERIFY_COMMAND
 
 
-def register(server: CheckingServer) -> None:
-    """Register the server-side commands."""
-
-    @server.command(EXPORT)
-    async def export_module(*args: Any) -> lens_types.ExportModuleResponse:
-        return await export(server, single_arg(server, args, lens_types.ExportModuleArgs))
-
-    @server.command(EXPORT_REPRO)
-    async def export_repro(*args: Any) -> lens_types.ExportReproResponse:
-        return await repro(server, single_arg(server, args, lens_types.ExportReproArgs))
-
-    @server.command(EXPLAIN_INPUTS)
-    def explain_inputs(*args: Any) -> lens_types.ExplainInputsResponse:
-        return explain(server, single_arg(server, args, lens_types.ModuleArgs))
-
-    @server.command(VERIFY)
-    async def verify_module(*args: Any) -> lens_types.VerifyResponse:
-        return await verify(server, single_arg(server, args, lens_types.VerifyParams))
+async def export_module(session: Session, *args: Any) -> lens_types.ExportModuleResponse:
+    """`torchMlirLens.exportModule`: write a module's IR to a file."""
+    return await export(session, single_arg(session.client, args, lens_types.ExportModuleArgs))
 
 
+async def export_repro(session: Session, *args: Any) -> lens_types.ExportReproResponse:
+    """`torchMlirLens.exportRepro`: write a reproducer of a failing step."""
+    return await repro(session, single_arg(session.client, args, lens_types.ExportReproArgs))
+
+
+def explain_inputs(session: Session, *args: Any) -> lens_types.ExplainInputsResponse:
+    """`torchMlirLens.explainInputs`: where a module's inputs come from, or how to give some."""
+    return explain(session, single_arg(session.client, args, lens_types.ModuleArgs))
+
+
+async def verify_module(session: Session, *args: Any) -> lens_types.VerifyResponse:
+    """`torchMlirLens.verify`: run Verify and show its verdict."""
+    return await verify(session, single_arg(session.client, args, lens_types.VerifyParams))
 
 
 
 
 
-def _target(server: CheckingServer, target: str | None) -> str:
-    target = target or server.settings.default_target
+
+
+def _target(session: Session, target: str | None) -> str:
+    target = target or session.settings.default_target
     if target not in TARGETS or target == "fx":
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     return target
 
 
-def workspace_roots(server: CheckingServer) -> list[str]:
-    """The server's workspace folders as paths (the first one alone if the client sent none)."""
-    roots = [convert.uri_to_path(f.uri) for f in server.workspace.folders.values()]
-    found = [r for r in roots if r]
-    if not found and server.workspace_root:
-        found = [server.workspace_root]
-    return found
+def workspace_roots(session: Session) -> list[str]:
+    """The workspace folders as paths (the first one alone if the client sent none)."""
+    return list(session.workspace_folders)
 
 
 def refused(err: write_policy.WriteRefused) -> JsonRpcException:
@@ -121,13 +117,13 @@ def free_path(folder: str, stem: str, suffix: str) -> str:
     return candidate
 
 
-async def export(server: CheckingServer,
+async def export(session: Session,
                  args: lens_types.ExportModuleArgs) -> lens_types.ExportModuleResponse:
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
-    doc, _info, module = document_and_module(server, args.uri, args.module)
-    target = _target(server, args.target)
+    doc, _info, module = document_and_module(session, args.uri, args.module)
+    target = _target(session, args.target)
     bytecode = args.bytecode
-    roots = workspace_roots(server)
+    roots = workspace_roots(session)
     if args.output:
         requested = _as_path(args.output)
     else:
@@ -144,26 +140,26 @@ async def export(server: CheckingServer,
             message=f"{output} exists; pass overwrite: true to replace it",
             code=REQUEST_FAILED, data={"kind": "exists", "path": output},
         )
-    job = module_job(server, doc, module)
+    job = module_job(session, doc, module)
 
     try:
-        result = await server.host.call(
+        result = await session.host.call(
             f"exporting {module}", lambda engine: engine.export(job, target, output, bytecode))
     except LensError as err:
         raise lens_error(err) from None
     path = result.path
     log.info("exported %s (%s) to %s", module, target, path)
-    server.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
+    session.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
     return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
                                            bytes=result.bytes)
 
 
-async def repro(server: CheckingServer,
+async def repro(session: Session,
                 args: lens_types.ExportReproArgs) -> lens_types.ExportReproResponse:
     """Write the `.mlir` input and the `torch-mlir-opt` command reproducing a lowering."""
-    doc, _info, module = document_and_module(server, args.uri, args.module)
-    target = _target(server, args.target)
-    roots = workspace_roots(server)
+    doc, _info, module = document_and_module(session, args.uri, args.module)
+    target = _target(session, args.target)
+    roots = workspace_roots(session)
     if args.output_dir:
         requested = _as_path(args.output_dir)
     else:
@@ -176,10 +172,10 @@ async def repro(server: CheckingServer,
                                                   chosen_by_user=args.chosen_by_user)
     except write_policy.WriteRefused as err:
         raise refused(err) from None
-    job = module_job(server, doc, module)
+    job = module_job(session, doc, module)
 
     try:
-        result = await server.host.call(f"writing a reproducer for {module}",
+        result = await session.host.call(f"writing a reproducer for {module}",
                                         lambda engine: engine.repro(job, target, output_dir))
     except LensError as err:
         raise lens_error(err) from None
@@ -188,13 +184,13 @@ async def repro(server: CheckingServer,
                                           command=result.command)
 
 
-def explain(server: CheckingServer,
+def explain(session: Session,
             args: lens_types.ModuleArgs) -> lens_types.ExplainInputsResponse:
     """Where the module's example inputs come from, or how to give it some (with the comment
     to paste), judged on the text the server holds now (`inputs_explained`)."""
-    doc, info, module = document_and_module(server, args.uri, args.module)
+    doc, info, module = document_and_module(session, args.uri, args.module)
     said = inputs_explained.explain(info, module, doc.text)
-    server.show(said.message)
+    session.show(said.message)
     return lens_types.ExplainInputsResponse(message=said.message, template=said.template,
                                             inputs=said.inputs)
 

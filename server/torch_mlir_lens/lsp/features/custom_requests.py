@@ -22,7 +22,7 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -31,35 +31,34 @@ MODULES = lens_types.MODULES
 VERIFY = lens_types.VERIFY
 
 
-def register(server: CheckingServer) -> None:
-    """Register the custom requests."""
-
-    @server.feature(LOWER)
-    async def lower(params: lens_types.LowerParams) -> lens_types.LowerResponse:
-        return await lower_request(server, params)
-
-    @server.feature(MODULES)
-    def modules(params: lens_types.ModulesParams) -> lens_types.ModulesResponse:
-        doc = _document(server, params.uri)
-        return lens_types.ModulesResponse(modules=module_infos(server, doc))
-
-    @server.feature(VERIFY)
-    async def verify(params: lens_types.VerifyParams) -> lens_types.VerifyResponse:
-        return await verify_run.verify(server, params)
+async def lower(session: Session, params: lens_types.LowerParams) -> lens_types.LowerResponse:
+    """`torchMlirLens/lower`: a module's IR at a target, with its line map."""
+    return await lower_request(session, params)
 
 
-def _document(server: CheckingServer, uri: str) -> Document:
+def modules(session: Session, params: lens_types.ModulesParams) -> lens_types.ModulesResponse:
+    """`torchMlirLens/modules`: the document's modules (static: works untrusted)."""
+    doc = _document(session, params.uri)
+    return lens_types.ModulesResponse(modules=module_infos(session, doc))
+
+
+async def verify(session: Session, params: lens_types.VerifyParams) -> lens_types.VerifyResponse:
+    """`torchMlirLens/verify`: Verify as a request."""
+    return await verify_run.verify(session, params)
+
+
+def _document(session: Session, uri: str) -> Document:
     try:
-        return load_document(server.store, uri)
+        return load_document(session.store, uri)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"cannot read {uri}: {exc}") from exc
 
 
-def module_infos(server: CheckingServer, doc: Document) -> list[lens_types.ModuleInfo]:
+def module_infos(session: Session, doc: Document) -> list[lens_types.ModuleInfo]:
     """The document's modules with their ranges and input status."""
     lines = doc.lines
     out = []
-    for info in server.modules_of(doc):
+    for info in session.modules_of(doc):
         start = (info.decorator_line or info.line) - 1
         out.append(lens_types.ModuleInfo(
             name=info.name,
@@ -86,13 +85,13 @@ def _block_range(lines: list[str], first: int, last: int) -> types.Range:
     )
 
 
-def _module_name(server: CheckingServer, doc: Document, params: lens_types.LowerParams) -> str:
+def _module_name(session: Session, doc: Document, params: lens_types.LowerParams) -> str:
     if params.module:
         return params.module
     if params.position is not None:
-        modules = server.modules_of(doc)
+        modules = session.modules_of(doc)
         line = params.position.line
-        _doc, cell = cell_positions.resolve(server, params.uri)
+        _doc, cell = cell_positions.resolve(session, params.uri)
         if cell is not None:  # a notebook cell's line
             line = cell_positions.program_line(cell, line)
         info = discovery.module_at_line(modules, line + 1)
@@ -102,33 +101,33 @@ def _module_name(server: CheckingServer, doc: Document, params: lens_types.Lower
     raise JsonRpcInvalidParams("`module` or `position` is required")
 
 
-def _pipeline(server: CheckingServer, pipeline: str | None) -> str | None:
+def _pipeline(session: Session, pipeline: str | None) -> str | None:
     if not pipeline:
         return None
-    if pipeline in server.settings.pipelines:
-        return server.settings.pipelines[pipeline]
+    if pipeline in session.settings.pipelines:
+        return session.settings.pipelines[pipeline]
     if "(" in pipeline:
         return pipeline  # a literal pass pipeline
-    names = ", ".join(sorted(server.settings.pipelines)) or "none configured"
+    names = ", ".join(sorted(session.settings.pipelines)) or "none configured"
     raise JsonRpcInvalidParams(f"unknown pipeline {pipeline!r} (named pipelines: {names})")
 
 
-async def lower_request(server: CheckingServer,
+async def lower_request(session: Session,
                         params: lens_types.LowerParams) -> lens_types.LowerResponse:
     """Answer `torchMlirLens/lower` (`protocol.lsp.LowerResponse`; `lsp/wire/answers.py`)."""
-    doc = _document(server, params.uri)
-    module = _module_name(server, doc, params)
-    pipeline = _pipeline(server, params.pipeline)
-    target = params.target or server.settings.default_target
+    doc = _document(session, params.uri)
+    module = _module_name(session, doc, params)
+    pipeline = _pipeline(session, params.pipeline)
+    target = params.target or session.settings.default_target
     if pipeline is None and target not in TARGETS:
         raise JsonRpcInvalidParams(f"unknown target {target!r}")
     print_after_all = params.print_after_all
     token = params.work_done_token
     inline = params.inline_blocks  # a pane's own choice; the setting's needs no override
-    if inline is not None and inline == (not server.settings.stitch_blocks):
+    if inline is not None and inline == (not session.settings.stitch_blocks):
         inline = None
     try:
-        result = await _lower(server, doc, module, target, pipeline, print_after_all, token,
+        result = await _lower(session, doc, module, target, pipeline, print_after_all, token,
                               inline)
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
@@ -139,7 +138,7 @@ async def lower_request(server: CheckingServer,
 
 
 async def _lower(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     module: str,
     target: str,
@@ -149,10 +148,10 @@ async def _lower(
     inline_blocks: bool | None = None,
 ) -> LowerResult:
     plain = pipeline is None and not print_after_all and inline_blocks is None
-    if plain and target in server.settings_for(doc.path).check_targets:
+    if plain and target in session.settings_for(doc.path).check_targets:
         # The check's first stage for this target alone (shared with hover and diagnostics,
         # cached on the document); the other check targets follow without delaying it.
-        results = await staging.check_target(server, doc, module, target,
+        results = await staging.check_target(session, doc, module, target,
                                              progress_token=token, progress=True,
                                              cancel_on_abandon=True)
         if target in results:
@@ -161,7 +160,7 @@ async def _lower(
     if cached is not None:
         return cached
     stamp = doc.stamp()
-    results_list = await server.host.lower(
+    results_list = await session.host.lower(
         doc, module, [] if pipeline else [target], pipeline=pipeline,
         print_after_all=print_after_all, progress_token=token, progress=True,
         inline_blocks=inline_blocks,

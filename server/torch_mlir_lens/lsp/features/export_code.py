@@ -13,26 +13,23 @@ from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import LensError
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 
-def register(server: CheckingServer) -> None:
-    """Register the command."""
-
-    @server.command(lens_types.EXPORT_CODE)
-    async def export_code(*args: Any) -> lens_types.ExportCodeResponse:
-        return await code_of(server, single_arg(server, args, lens_types.ExportCodeArgs))
+async def export_code(session: Session, *args: Any) -> lens_types.ExportCodeResponse:
+    """`torchMlirLens.exportCode`: the Python that reproduces a module's IR."""
+    return await code_of(session, single_arg(session.client, args, lens_types.ExportCodeArgs))
 
 
-async def code_of(server: CheckingServer,
+async def code_of(session: Session,
                   args: lens_types.ExportCodeArgs) -> lens_types.ExportCodeResponse:
     """The export code of the module at `args.target` (default: the default target)."""
-    doc, _info, module = document_and_module(server, args.uri, args.module)
-    job = module_job(server, doc, module)
-    target = args.target or server.settings.default_target
+    doc, _info, module = document_and_module(session, args.uri, args.module)
+    job = module_job(session, doc, module)
+    target = args.target or session.settings.default_target
 
     try:
-        answer = await server.host.call(f"writing the export code of {module}",
+        answer = await session.host.call(f"writing the export code of {module}",
                                         lambda engine: engine.export_code(job, target))
     except LensError as err:
         raise lens_error(err) from None

@@ -31,7 +31,7 @@ from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.rules.verdict import backend_verdict
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -43,28 +43,25 @@ _CONSTANT = re.compile(r"= (arith\.constant|torch\.vtensor\.literal|\"tosa\.cons
                        r"stablehlo\.constant|torch\.constant\.)")
 
 
-def register(server: CheckingServer) -> None:
-    """Register `textDocument/hover`."""
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(params: types.HoverParams) -> types.Hover | None:
-        doc, cell = cell_positions.resolve(server, params.text_document.uri)
-        if doc is None or not doc.path:
-            return None
-        if cell is None:
-            return await hover_line(server, doc, params.position.line + 1,
-                                    params.work_done_token)
-        if not 0 <= params.position.line < cell.count:
-            return None
-        line = cell_positions.program_line(cell, params.position.line) + 1
-        found = await hover_line(server, doc, line, params.work_done_token)
-        if found is not None:
-            cell_positions.hover_in_cell(cell, found, line)
-        return found
+async def hover(session: Session, params: types.HoverParams) -> types.Hover | None:
+    """`textDocument/hover`: the IR a line became and each backend's verdict."""
+    doc, cell = cell_positions.resolve(session, params.text_document.uri)
+    if doc is None or not doc.path:
+        return None
+    if cell is None:
+        return await hover_line(session, doc, params.position.line + 1,
+                                params.work_done_token)
+    if not 0 <= params.position.line < cell.count:
+        return None
+    line = cell_positions.program_line(cell, params.position.line) + 1
+    found = await hover_line(session, doc, line, params.work_done_token)
+    if found is not None:
+        cell_positions.hover_in_cell(cell, found, line)
+    return found
 
 
 async def hover_line(
-    server: CheckingServer,
+    session: Session,
     doc: Document,
     line: int,
     token: types.ProgressToken | None = None,
@@ -77,13 +74,13 @@ async def hover_line(
     code = code_line.strip()
     if not code or code.startswith("#"):
         return None
-    modules = server.modules_of(doc)
+    modules = session.modules_of(doc)
     order = _preferred_order(modules, line)
-    target = server.settings.default_target
+    target = session.settings.default_target
 
     found = _from_cache(doc, order, target, line)
     # Library code opened for reading (an installed package) is never lowered on demand.
-    if found is None and server.trust.covers(doc.path) and not in_installed_package(doc.path):
+    if found is None and session.trust.covers(doc.path) and not in_installed_package(doc.path):
         stamp = doc.stamp()
         if _no_ops_here(doc, modules, line, target):
             return None
@@ -92,7 +89,7 @@ async def hover_line(
                 continue  # already lowered: that result does not map the line
             try:
                 results = await staging.check_target(
-                    server, doc, info.name, target, progress_token=token, progress=True)
+                    session, doc, info.name, target, progress_token=token, progress=True)
             except LensError as err:
                 if err.kind == ErrorKind.CANCELLED:
                     return None
@@ -110,7 +107,7 @@ async def hover_line(
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown,
-            value=render(server, doc, module, result, line),
+            value=render(session, doc, module, result, line),
         ),
         range=convert.line_range(lines, line),
     )
@@ -212,7 +209,7 @@ def _ir_lines(result: LowerResult, path: str | None, line: int) -> list[int]:
 
 
 def render(
-    server: CheckingServer, doc: Document, module: str, result: LowerResult, line: int
+    session: Session, doc: Document, module: str, result: LowerResult, line: int
 ) -> str:
     """Markdown: header, fenced `mlir` block (cut when long), one verdict line."""
     ir = result.ir.splitlines()
@@ -243,7 +240,7 @@ def render(
     blocks = block_functions(result, [ir[n - 1] for n in kept])
     if blocks:
         parts.append(blocks)
-    verdict = verdict_line(server, doc, module, line)
+    verdict = verdict_line(session, doc, module, line)
     if verdict:
         parts.append(verdict)
     return "\n\n".join(parts)
@@ -272,7 +269,7 @@ def block_functions(result: LowerResult, lines: list[str]) -> str:
         "*Show Repeated Blocks Inline* button or the `stitchBlocks` setting"
 
 
-def verdict_line(server: CheckingServer, doc: Document, module: str, line: int) -> str:
+def verdict_line(session: Session, doc: Document, module: str, line: int) -> str:
     """"linalg ✓ · tosa ✗ aten.roll · stablehlo …": each diagnosed backend's verdict.
 
     "…" marks a backend still being checked (the follow-up stage after the default target);
@@ -280,7 +277,7 @@ def verdict_line(server: CheckingServer, doc: Document, module: str, line: int) 
     """
     parts = []
     want = os.path.normcase(os.path.normpath(doc.path or ""))
-    for target in server.settings_for(doc.path).diagnostic_targets:
+    for target in session.settings_for(doc.path).diagnostic_targets:
         result = doc.result(module, target)
         if result is None:
             if doc.error(module) is None:

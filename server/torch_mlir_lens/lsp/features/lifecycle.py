@@ -22,48 +22,51 @@ from torch_mlir_lens.lsp.state.settings import section_of
 from torch_mlir_lens.lsp.wire import convert
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
 
-def register(server: CheckingServer) -> None:
-    """Register the life-cycle handlers."""
+def on_initialize(session: Session, params: types.InitializeParams) -> None:
+    """`initialize`: the folders, the trust statement, the first settings."""
+    options = convert.json_object(params.initialization_options) or {}
+    folders = _workspace_folders(params)
+    session.start(section_of(options.get("settings")) or {}, folders)
+    # A client that says nothing about trust gets none; trust is per folder: lsp/state/trust.py.
+    named = options.get("trustedFolders")
+    trusted_folders = convert.folder_paths(named)
+    if named is not None and trusted_folders is None:
+        log.warning("trustedFolders is not a list of folder URIs: no folder is trusted")
+        trusted_folders = []  # never wider than what the client meant
+    session.trust.initialize(options.get("trusted"), folders, trusted_folders,
+                            options.get("trustOpenedDocuments"))
+    if not session.trusted:
+        session.host.discard_prespawned()  # spawned before we knew: no user code ran
+    state_changes.apply_settings(session, None, initial=True)
 
-    @server.feature(types.INITIALIZE)
-    def on_initialize(params: types.InitializeParams) -> None:
-        options = convert.json_object(params.initialization_options) or {}
-        folders = _workspace_folders(params)
-        server.start(section_of(options.get("settings")) or {}, folders[0] if folders else None)
-        # A client that says nothing about trust gets none; trust is per folder: lsp/state/trust.py.
-        named = options.get("trustedFolders")
-        trusted_folders = convert.folder_paths(named)
-        if named is not None and trusted_folders is None:
-            log.warning("trustedFolders is not a list of folder URIs: no folder is trusted")
-            trusted_folders = []  # never wider than what the client meant
-        server.trust.initialize(options.get("trusted"), folders, trusted_folders,
-                                options.get("trustOpenedDocuments"))
-        if not server.trusted:
-            server.host.discard_prespawned()  # spawned before we knew: no user code ran
-        state_changes.apply_settings(server, None, initial=True)
 
-    @server.feature(types.INITIALIZED)
-    async def on_initialized(params: types.InitializedParams) -> None:
-        server.mark_initialized()
-        log.info(
-            "torch-mlir-lens %s (pid %d, trusted=%s)", server.version, os.getpid(),
-            server.trusted,
-        )
-        if not server.trusted:
-            state_changes.announce_untrusted(server)
-        else:
-            server.host.start()
-        await state_changes.pull_settings(server)
-        server.background(project_config.watch(server))
+def on_initialized(session: Session, params: types.InitializedParams) -> None:
+    """Start the worker (trusted only), then pull the settings and watch the project's files."""
+    session.mark_initialized()
+    log.info(
+        "torch-mlir-lens %s (pid %d, trusted=%s)", session.version, os.getpid(),
+        session.trusted,
+    )
+    if not session.trusted:
+        state_changes.announce_untrusted(session)
+    else:
+        session.host.start()
+    session.background(_settle(session))
 
-    @server.feature(types.SHUTDOWN)
-    async def on_shutdown(params: Any) -> None:
-        await server.host.stop()
+
+async def _settle(session: Session) -> None:
+    await state_changes.pull_settings(session)
+    await project_config.watch(session)
+
+
+async def on_shutdown(session: Session, params: Any) -> None:
+    """`shutdown`: stop the worker."""
+    await session.host.stop()
 
 
 def _workspace_folders(params: types.InitializeParams) -> list[str]:

@@ -19,7 +19,7 @@ from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.source.notebook_program import Cell, Program, synthesize
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 # What the server asks the client to sync: notebooks of any type (other Jupyter front ends
 # name theirs differently) with all their cells: markdown cells add no lines, but they count
@@ -30,70 +30,70 @@ SYNC_OPTIONS = types.NotebookDocumentSyncOptions(
 )
 
 
-def register(server: CheckingServer) -> None:
-    """Register the notebook-document sync handlers."""
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def did_open(params: types.DidOpenNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        program = program_of(server, uri)
-        if program is None:
-            return
-        doc = server.store.open(uri, program.text, params.notebook_document.version)
-        server.trust.document_opened(doc.path)
-        _adopt(server, doc, program)
-        check_triggers.on_open(server, doc)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change(params: types.DidChangeNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        program = program_of(server, uri)
-        doc = server.store.get(uri)
-        if program is None:
-            return
-        if doc is None:
-            doc = server.store.open(uri, program.text, params.notebook_document.version)
-        elif program.text != doc.text:
-            # No content ranges: the cells' edits are in cell lines; documents.py diffs.
-            doc.update(program.text, params.notebook_document.version)
-        else:  # metadata, outputs, markdown, or cells moved: the same program
-            moved = doc.notebook is None or program.spans != doc.notebook.spans
-            doc.set_version(params.notebook_document.version)
-            _adopt(server, doc, program)
-            if moved:
-                publish(server, doc)
-            return
-        _adopt(server, doc, program)
-        server.host.invalidate(doc.path)
-        check_triggers.on_change(server, doc)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def did_save(params: types.DidSaveNotebookDocumentParams) -> None:
-        doc = server.store.get(params.notebook_document.uri)
-        if doc is not None:
-            check_triggers.on_save(server, doc)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close(params: types.DidCloseNotebookDocumentParams) -> None:
-        doc = server.store.close(params.notebook_document.uri)
-        if doc is not None:
-            check_triggers.on_close(server, doc)
+def did_open(session: Session, params: types.DidOpenNotebookDocumentParams) -> None:
+    """`notebookDocument/didOpen`: the notebook as one program."""
+    uri = params.notebook_document.uri
+    program = program_of(session, uri)
+    if program is None:
+        return
+    doc = session.store.open(uri, program.text, params.notebook_document.version)
+    session.trust.document_opened(doc.path)
+    _adopt(session, doc, program)
+    check_triggers.on_open(session, doc)
 
 
-def program_of(server: CheckingServer, uri: str) -> Program | None:
+def did_change(session: Session, params: types.DidChangeNotebookDocumentParams) -> None:
+    """`notebookDocument/didChange`: the program again; its check follows."""
+    uri = params.notebook_document.uri
+    program = program_of(session, uri)
+    doc = session.store.get(uri)
+    if program is None:
+        return
+    if doc is None:
+        doc = session.store.open(uri, program.text, params.notebook_document.version)
+    elif program.text != doc.text:
+        # No content ranges: the cells' edits are in cell lines; documents.py diffs.
+        doc.update(program.text, params.notebook_document.version)
+    else:  # metadata, outputs, markdown, or cells moved: the same program
+        moved = doc.notebook is None or program.spans != doc.notebook.spans
+        doc.set_version(params.notebook_document.version)
+        _adopt(session, doc, program)
+        if moved:
+            publish(session, doc)
+        return
+    _adopt(session, doc, program)
+    session.host.invalidate(doc.path)
+    check_triggers.on_change(session, doc)
+
+
+def did_save(session: Session, params: types.DidSaveNotebookDocumentParams) -> None:
+    """`notebookDocument/didSave`: check it."""
+    doc = session.store.get(params.notebook_document.uri)
+    if doc is not None:
+        check_triggers.on_save(session, doc)
+
+
+def did_close(session: Session, params: types.DidCloseNotebookDocumentParams) -> None:
+    """`notebookDocument/didClose`: forget it, clear its cells' diagnostics."""
+    doc = session.store.close(params.notebook_document.uri)
+    if doc is not None:
+        check_triggers.on_close(session, doc)
+
+
+def program_of(session: Session, uri: str) -> Program | None:
     """The program of the notebook `uri` as pygls's workspace holds it now."""
-    notebook = server.workspace.get_notebook_document(notebook_uri=uri)
+    notebook = session.client.notebook(uri)
     if notebook is None:
         return None
     cells = []
     for cell in notebook.cells:
-        text = server.workspace.get_text_document(cell.document)
         kind = "code" if cell.kind == types.NotebookCellKind.Code else "markdown"
-        cells.append(Cell(source=text.source, kind=kind, language=text.language_id or "python",
+        cells.append(Cell(source=session.client.text_of(cell.document), kind=kind,
+                          language=session.client.language_of(cell.document) or "python",
                           uri=cell.document))
     return synthesize(cells)
 
 
-def _adopt(server: CheckingServer, doc: Document, program: Program) -> None:
+def _adopt(session: Session, doc: Document, program: Program) -> None:
     doc.adopt_program(program)
-    server.store.set_cells(doc.uri, [s.uri for s in program.spans if s.uri])
+    session.store.set_cells(doc.uri, [s.uri for s in program.spans if s.uri])

@@ -13,12 +13,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
 from torch_mlir_lens.lsp.wire import convert
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +39,9 @@ def changed_sources(params: types.DidChangeWatchedFilesParams) -> list[str]:
     return [p for p in paths if p]
 
 
-async def watch(server: CheckingServer) -> None:
+async def watch(session: Session) -> None:
     """Ask the client to report pyproject.toml changes (no-op if it cannot register)."""
-    if not get_capability(
-        server.client_capabilities, "workspace.did_change_watched_files.dynamic_registration",
-        False,
-    ):
+    if not session.client.supports("workspace.did_change_watched_files.dynamic_registration"):
         return
     options = types.DidChangeWatchedFilesRegistrationOptions(
         watchers=[types.FileSystemWatcher(glob_pattern=GLOB),
@@ -54,7 +50,7 @@ async def watch(server: CheckingServer) -> None:
         id=WATCH_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
         register_options=options)
     try:
-        await server.client_register_capability_async(
+        await session.client.register_capability(
             types.RegistrationParams(registrations=[registration]))
     except Exception as exc:  # a client that refuses: settings still apply at start-up
         log.warning("could not watch pyproject.toml: %s", exc)

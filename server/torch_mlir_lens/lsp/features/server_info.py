@@ -19,34 +19,31 @@ from torch_mlir_lens.lsp.state.settings import Settings
 from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
 
-def register(server: CheckingServer) -> None:
-    """Register the request."""
-
-    @server.feature(lens_types.SERVER_INFO)
-    async def server_info(
-            params: lens_types.ServerInfoParams | None) -> lens_types.ServerInfoResponse:
-        wait = params.wait_for_worker if params is not None else None
-        engine = server.host.engine
-        if wait is None:
-            # Default: wait for a worker still starting up (nothing queued: it answers as soon
-            # as it is warm), but not behind a running job (2 s, then `workerBusy`).
-            wait = engine is not None and not engine.ready and not engine.busy
-        return lens_types.ServerInfoResponse(
-            pid=os.getpid(),
-            version=server.version,
-            torch_imported="torch" in sys.modules,
-            torch_mlir_imported="torch_mlir" in sys.modules,
-            trusted=server.trusted,
-            trusted_folders=sorted(server.trust.roots),
-            status=lens_types.StatusParams(**server.host.status),
-            settings=server_settings(server.settings),
-            engine=await server.host.stats(120.0 if wait else 2.0),
-        )
+async def server_info(session: Session,
+        params: lens_types.ServerInfoParams | None) -> lens_types.ServerInfoResponse:
+    """`torchMlirLens/serverInfo`: the server's and the worker's state."""
+    wait = params.wait_for_worker if params is not None else None
+    engine = session.host.engine
+    if wait is None:
+        # Default: wait for a worker still starting up (nothing queued: it answers as soon
+        # as it is warm), but not behind a running job (2 s, then `workerBusy`).
+        wait = engine is not None and not engine.ready and not engine.busy
+    return lens_types.ServerInfoResponse(
+        pid=os.getpid(),
+        version=session.version,
+        torch_imported="torch" in sys.modules,
+        torch_mlir_imported="torch_mlir" in sys.modules,
+        trusted=session.trusted,
+        trusted_folders=sorted(session.trust.roots),
+        status=lens_types.StatusParams(**session.host.status),
+        settings=server_settings(session.settings),
+        engine=await session.host.stats(120.0 if wait else 2.0),
+    )
 
 
 def server_settings(settings: Settings) -> lens_types.ServerSettings:

@@ -25,45 +25,46 @@ from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol import lsp as lens_types
 
 if TYPE_CHECKING:
-    from torch_mlir_lens.lsp.checks.checking_server import CheckingServer
+    from torch_mlir_lens.lsp.checks.session import Session
 
 log = logging.getLogger(__name__)
 
 COMMAND_USAGE = 'expected one argument: {"trusted": true | false, "folders"?: [URI, ...]}'
 
 
-def register(server: CheckingServer) -> None:
-    """Register the notification, the command and the folder changes."""
+def on_set_trusted(session: Session, params: lens_types.SetTrustedParams) -> None:
+    """`torchMlirLens/setTrusted`: trust or stop trusting folders."""
+    folders = convert.folder_paths(params.folders)
+    if params.folders is not None and folders is None:
+        log.warning("ignored torchMlirLens/setTrusted: %s", COMMAND_USAGE)
+        return
+    state_changes.set_trusted(session, params.trusted, folders)
 
-    @server.feature(lens_types.SET_TRUSTED)
-    def on_set_trusted(params: lens_types.SetTrustedParams) -> None:
-        folders = convert.folder_paths(params.folders)
-        if params.folders is not None and folders is None:
-            log.warning("ignored torchMlirLens/setTrusted: %s", COMMAND_USAGE)
-            return
-        state_changes.set_trusted(server, params.trusted, folders)
 
-    @server.command(lens_types.SET_TRUSTED_COMMAND)
-    def set_trusted_command(*args: Any) -> lens_types.SetTrustedResponse:
-        arg = args[0] if args else None
-        trusted = arg.get("trusted") if isinstance(arg, dict) else None
-        folders = arg.get("folders") if isinstance(arg, dict) else None
-        if not isinstance(trusted, bool) or (
-                folders is not None and convert.folder_paths(folders) is None):
-            raise JsonRpcInvalidParams(COMMAND_USAGE)
-        state_changes.set_trusted(server, trusted, convert.folder_paths(folders))
-        return lens_types.SetTrustedResponse(trusted=server.trusted)
+def set_trusted_command(session: Session, *args: Any) -> lens_types.SetTrustedResponse:
+    """`torchMlirLens.setTrusted`: the same, as a command."""
+    arg = args[0] if args else None
+    trusted = arg.get("trusted") if isinstance(arg, dict) else None
+    folders = arg.get("folders") if isinstance(arg, dict) else None
+    if not isinstance(trusted, bool) or (
+            folders is not None and convert.folder_paths(folders) is None):
+        raise JsonRpcInvalidParams(COMMAND_USAGE)
+    state_changes.set_trusted(session, trusted, convert.folder_paths(folders))
+    return lens_types.SetTrustedResponse(trusted=session.trusted)
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def on_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
-        added = _paths(params.event.added)
-        server.trust.folders_changed(added, _paths(params.event.removed))
-        server.apply_settings(server.client_settings)  # a removed folder's project goes
-        for folder in added:
-            if not server.trust.covers(folder) and server.trust.first_refusal(folder):
-                server.show(
-                    f"Torch-MLIR Lens: the added folder {folder} is not trusted: no code of it "
-                    "runs until your editor says it is trusted.", types.MessageType.Warning)
+
+def on_folders_changed(session: Session, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    """`workspace/didChangeWorkspaceFolders`: added folders start untrusted."""
+    added = _paths(params.event.added)
+    removed = _paths(params.event.removed)
+    session.trust.folders_changed(added, removed)
+    session.folders_changed(added, removed)
+    session.apply_settings(session.client_settings)  # a removed folder's project goes
+    for folder in added:
+        if not session.trust.covers(folder) and session.trust.first_refusal(folder):
+            session.show(
+                f"Torch-MLIR Lens: the added folder {folder} is not trusted: no code of it "
+                "runs until your editor says it is trusted.", types.MessageType.Warning)
 
 
 def _paths(folders: Sequence[types.WorkspaceFolder] | None) -> list[str]:

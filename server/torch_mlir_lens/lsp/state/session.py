@@ -1,9 +1,10 @@
-"""The session: the pygls server and the state every layer above shares, with one writer each.
+"""The session's state: what every layer above shares, with one writer each.
 
 Settings, the workspace root, trust and the open documents live here; features and checks
-read them and change them only through these methods (`apply_settings`, `start`, ...). The
-engine host and the pending checks are added one layer up (`checks/checking_server.py`), the
-features' handlers at the top (`server.py`).
+read them and change them only through these methods (`apply_settings`, `start`, ...). A plain
+object: it talks to the editor only through its `Client` (`wire/client.py`), never through the
+transport. The engine host and the pending checks are added one layer up
+(`checks/session.py`), the table of handlers at the top (`server.py`).
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
-from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.document import Document, DocumentStore
 from torch_mlir_lens.lsp.state.settings import Settings, effective_settings, parse_settings
 from torch_mlir_lens.lsp.state.trust import Trust, real_folder
+from torch_mlir_lens.lsp.wire.client import Client
 
 
-class Session(LanguageServer):
-    """pygls server plus the state the features share: settings, workspace, trust, documents."""
+class SessionState:
+    """The state the features share: settings, workspace, trust, documents; the client."""
 
-    def __init__(self, name: str, version: str, **pygls_options: Any) -> None:
-        super().__init__(name, version, **pygls_options)
+    def __init__(self, client: Client, name: str, version: str) -> None:
+        self.client = client
+        self.name = name
+        self.version = version
         self._settings = Settings()
         # Editor settings alone, and each trusted folder's with its own project layer: a
         # module's settings come from its own folder's pyproject.toml, never another's.
@@ -39,6 +41,7 @@ class Session(LanguageServer):
         # answer workspace/configuration).
         self._pushed_settings: dict[str, Any] | None = None
         self._workspace_root: str | None = None
+        self._folders: list[str] = []  # the workspace folders, as paths, in the client's order
         self._initialized = False
         self._untrusted_announced = False
         self.trust = Trust()  # untrusted until the client says otherwise
@@ -80,6 +83,12 @@ class Session(LanguageServer):
         return self._pushed_settings
 
     @property
+    def workspace_folders(self) -> tuple[str, ...]:
+        """The workspace folders as paths, the root first (the root alone when only
+        `rootUri` was sent)."""
+        return tuple(self._folders)
+
+    @property
     def workspace_root(self) -> str | None:
         """The first workspace folder: what relative settings and imports start from."""
         return self._workspace_root
@@ -101,10 +110,18 @@ class Session(LanguageServer):
 
     # -- state, written -------------------------------------------------------------------
 
-    def start(self, init_settings: Mapping[str, Any], workspace_root: str | None) -> None:
-        """Take what `initialize` said: the client's initial settings and the workspace root."""
+    def start(self, init_settings: Mapping[str, Any], folders: list[str]) -> None:
+        """Take what `initialize` said: the client's initial settings and the workspace folders
+        (the first is the root relative settings use)."""
         self._init_settings = dict(init_settings)
-        self._workspace_root = workspace_root
+        self._folders = list(folders)
+        self._workspace_root = folders[0] if folders else None
+
+    def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        """`workspace/didChangeWorkspaceFolders` (the root stays the first folder named)."""
+        gone = set(removed)
+        self._folders = [f for f in self._folders if f not in gone] + [
+            f for f in added if f not in self._folders]
 
     def mark_initialized(self) -> None:
         """The client said `initialized`."""
@@ -149,18 +166,17 @@ class Session(LanguageServer):
 
     def refresh_lenses(self) -> None:
         """Ask the client to re-request code lenses soon (coalesced: one per burst)."""
-        if self._lens_refresh is not None or not get_capability(
-            self.client_capabilities, "workspace.code_lens.refresh_support", False
-        ):
+        if self._lens_refresh is not None or not self.client.supports(
+                "workspace.code_lens.refresh_support"):
             return
 
         def send() -> None:
             self._lens_refresh = None
             with contextlib.suppress(Exception):  # the client may be gone; lenses are a nicety
-                self.workspace_code_lens_refresh(None)
+                self.client.refresh_code_lenses()
 
         self._lens_refresh = asyncio.get_running_loop().call_later(0.2, send)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         """A `window/showMessage` to the user."""
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        self.client.show(message, kind)

@@ -7,10 +7,9 @@ from typing import Any, TypeVar
 
 import cattrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.lsp.server import LanguageServer
 
 from torch_mlir_lens.lsp.wire import convert
-from torch_mlir_lens.lsp.wire.json_rpc import converter_of
+from torch_mlir_lens.lsp.wire.client import Client
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
@@ -19,7 +18,7 @@ CONTENT_MODIFIED = -32801
 _Args = TypeVar("_Args")
 
 
-def single_arg(server: LanguageServer, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
+def single_arg(client: Client, args: tuple[Any, ...], cls: type[_Args]) -> _Args:
     """The command's one argument object, structured as `cls` (camelCase on the wire).
 
     Not pygls's own structuring of annotated command parameters: that answers a bad argument
@@ -29,7 +28,7 @@ def single_arg(server: LanguageServer, args: tuple[Any, ...], cls: type[_Args]) 
     if not isinstance(arg, dict):  # lsprotocol hands the arguments (LSPAny) as parsed JSON
         raise JsonRpcInvalidParams("expected one object argument: {uri, module, ...}")
     try:
-        structured: _Args = converter_of(server).structure(arg, cls)
+        structured: _Args = client.structure(arg, cls)
     except cattrs.ClassValidationError as exc:
         details = "; ".join(cattrs.transform_error(exc, path="argument"))
         raise JsonRpcInvalidParams(f"invalid command argument: {details}") from None

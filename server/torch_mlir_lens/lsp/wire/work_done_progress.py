@@ -9,15 +9,14 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
 if TYPE_CHECKING:
-    from pygls.lsp.server import LanguageServer
+    from torch_mlir_lens.lsp.wire.client import Client
 
 
 @contextlib.asynccontextmanager
 async def progress(
-    server: LanguageServer,
+    client: Client,
     title: str,
     message: str | None = None,
     *,
@@ -29,21 +28,21 @@ async def progress(
     With the client's `token` (a request's `workDoneToken`), or a token we create when
     `enabled` and the client supports it; nothing at all otherwise, or if it refuses.
     """
-    supported = get_capability(server.client_capabilities, "window.work_done_progress", False)
+    supported = client.supports("window.work_done_progress")
     if token is None and enabled and supported:
         token = f"torch-mlir-lens-{uuid.uuid4()}"
         try:
-            await asyncio.wait_for(server.work_done_progress.create_async(token), 5)
+            await asyncio.wait_for(client.progress.create_async(token), 5)
         except Exception:  # the client refused: go on without progress
             token = None
     if token is None:
         yield
         return
-    server.work_done_progress.begin(
+    client.progress.begin(
         token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=False)
     )
     try:
         yield
     finally:
-        server.work_done_progress.end(token, types.WorkDoneProgressEnd())
-        server.work_done_progress.tokens.pop(token, None)
+        client.progress.end(token, types.WorkDoneProgressEnd())
+        client.progress.tokens.pop(token, None)
