@@ -147,6 +147,7 @@ class Plain:
 
 def _culprits(result: Any) -> list[dict[str, Any]]:
     return [{"op": d.op, "file": d.file, "line": d.line, "cause": d.cause or d.message[:160],
+             "message": d.message[:2000],
              "kind": str(d.kind), "ops": list(d.ops or []), "reason": d.reason,
              "related": [f"{r.file}:{r.line}" for r in (d.related or [])]}
             for d in result.diagnostics if d.severity == "error"]
@@ -194,6 +195,31 @@ async def _precision(checker: Plain, model: BenchModel, row: Row,
             for c in checks]
 
 
+async def _past_export(engine: Any, model_type: str, row: Row, corpus: Corpus) -> None:
+    """An export refusal the product offers a proven pin for: the module lowered again with
+    `--rewrites auto`, the backends it then lowers on recorded (`rewrites["export"]`)."""
+    from dataclasses import replace
+
+    from torch_mlir_lens.protocol.results import LensError
+
+    offered = any("a proven way past it" in c.get("cause", "") + c.get("message", "")
+                  for p in row.product.values() for c in p.get("culprits", [])
+                  if c.get("kind") == "export-error")
+    if not offered:
+        return
+    start = time.perf_counter()
+    job = replace(module_job(model_type, corpus), rewrites=["auto"])
+    try:
+        results = await engine.lower(job, targets=list(BACKENDS))
+    except LensError as err:
+        row.rewrites["export"] = {"error": _first_line(err.message)}
+        return
+    row.rewrites["export"] = {
+        "rewrites": sorted({n for r in results for n in (r.rewrites or [])}),
+        "lowered": [r.target for r in results if r.ok]}
+    row.seconds["past_export"] = round(time.perf_counter() - start, 2)
+
+
 async def _rewrites(engine: Any, model_type: str, row: Row, corpus: Corpus = BROAD) -> None:
     from bench.rewrites_figure import engine_outcome
 
@@ -226,6 +252,8 @@ async def sweep_one(model_type: str, plain: Plain, engine: Any,
                              _product(engine, model_type, row, corpus))
     else:
         await _product(engine, model_type, row, corpus)
+    if corpus is not BROAD:
+        await _past_export(engine, model_type, row, corpus)
     if checker is not None and compare:
         await _precision(checker, model, row, missed=corpus is not BROAD)
     if rewrites:
