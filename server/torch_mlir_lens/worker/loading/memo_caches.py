@@ -58,6 +58,7 @@ def _scan(namespace: dict[str, Any], module_name: str, depth: int = 0) -> list[A
     return out
 
 
+@functools.cache
 def _ours(name: str) -> bool:
     top = name.partition(".")[0]
     return top not in _NEVER and top not in sys.stdlib_module_names
@@ -68,7 +69,7 @@ def caches() -> list[Any]:
     found: list[Any] = []
     alive: set[str] = set()
     for name, module in loader.modules_loaded_since_start():
-        if not isinstance(module, types.ModuleType) or not _ours(name):
+        if not _ours(name) or not isinstance(module, types.ModuleType):
             continue
         alive.add(name)
         try:
