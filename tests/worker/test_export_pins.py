@@ -200,3 +200,15 @@ def test_export_code_reproduces_the_pinned_ir_without_the_product(tmp_path: Path
                          check=False)
     assert run.returncode == 0, run.stderr[-2000:]
     assert theirs.read_text() == ours.read_text()
+
+
+def test_verify_and_export_code_with_rewrites_auto_go_past_the_refusal(
+        user_file: Path) -> None:
+    job = {"path": str(user_file), "module": "Quantizer", "text": user_file.read_text(),
+           "rewrites": ["auto"]}
+    verdict = run_job({"id": 1, "op": "verify", **job})
+    assert verdict["ok"] and verdict["result"]["ok"], verdict
+    code = run_job({"id": 2, "op": "export-code", "target": "linalg", **job})
+    assert code["ok"] and code["result"]["rewrites"] == ["pin.vq.initted"], code
+    refused = run_job({"id": 3, "op": "verify", **job, "rewrites": []})
+    assert not refused["ok"] and refused["error"]["kind"] == "export-error"

@@ -61,6 +61,10 @@ def program_key(job: dict[str, Any], text: str) -> str:
         "workspace": job.get("workspace"),
         "strict": bool(job.get("strict", False)),
         **({"inline_blocks": True} if job.get("inline_blocks") else {}),
+        # Pins act at export (worker/rewrites/pins.py), unlike the other rewrites: a job's
+        # `pin.<name>` is a program of its own (a comment's is in the fingerprint's text).
+        **({"pins": pins} if (pins := sorted(str(r) for r in job.get("rewrites") or []
+                                             if str(r).startswith("pin."))) else {}),
         # Sibling files the module may import: an edit to one must re-export.
         "siblings": folder_stamp(path),
     }

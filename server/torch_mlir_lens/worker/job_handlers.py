@@ -610,13 +610,30 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _past_refusal(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    """`handler` run again through the proven pin past its module's export refusal, when the
+    job asks `--rewrites auto` (as `lower` does in `_past_export_refusal`)."""
+    def run(job: Any) -> dict[str, Any]:
+        try:
+            return handler(job)
+        except LensError as err:
+            if err.kind != ErrorKind.EXPORT_ERROR or "auto" not in job.rewrites:
+                raise
+            proof = _pin_proof(job, err)
+            if proof is None or not proof.ok:
+                raise
+            return handler(dataclasses.replace(job, rewrites=[*job.rewrites, proof.rewrite]))
+
+    return run
+
+
 _HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "lower": _lower,
-    "export": _export,
+    "export": _past_refusal(_export),
     "repro": _repro,
-    "verify": _verify,
+    "verify": _past_refusal(_verify),
     "rewrites": _rewrites,
-    "export-code": _export_code,
+    "export-code": _past_refusal(_export_code),
     "modules": _modules,
     "ping": _ping,
     "stats": _stats_job,
