@@ -182,7 +182,7 @@ def test_every_refused_line_is_named_in_one_run_with_its_value(library: ModuleTy
     own = _user_line("if y.abs().sum() < 0:")
     assert (f"also refused: `if y.abs().sum() < 0:  # never true: the example says False` "
             f"(line {own}) branches on a tensor's value") in err.message
-    assert "(it is False on the example inputs)" in err.message
+    assert "on the example inputs" not in err.message  # random inputs: a value would vary
     table = _line(library, "if is_continuous:")
     assert f"also refused: `if is_continuous:` (layers.py:{table})" in err.message
     assert [(r.file, r.line) for r in err.related] == [

@@ -70,7 +70,7 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
     why = export_reasons.reason_of(exc, fn, is_code)
     if why is not None:
         found = export_problems.draft_problems(fn, args, kwargs, is_code)
-        out = _with_others(_with_reason(err, why, related, users, found), why, found, users)
+        out = _with_others(_with_reason(err, why, related, users), why, found, users)
         out.pin_candidate = why.tensor  # type: ignore[attr-defined]  # the worker proves it
         return out
     if not related:
@@ -79,10 +79,6 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
     first, _, rest = err.message.partition("\n")
     message = f"{first} (in {origin})" + (f"\n{rest}" if rest else "")
     return LensError(err.kind, message, file=err.file, line=err.line, related=related)
-
-
-def _on_example(value: str | None) -> str:
-    return f" (it is {value} on the example inputs)" if value in ("True", "False") else ""
 
 
 def _where(file: str, line: int, users: UserFiles) -> str:
@@ -97,7 +93,7 @@ def _with_others(err: LensError, why: export_reasons.Reason,
     if not others:
         return err
     lines = [f"also refused: `{p.code}` ({_where(p.file, p.line, users)}) "
-             f"{export_reasons.words_for(p.code)}{_on_example(p.value)}" for p in others]
+             f"{export_reasons.words_for(p.code)}" for p in others]
     head, _, advice = err.message.partition("\n")
     message = "\n".join([head, *lines] + ([advice] if advice else []))
     related = [*err.related, *[RelatedLocation(p.file, p.line, f"also refused: {p.code}")
@@ -106,7 +102,7 @@ def _with_others(err: LensError, why: export_reasons.Reason,
 
 
 def _with_reason(err: LensError, why: export_reasons.Reason, related: list[RelatedLocation],
-                 users: UserFiles, found: list[export_problems.Problem]) -> LensError:
+                 users: UserFiles) -> LensError:
     """The export error said in words at the line that made it, with that line's code; a
     library's line also in `related` (first, with its code) and named in the message, the
     error staying on the user's innermost line that reaches it. The advice fits: code the
@@ -115,9 +111,9 @@ def _with_reason(err: LensError, why: export_reasons.Reason, related: list[Relat
     where = f"{short_path(why.file)}:{why.line}" if in_library else f"line {why.line}"
     first = err.message.split("\n", 1)[0]
     torch_said = first.removeprefix("torch.export failed: ")
-    value = next((p.value for p in found if (p.file, p.line) == (why.file, why.line)), None)
-    shown = "" if why.value_shown else _on_example(value)
-    message = f"torch.export failed: `{why.code}` ({where}) {why.words}{shown} ({torch_said})"
+    # The values said are the module's own (a buffer's): what a condition on the example
+    # inputs came to would change with inputs drawn at random, and with it the message.
+    message = f"torch.export failed: `{why.code}` ({where}) {why.words} ({torch_said})"
     if in_library:
         message += ("\nthe line is library code: torch.cond / torch.where / torch._check would "
                     "have to go there; building or calling the module so that it does not "

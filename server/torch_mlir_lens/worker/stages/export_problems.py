@@ -2,8 +2,9 @@
 
 torch.export stops at its first refusal; fixing it only shows the next. `draft_export` traces
 on, with real values beside the fake ones, and reports each data-dependent refusal with the
-lines that made it and the value the condition had on the example inputs. Each becomes a
-`Problem`: the line (a library's when it was raised there), its code, and the value.
+lines that made it. Each becomes a `Problem`: the line (a library's when it was raised there),
+its code, and the value the condition had on the example inputs (kept, not shown: inputs
+drawn at random would change it from one check to the next).
 
 Run only after torch.export refused for a data-dependent reason, on a module built with its
 weights (the values must exist); the module's buffers are put back afterwards, in case a
