@@ -232,3 +232,56 @@ def test_writers_in_several_processes_never_leave_a_half_entry(tmp_path: Path) -
         assert p.exitcode == 0
     assert reader.get(key("shared")) is not None
     assert not list(tmp_path.glob("v*/*/.*.tmp"))  # no temporary file left behind
+
+
+def test_a_link_anywhere_below_the_cache_folder_keeps_the_cache_out(tmp_path: Path) -> None:
+    """The probe's finding: a `blocks` link planted in a cache folder (or the cache folder
+    itself a link) took the block store's writes and evictions into another cache."""
+    victim = tmp_path / "victim"
+    (victim / f"v{FORMAT}" / "ab").mkdir(parents=True)
+    precious = victim / f"v{FORMAT}" / "ab" / f"{'ab' + key('p')[2:]}.json.z"
+    precious.write_bytes(b"x" * 1000)
+    planted = tmp_path / "pr-cache"
+    planted.mkdir()
+    (planted / "blocks").symlink_to(victim, target_is_directory=True)
+    blocks = DiskCache(planted / "blocks", 1, secret=SECRET, top=planted)  # evicts all it may
+    assert not blocks.enabled
+    blocks.put(key("w"), REPLY, EMPTY)
+    blocks.evict()
+    assert precious.read_bytes() == b"x" * 1000
+    assert sorted(p.name for p in (victim / f"v{FORMAT}" / "ab").iterdir()) == [precious.name]
+    linked_root = tmp_path / "linked-root"
+    linked_root.symlink_to(victim, target_is_directory=True)
+    assert not cache_at(linked_root).enabled
+
+
+def test_an_oversized_entry_is_refused_by_its_size_unread(tmp_path: Path) -> None:
+    """A 500 MB sparse file under an entry's name (a few KB in git) was read whole before its
+    tag was checked: memory and a memory-limit failure where a clean cache passes."""
+    import resource
+
+    cache = cache_at(tmp_path)
+    cache.put(key("a"), REPLY, EMPTY)
+    path = entry_of(tmp_path, "a")
+    with open(path, "r+b") as f:  # the test's own file
+        f.truncate(500_000_000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert cache.get(key("a")) is None
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 100_000, f"{grown_kb} KB read for a refused entry"
+
+
+@pytest.mark.parametrize("plant", ["pid 1 is alive", "dated in the future"])
+def test_planted_temporaries_are_swept_whatever_their_names_say(
+        tmp_path: Path, plant: str) -> None:
+    """A temporary named for pid 1 (always alive) or dated in the future was never swept, and
+    counted towards the bound: every later write was evicted at once."""
+    cache = cache_at(tmp_path)
+    cache.put(key("a"), REPLY, EMPTY)
+    path = entry_of(tmp_path, "a")
+    planted = path.parent / f".{path.name}.1.0.tmp"
+    planted.write_bytes(b"z" * 50_000)
+    when = time.time() + 3600 if plant == "dated in the future" else time.time() - 3600
+    os.utime(planted, (when, when))
+    assert cache_at(tmp_path).size() < 50_000
+    assert not planted.exists()

@@ -157,7 +157,9 @@ def test_documents_never_opened(raw: RawServer, workspace: Path) -> None:
     """Requests about documents the client never opened: an answer (or an error that is not
     an internal one), for a file that exists on disk and for one that does not."""
     raw.initialize()
-    for uri in ((workspace / "healthy.py").as_uri(), (workspace / "missing.py").as_uri()):
+    # Names no file can have (a NUL byte, a lone surrogate) were internal errors everywhere.
+    odd = [(workspace / "a").as_uri() + "%00b.py", (workspace / "a").as_uri() + "%ED%A0%80.py"]
+    for uri in ((workspace / "healthy.py").as_uri(), (workspace / "missing.py").as_uri(), *odd):
         td = {"textDocument": {"uri": uri}}
         pos = {**td, "position": {"line": 3, "character": 2}}
         for method, params in (
@@ -168,6 +170,8 @@ def test_documents_never_opened(raw: RawServer, workspace: Path) -> None:
                                          "context": {"diagnostics": []}}),
             ("torchMlirLens/modules", {"uri": uri}),
             ("torchMlirLens/lower", {"uri": uri, "module": "Healthy"}),
+            ("workspace/executeCommand", {"command": "torchMlirLens.explainInputs",
+                                          "arguments": [{"uri": uri, "module": "Healthy"}]}),
         ):
             reply = raw.response(raw.request(method, params), ANSWER_S)
             assert error_code(reply) != INTERNAL_ERROR, (method, uri, reply)

@@ -6,6 +6,7 @@ unless that folder is trusted. Written as the attacks that once ran code.
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -133,6 +134,29 @@ def test_the_command_line_reads_no_pyproject_above_the_repository(tmp_path: Path
     assert discover_config(run_here).path is None  # a repository: not above its root
     pyproject(tmp_path / "work", tmp_path / "x")
     assert discover_config(run_here).path == str(tmp_path / "work" / "pyproject.toml")
+
+
+def test_only_a_repository_git_itself_would_take_bounds_the_search(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty `.git` file, or a `.git` of another user, planted in a shared parent folder
+    must not make that folder a project whose pyproject.toml configures (and runs code in)
+    someone else's `check`."""
+    from torch_mlir_lens.project import config
+
+    shared = tmp_path / "shared"
+    run_here = shared / "alice" / "proj" / "sub"
+    run_here.mkdir(parents=True)
+    pyproject(shared, tmp_path / "planted-ran")
+    (shared / ".git").write_text("")  # an empty file: not a repository
+    assert config.discover_config(run_here).path is None
+    (shared / ".git").write_text("gitdir: /elsewhere\n")  # a git file: a repository
+    assert config.discover_config(run_here).path == str(shared / "pyproject.toml")
+    (shared / ".git").unlink()
+    (shared / ".git").mkdir()
+    assert config.discover_config(run_here).path == str(shared / "pyproject.toml")
+    owner = os.stat(shared / ".git").st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)  # the folder is another user's
+    assert config.discover_config(run_here).path is None
 
 
 def test_a_huge_pyproject_is_refused_by_its_size_not_read(

@@ -70,7 +70,7 @@ def rewrite(path: Path, text: str) -> None:
     os.utime(path, ns=(before + 2_000_000_000, before + 2_000_000_000))
 
 
-@pytest.mark.parametrize("how", ["saved in the editor", "watched-file event"])
+@pytest.mark.parametrize("how", ["saved in the editor", "watched-file event", "on disk only"])
 @pytest.mark.parametrize("cache", ["no persistent cache", "persistent cache"])
 def test_an_imported_file_of_another_folder_edited_and_saved(
         tmp_path: Path, servers: list[RawServer], monkeypatch: pytest.MonkeyPatch,
@@ -102,10 +102,16 @@ def test_an_imported_file_of_another_folder_edited_and_saved(
         server.notify("textDocument/didChange", {
             "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": EXP}]})
         server.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-    else:
+    elif how == "watched-file event":
         rewrite(acts, EXP)
         server.notify("workspace/didChangeWatchedFiles", {"changes": [
             {"uri": acts.as_uri(), "type": 2}]})
+    else:  # a client without a watcher: nothing is said, the server looks
+        rewrite(acts, EXP)
+        deadline = time.monotonic() + 60
+        while "math.exp" not in lower(server, a / "model.py"):
+            assert time.monotonic() < deadline, "a change on disk was never seen"
+            time.sleep(0.5)
     ir = lower(server, a / "model.py")
     assert "math.exp" in ir and "math.tanh" not in ir
 
@@ -171,3 +177,63 @@ def test_a_file_saved_during_a_lowering_leaves_no_answer(tmp_path: Path) -> None
     assert "math.tanh" in during  # what the job executed
     assert "math.exp" in after and "math.tanh" not in after
     assert "math.exp" in fresh and "math.tanh" not in fresh
+
+
+SHADOWED = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    from fakelib import SHIFT
+
+
+    # torch-mlir-lens: inputs=(torch.randn(2, 4),)
+    class M(nn.Module):
+        def forward(self, x):
+            return x + SHIFT
+    """)
+
+
+def test_a_new_package_that_shadows_an_import_is_seen(tmp_path: Path) -> None:
+    """The probe's finding: an answer recorded the files it read, not how its imports
+    resolved, so a pull request adding `fakelib/__init__.py` at the repository's root (which
+    an import finds before the installed library) left the old answer in place, in the
+    persistent cache and in a warm engine, and `check` stayed green."""
+    site = tmp_path / "site-packages"  # installed code, as far as anyone can tell
+    (site / "fakelib").mkdir(parents=True)
+    (site / "fakelib" / "__init__.py").write_text("SHIFT = 0.5\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "model.py").write_text(SHADOWED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
+    config = EngineConfig(python=sys.executable, timeout_s=120, memory_limit_mb=3000, env=env,
+                          cache_dir=str(tmp_path / "cache"))
+    job = ModuleJob(path=str(repo / "model.py"), module="M", workspace=str(repo))
+
+    async def scenario() -> tuple[str, str, str]:
+        warm = Engine(config)
+        await warm.start()
+        try:
+            (before,) = await warm.lower(job, targets=["torch"])
+            await warm.flush()
+            (repo / "fakelib").mkdir()
+            planted = repo / "fakelib" / "__init__.py"
+            planted.write_text("SHIFT = 7.0\n")
+            other = Engine(config)  # another run, later: the persistent cache first
+            try:
+                (fresh,) = await other.lower(job, targets=["torch"])
+                stats = other.persistent_stats
+                assert stats is not None and stats.hits == 0 and stats.stale == 1, stats
+            finally:
+                await other.stop()
+            # The warm worker imported the installed fakelib: it must find the new one.
+            assert warm.invalidate(str(planted)) == {str(repo / "model.py")}
+            (again,) = await warm.lower(job, targets=["torch"])
+        finally:
+            await warm.stop()
+        return before.ir, fresh.ir, again.ir
+
+    before, fresh, again = asyncio.run(scenario())
+    assert "5.000000e-01" in before
+    assert "7.000000e+00" in fresh and "5.000000e-01" not in fresh
+    assert "7.000000e+00" in again and "5.000000e-01" not in again

@@ -170,3 +170,16 @@ def test_check_ends_on_sigterm_while_reading_nothing_special(tmp_path: Path) -> 
         proc.communicate(timeout=10)
         pytest.fail("check hung on a FIFO pyproject.toml")
     assert "Traceback" not in err
+
+
+def test_a_shared_parent_gitignore_hides_nothing(tmp_path: Path) -> None:
+    """Finding 8 of the probe: with no repository, a `.gitignore` in a shared parent folder
+    (`*.py`) made `check .` find 0 modules and pass."""
+    shared = tmp_path / "shared"
+    project = shared / "alice" / "proj"
+    project.mkdir(parents=True)
+    (project / "m.py").write_text(NO_INPUTS.format(name="M"))
+    (shared / ".gitignore").write_text("*.py\n")
+    proc = run("check", ".", "--list", cwd=project, timeout=FAST_S * 3)
+    assert proc.returncode == 0, proc.stderr
+    assert "m.py::M" in proc.stdout, proc.stdout

@@ -31,7 +31,8 @@ def test_the_key_is_made_once_private_and_then_reused(config_home: Path) -> None
     assert cache_key.cache_secret() == secret  # the next process reads the same key
 
 
-@pytest.mark.parametrize("damage", ["readable by others", "a link", "too short"])
+@pytest.mark.parametrize("damage", ["readable by others", "a link", "too short",
+                                    "a hard link", "a folder others may write in"])
 def test_a_key_that_is_not_the_users_own_turns_the_cache_off(
         config_home: Path, tmp_path: Path, damage: str) -> None:
     path = cache_key.key_path()
@@ -44,6 +45,15 @@ def test_a_key_that_is_not_the_users_own_turns_the_cache_off(
         target.write_bytes(os.urandom(32))
         target.chmod(0o600)
         path.symlink_to(target)
+    elif damage == "a hard link":
+        target = tmp_path / "another-file-of-the-user"
+        target.write_bytes(os.urandom(32))
+        target.chmod(0o600)
+        os.link(target, path)
+    elif damage == "a folder others may write in":
+        path.write_bytes(os.urandom(32))
+        path.chmod(0o600)
+        path.parent.chmod(0o777)
     else:
         path.write_bytes(b"k")
         path.chmod(0o600)
@@ -55,6 +65,10 @@ def test_a_secret_from_the_environment_wins_and_empty_means_none_given(
     monkeypatch.setenv(cache_key.KEY_ENV, "a long random CI secret, 1234")
     given = cache_key.cache_secret()
     assert given is not None and not cache_key.key_path().exists()
+    cache_key.cache_secret.cache_clear()
+    cache_key.cache_secret.cache_clear()
+    monkeypatch.setenv(cache_key.KEY_ENV, " " * 20)  # blank: refused, no cache at all
+    assert cache_key.cache_secret() is None
     cache_key.cache_secret.cache_clear()
     monkeypatch.setenv(cache_key.KEY_ENV, "")  # a fork's pull request: no secret
     from_file = cache_key.cache_secret()
@@ -69,3 +83,13 @@ def test_a_tag_binds_the_bytes_to_their_name_and_purpose() -> None:
     assert cache_key.unseal(secret, "blocks", "k1", sealed) is None
     assert cache_key.unseal(b"t" * 32, "replies", "k1", sealed) is None
     assert cache_key.unseal(secret, "replies", "k1", sealed[:-1] + b"!") is None
+
+
+def test_the_worker_never_sees_a_secret_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                             ) -> None:
+    """The code under check runs in the worker: a CI secret stays with the engine."""
+    from torch_mlir_lens.engine.worker_client.spawn import worker_env
+
+    monkeypatch.setenv(cache_key.KEY_ENV, "a long random CI secret, 1234")
+    assert cache_key.KEY_ENV not in worker_env(None)
+    assert cache_key.KEY_ENV not in worker_env({cache_key.KEY_ENV: "x" * 20, "A": "1"})

@@ -49,7 +49,7 @@ class ResultCache:
         return entry.value
 
     def put(self, key: str, path: str, value: Any, depends: Iterable[str] = ()) -> None:
-        self._entries[key] = _Entry(path, value, frozenset(os.path.abspath(d) for d in depends))
+        self._entries[key] = _Entry(path, value, frozenset(os.path.realpath(d) for d in depends))
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
@@ -59,11 +59,20 @@ class ResultCache:
         file whose answer read it. Returns the files whose results were dropped."""
         path = os.path.abspath(path)
         folder = os.path.dirname(path)
+        real = os.path.realpath(path)
         doomed = [
             key for key, entry in self._entries.items()
             if entry.path == path or os.path.dirname(entry.path) == folder
-            or path in entry.depends
+            or real in entry.depends
         ]
+        files = {self._entries[key].path for key in doomed}
+        for key in doomed:
+            del self._entries[key]
+        return files
+
+    def drop_files(self, paths: set[str]) -> set[str]:
+        """Drop the results of these files (absolute paths); the files dropped."""
+        doomed = [key for key, entry in self._entries.items() if entry.path in paths]
         files = {self._entries[key].path for key in doomed}
         for key in doomed:
             del self._entries[key]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from torch_mlir_lens import defaults
 from torch_mlir_lens.engine import job_keys
 from torch_mlir_lens.engine.cache import ResultCache
 from torch_mlir_lens.engine.persistent_results import PersistentResults
+from torch_mlir_lens.engine.reads import Reads
 from torch_mlir_lens.engine.scheduler import Scheduler
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
 from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
@@ -89,9 +90,9 @@ class Engine:
         self._on_output = on_output
         self._client = self._new_client()
         self._cache = ResultCache(self.config.cache_entries)
-        # file → the files whose answers read it (an import from another folder): told to
-        # the server when it changes, so that their results go too (`invalidate`).
-        self._dependents: dict[str, set[str]] = {}
+        # What each kept answer read (files, absent names): told to the server when one of
+        # them changes, so that the answers of every file that read it go too (`invalidate`).
+        self._reads = Reads()
         self._persistent = self._new_persistent()
         # The client is looked up at each call: a changed interpreter swaps it between jobs.
         self._scheduler = Scheduler(
@@ -312,7 +313,9 @@ class Engine:
         results are stale too)."""
         path = os.path.abspath(path)
         dropped = self._cache.invalidate(path)
-        return (dropped | self._dependents.get(path, set())) - {path}
+        readers = self._reads.stale_after(path)  # read it, or a module it now shadows
+        dropped |= self._cache.drop_files(readers)
+        return (dropped | readers) - {path}
 
     # --- submitting ----------------------------------------------------------------------
 
@@ -332,17 +335,16 @@ class Engine:
         if persistent is not None:
             found = await persistent.get(key)
             if found is not None:
-                stored, depends = found
                 if path:
-                    self._note_reader(path, depends)
-                    self._cache.put(key, path, stored, depends)
-                return stored
+                    self._reads.note(key, path, found.files, found.absent)
+                    self._cache.put(key, path, found.reply, found.files)
+                return found.reply
         try:
             result = await self._scheduler.submit(key, job, cancel_on_abandon=cancel_on_abandon,
                                                   cancel_stale=self.config.cancel_stale)
         except LensError as err:
             if path:
-                self._note_reader(path, err.depends)
+                self._reads.note(key, path, err.depends)
             # A load error may come from code outside the module's fingerprint: not cached.
             if cache and path and err.kind not in _TRANSIENT_ERRORS and (
                     err.kind != ErrorKind.LOAD_ERROR):
@@ -354,7 +356,7 @@ class Engine:
         result = {k: v for k, v in result.items() if k != "provenance"}
         depends = _files_read(provenance)
         if path:
-            self._note_reader(path, depends)
+            self._reads.note(key, path, _digests_read(provenance), _absent(provenance))
         if isinstance(provenance, dict) and provenance.get("unstable"):
             # A file the job read changed while it ran: the answer may mix both versions.
             # Answered, never kept (the next request lowers again).
@@ -365,11 +367,10 @@ class Engine:
             persistent.put(key, result, provenance)
         return result
 
-    def _note_reader(self, path: str, files: Iterable[str]) -> None:
-        """The answer for `path` read `files`: a change to one of them makes it stale."""
-        reader = os.path.abspath(path)
-        for file in files:
-            self._dependents.setdefault(os.path.abspath(file), set()).add(reader)
+    def files_read(self) -> dict[str, set[str]]:
+        """The files (real paths) the answers this engine keeps read, with the digests of what
+        they read ("" where a failure did not say)."""
+        return self._reads.files()
 
     async def _swap_client_if_asked(self) -> None:
         """Before a job: a changed interpreter, environment or folder needs a new worker."""
@@ -377,6 +378,24 @@ class Engine:
             self._restart_client = False
             await self._client.stop()
             self._client = self._new_client()
+
+
+def _absent(provenance: Any) -> dict[str, list[str]]:
+    """The names a worker's provenance says were absent from the user's folders searched."""
+    absent = provenance.get("absent") if isinstance(provenance, dict) else None
+    if not isinstance(absent, dict):
+        return {}
+    return {f: [n for n in names if isinstance(n, str)] for f, names in absent.items()
+            if isinstance(f, str) and isinstance(names, list)}
+
+
+def _digests_read(provenance: Any) -> dict[str, str]:
+    """file (real path) → the digest a worker's provenance says the answer read."""
+    files = provenance.get("files") if isinstance(provenance, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {os.path.realpath(f): d for f, d in files.items()
+            if isinstance(f, str) and isinstance(d, str)}
 
 
 def _files_read(provenance: Any) -> list[str]:

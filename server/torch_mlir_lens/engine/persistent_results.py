@@ -14,7 +14,7 @@ from typing import Any
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.protocol.schemas import stored_reply_ok
-from torch_mlir_lens.system.disk_cache import DiskCache, DiskCacheStats
+from torch_mlir_lens.system.disk_cache import DiskCache, DiskCacheStats, Stored
 from torch_mlir_lens.system.environment import environment_key
 
 log = logging.getLogger(__name__)
@@ -57,11 +57,11 @@ class PersistentResults:
             return None
         return hashlib.sha256(f"{self._environment}:{job_key}".encode()).hexdigest()
 
-    async def get(self, job_key: str) -> tuple[dict[str, Any], list[str]] | None:
-        """The stored reply of a job, if it still holds, and the files it depends on."""
+    async def get(self, job_key: str) -> Stored | None:
+        """The stored reply of a job, if it still holds, with what it depends on."""
         return await asyncio.to_thread(self._get, job_key)
 
-    def _get(self, job_key: str) -> tuple[dict[str, Any], list[str]] | None:
+    def _get(self, job_key: str) -> Stored | None:
         key = self._key(job_key)
         return self._disk.lookup(key) if key is not None else None
 

@@ -39,7 +39,7 @@ from torch_mlir_lens.lsp.wire import lens_specs, transport
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.system import cache_key
 from torch_mlir_lens.system.atomic_write import write_atomically
-from torch_mlir_lens.system.reading import GENERATED_CODE, read_bytes
+from torch_mlir_lens.system.reading import GENERATED_CODE, is_nameable, read_bytes
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
@@ -306,7 +306,8 @@ def _path_of(uri: Any) -> str | None:
         return None
     from pygls import uris  # a small module: no lsprotocol
 
-    return uris.to_fs_path(uri)
+    path = uris.to_fs_path(uri)
+    return path if path is not None and is_nameable(path) else None
 
 
 def serve_stdio(early: EarlyWorker | None, stdin: BinaryIO | None = None,

@@ -12,6 +12,7 @@ every module lowers through, as a module's `rewrites=` comment does (`["erfinv@t
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
-from torch_mlir_lens.system.reading import PROJECT_FILE, read_text
+from torch_mlir_lens.system.reading import PROJECT_FILE, read_head, read_text
 
 T = TypeVar("T")
 
@@ -99,10 +100,30 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
 
 
+def is_repository(folder: Path) -> bool:
+    """Whether `folder` is a repository's root as git itself would take it: a `.git` folder,
+    or a `.git` file that says `gitdir:`, belonging to this user. An empty `.git` file, or one
+    of another user (a shared temporary folder's), makes nothing a project (git refuses such
+    a folder too: `safe.directory`)."""
+    dot_git = folder / ".git"
+    try:
+        st = os.stat(dot_git)
+    except OSError:
+        return False
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    try:
+        return stat.S_ISREG(st.st_mode) and read_head(dot_git, 8).startswith(b"gitdir:")
+    except OSError:
+        return False
+
+
 def repository_root(start: Path) -> Path | None:
-    """The first folder at or above `start` holding `.git`, if any."""
+    """The first folder at or above `start` that is a repository's root, if any."""
     for folder in (start, *start.parents):
-        if (folder / ".git").exists():
+        if is_repository(folder):
             return folder
     return None
 
@@ -122,7 +143,7 @@ def _folders_to_search(start: str | os.PathLike[str],
     out = []
     for folder in (here, *here.parents):
         out.append(folder)
-        if folder == top or (folder / ".git").exists():
+        if folder == top or is_repository(folder):
             break
     return out
 

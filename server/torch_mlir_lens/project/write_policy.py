@@ -36,7 +36,7 @@ import re
 import stat
 from collections.abc import Sequence
 
-from torch_mlir_lens.system.reading import read_head
+from torch_mlir_lens.system.reading import is_nameable, read_head
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".ipynb")
 EXPORT_SUFFIXES = (".mlir", ".mlirbc")
@@ -75,9 +75,13 @@ def resolve(path: str, *, source: str | None, roots: Sequence[str]) -> str:
 
 
 def refuse_unnameable(path: str) -> None:
-    """WriteRefused for a path no file can have (a NUL byte: the system cannot take it)."""
+    """WriteRefused for a path no file can have (a NUL byte, a lone surrogate: the system
+    cannot take it)."""
     if "\0" in path:
         raise WriteRefused(repr(path), "a file name cannot hold a NUL byte")
+    if not is_nameable(path):
+        raise WriteRefused(repr(path), "a file name the file system cannot take (not valid "
+                                       "in its encoding)")
 
 
 def real_path(path: str) -> str:

@@ -16,8 +16,10 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from torch_mlir_lens.project.config import repository_root
 from torch_mlir_lens.repo_check.ignore import (
     Pattern,
     compile_pattern,
@@ -54,17 +56,14 @@ class Collected:
 
 
 def _parent_ignores(folder: str) -> list[Pattern]:
-    """`.gitignore` patterns of `folder`'s ancestors up to the repository root, outer first."""
-    chain: list[str] = []
-    here = os.path.abspath(folder)
-    while True:
-        parent = os.path.dirname(here)
-        if os.path.exists(os.path.join(here, ".git")) or parent == here:
-            break
-        here = parent
-        chain.append(here)
+    """`.gitignore` patterns of `folder`'s ancestors up to the repository root, outer first;
+    none above `folder` when it is in no repository (a shared parent folder's `.gitignore`
+    hides nothing of a project, as its pyproject.toml configures nothing)."""
+    here = Path(os.path.abspath(folder))
+    root = repository_root(here)
+    chain = [str(p) for p in here.parents if root is not None and p.is_relative_to(root)]
     patterns: list[Pattern] = []
-    for ancestor in reversed(chain):
+    for ancestor in reversed(chain):  # outer first
         patterns += read_ignore_file(os.path.join(ancestor, ".gitignore"))
     return patterns
 

@@ -83,10 +83,14 @@ def _writer_alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale_temporaries(target: str, *, now: float | None = None) -> int:
+def sweep_stale_temporaries(target: str, *, now: float | None = None,
+                            any_writer_age_s: float = _ANY_WRITER_AGE_S) -> int:
     """Remove the temporaries of `target` that killed writers left beside it; how many.
 
-    Only regular files named as `write_atomically` names them, never through a link."""
+    A temporary goes once its writer is gone, or once older than `any_writer_age_s` whatever
+    its name says (a copied or planted folder's pids mean nothing here), or when its time is
+    in the future. Only regular files named as `write_atomically` names them, never through
+    a link."""
     folder, name = os.path.split(os.path.abspath(target))
     now = time.time() if now is None else now
     removed = 0
@@ -103,8 +107,8 @@ def sweep_stale_temporaries(target: str, *, now: float | None = None) -> int:
             if not stat.S_ISREG(st.st_mode):
                 continue
             age = now - st.st_mtime
-            if age > _ANY_WRITER_AGE_S or (age > _DEAD_WRITER_AGE_S
-                                           and not _writer_alive(int(found["pid"]))):
+            if age > any_writer_age_s or age < -_DEAD_WRITER_AGE_S or (
+                    age > _DEAD_WRITER_AGE_S and not _writer_alive(int(found["pid"]))):
                 os.unlink(entry.path)
                 removed += 1
     return removed

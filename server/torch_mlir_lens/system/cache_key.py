@@ -57,12 +57,27 @@ def _owned_private(st: os.stat_result) -> str | None:
         return "it belongs to another user"
     if st.st_mode & 0o077:
         return f"others may read or write it (mode {stat.S_IMODE(st.st_mode):o}; make it 600)"
+    if st.st_nlink != 1:
+        return "it has other names (a hard link): another file's content is no key"
+    return None
+
+
+def _private_folder(folder: Path) -> str | None:
+    """Why the key's folder cannot keep a key private (others may replace the file), or None."""
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        return "its folder is not a folder"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return "its folder belongs to another user"
+    if st.st_mode & 0o022:
+        return (f"others may write in its folder (mode {stat.S_IMODE(st.st_mode):o}; "
+                "make it 700)")
     return None
 
 
 def _read_key(path: Path) -> bytes:
     st = os.lstat(path)
-    problem = _owned_private(st)
+    problem = _private_folder(path.parent) or _owned_private(st)
     if problem is not None:
         raise KeyUnusable(f"{path}: {problem}")
     secret = read_bytes(path, CACHE_KEY)  # never through a link
@@ -91,7 +106,7 @@ def cache_secret() -> bytes | None:
     """The key, created on first use; None (and one log line) when none can be had."""
     given = os.environ.get(KEY_ENV)
     if given:  # empty: not given (a CI secret a fork's pull request does not get)
-        if len(given) < MIN_SECRET_CHARS:
+        if len(given.strip()) < MIN_SECRET_CHARS:
             log.warning("persistent cache off: %s holds fewer than %d characters", KEY_ENV,
                         MIN_SECRET_CHARS)
             return None

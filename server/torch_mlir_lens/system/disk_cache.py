@@ -4,9 +4,11 @@ An entry is a JSON object (the engine's: a lowering's reply, its IR per target, 
 diagnostics and stats; the worker's: a traced block's function) stored under a key that covers
 the job and its environment (`environment.py`), plus what it depends on (for a reply, what
 the worker said, `worker/loading/provenance.py`): the other files the code executed, with
-their content hashes, and the installed libraries, with their versions. A lookup hashes
-those files and reads those versions again: the entry is used only when all still match, so
-an answer is confirmed, not recomputed, and never served stale.
+their content hashes, the installed libraries, with their versions, and the module names that
+were absent from the user's folders searched before theirs. A lookup hashes those files, reads
+those versions and looks for those names again: the entry is used only when all still hold
+(no file now shadows an import), so an answer is confirmed, not recomputed, and never served
+stale.
 
 Believed only when it is ours: a cache folder may sit in a checkout a pull request writes to,
 so each entry carries an HMAC under the user's key (`cache_key.py`) over its name and bytes,
@@ -18,9 +20,12 @@ Entries are data (compressed JSON), never code, read bounded and never through a
 Safe to share: two editor windows and a CLI may read and write one folder at once. Entries
 are written to a temporary file and renamed into place (readers see a whole entry or none).
 The folder is bounded: when a writer finds it over its size, the least recently used entries
-go (a hit refreshes an entry's time). Eviction and clean-up remove only regular files named as
-this module names them, in folders that are not links, and sweep the temporaries of writers
-that were killed mid-write; those count towards the bound until then.
+go (a hit refreshes an entry's time). Every folder from the cache's own (`top`) down to an
+entry must be a real folder, not a link: a link planted anywhere below it (`blocks` pointing
+at another cache) makes the cache keep nothing, never read, write or remove through it.
+Eviction and clean-up remove only regular files named as this module names them, and sweep the
+temporaries of writers that were killed mid-write (or whose names cannot be believed: older than
+`_STALE_TEMPORARY_S`, or dated in the future); those count towards the bound until then.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from torch_mlir_lens.system import cache_key
 from torch_mlir_lens.system.atomic_write import sweep_stale_temporaries, write_atomically
@@ -50,8 +55,18 @@ _SUFFIX = ".json.z"
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{64}\.json\.z$")
 _TEMPORARY_NAME = re.compile(r"^\.[0-9a-f]{64}\.json\.z\.\d+\.\d+\.tmp$")
 _EVICT_TO = 0.8  # an eviction pass leaves the folder at this share of its bound
+# An entry is written in milliseconds: a temporary this old is a killed writer's, or planted.
+_STALE_TEMPORARY_S = 600.0
 
 Validator = Callable[[Any], bool]
+
+
+class Stored(NamedTuple):
+    """A reply read back, with the files it read and the names it found absent."""
+
+    reply: dict[str, Any]
+    files: dict[str, str]  # path → the digest of what it read
+    absent: dict[str, list[str]]
 
 
 @dataclass
@@ -80,12 +95,25 @@ def file_digest(path: str) -> str | None:
     return digest_of(path)
 
 
-def _real_folder(path: Path) -> bool:
-    """A folder that is not a link (a planted link would take reads and removals elsewhere)."""
+def _no_link_below(top: Path, folder: Path, *, missing_ok: bool) -> bool:
+    """Whether `top` and every folder from it down to `folder` is a real folder (a missing
+    one is fine when `missing_ok`: it will be made, as a folder)."""
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
+        parts = folder.relative_to(top).parts
+    except ValueError:
         return False
+    here = top
+    for name in ("", *parts):
+        here = here / name if name else here
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return missing_ok
+        except OSError:
+            return False
+        if not stat.S_ISDIR(mode):
+            return False
+    return True
 
 
 class DiskCache:
@@ -95,13 +123,15 @@ class DiskCache:
     `purpose` names what the entries are ("replies", "blocks"): an entry of one kind does not
     verify as another. `validate(reply)` says whether a stored reply has the owner's schema.
     `secret`: the key (default: the user's, `cache_key.cache_secret`); without one the cache
-    keeps nothing."""
+    keeps nothing. `top`: the cache's own folder, when `root` is a subfolder of it (nothing
+    from `top` down may be a link; links above it are the user's own business)."""
 
     def __init__(self, root: str | os.PathLike[str], max_bytes: int, *,
                  purpose: str = "replies", validate: Validator | None = None,
-                 secret: bytes | None = None,
+                 secret: bytes | None = None, top: str | os.PathLike[str] | None = None,
                  version_of: Callable[[str], str | None] = _version_of) -> None:
         self.folder = Path(root) / f"v{FORMAT}"
+        self.top = Path(top) if top is not None else Path(root)
         self.max_bytes = max_bytes
         self.stats = DiskCacheStats()
         self.purpose = purpose
@@ -112,8 +142,10 @@ class DiskCache:
 
     @property
     def enabled(self) -> bool:
-        """Whether entries are kept (there is a key, and the folder is not a link)."""
-        return self._secret is not None and not self.folder.is_symlink()
+        """Whether entries are kept: there is a key, and no folder from the cache's own down
+        to the entries' is a link."""
+        return self._secret is not None and _no_link_below(self.top, self.folder,
+                                                            missing_ok=True)
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}{_SUFFIX}"
@@ -124,10 +156,10 @@ class DiskCache:
         """The reply stored under `key`, if it is ours and every file and library it depends
         on is unchanged."""
         found = self.lookup(key)
-        return found[0] if found is not None else None
+        return found.reply if found is not None else None
 
-    def lookup(self, key: str) -> tuple[dict[str, Any], list[str]] | None:
-        """(the reply stored under `key`, the files it depends on), as `get` finds it."""
+    def lookup(self, key: str) -> Stored | None:
+        """The reply stored under `key` with what it depends on, as `get` finds it."""
         path = self._path(key)
         blob = self._read(path) if self.enabled else None
         if blob is None:
@@ -148,11 +180,10 @@ class DiskCache:
         with contextlib.suppress(OSError):
             os.utime(path, follow_symlinks=False)  # recently used: evicted last
         self.stats.hits += 1
-        reply: dict[str, Any] = entry["reply"]
-        return reply, list(entry["files"])
+        return Stored(entry["reply"], dict(entry["files"]), dict(entry.get("absent") or {}))
 
     def _read(self, path: Path) -> bytes | None:
-        if not (_real_folder(self.folder) and _real_folder(path.parent)):
+        if not _no_link_below(self.top, path.parent, missing_ok=False):
             return None
         try:
             return read_bytes(path, CACHE_ENTRY)  # regular files, bounded, never via a link
@@ -177,7 +208,8 @@ class DiskCache:
         files, libraries = entry["files"], entry["libraries"]
         return (all(file_digest(path) == digest for path, digest in files.items())
                 and all(self._version_of(dist) == version
-                        for dist, version in libraries.items()))
+                        for dist, version in libraries.items())
+                and not shadowed(entry.get("absent") or {}))
 
     # -- writing ------------------------------------------------------------------------
 
@@ -189,10 +221,11 @@ class DiskCache:
             return  # a worker that cannot say what the answer depends on: not kept
         if not self.enabled or self._secret is None:
             return
+        absent = provenance.get("absent") or {}
         entry = {"format": FORMAT, "key": key, "written": time.time(), "files": files,
-                 "libraries": libraries, "reply": reply}
+                 "libraries": libraries, "absent": absent, "reply": reply}
         path = self._path(key)
-        if path.parent.exists() and not _real_folder(path.parent):
+        if not _no_link_below(self.top, path.parent, missing_ok=True):
             log.info("persistent cache: %s is not a folder of ours: not written",
                      path.parent)
             return
@@ -214,7 +247,7 @@ class DiskCache:
     def _files(self) -> Iterator[os.DirEntry[str]]:
         """The regular files in the entry folders that are not links (entries and
         temporaries alike)."""
-        if not _real_folder(self.folder):
+        if not _no_link_below(self.top, self.folder, missing_ok=False):
             return
         with contextlib.suppress(OSError), os.scandir(self.folder) as subfolders:
             for sub in list(subfolders):
@@ -240,7 +273,7 @@ class DiskCache:
                                           file.name[1:].split(_SUFFIX)[0] + _SUFFIX)
                     if target not in swept:
                         swept.add(target)
-                        sweep_stale_temporaries(target)
+                        sweep_stale_temporaries(target, any_writer_age_s=_STALE_TEMPORARY_S)
                     if os.path.lexists(file.path):  # a writer still at it
                         out.append((float("inf"), file.stat(follow_symlinks=False).st_size,
                                     Path(file.path)))
@@ -267,17 +300,25 @@ class DiskCache:
         return removed
 
     def _remove(self, path: Path) -> bool:
-        """Remove one of our entries: a regular file of our name in a folder of ours."""
-        if not (_ENTRY_NAME.match(path.name) and _real_folder(path.parent)
-                and _real_folder(self.folder)):
+        """Remove one of our entries: a regular file of our name in a folder of ours. The
+        folder is opened once, never through a link, and the entry removed relative to it:
+        a folder swapped for a link meanwhile cannot take the removal elsewhere."""
+        if not (_ENTRY_NAME.match(path.name)
+                and _no_link_below(self.top, path.parent, missing_ok=False)):
             return False
         try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
+            fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISREG(os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode):
                 return False
-            path.unlink()
+            os.unlink(path.name, dir_fd=fd)
             return True
         except OSError:  # another process removed it first
             return False
+        finally:
+            os.close(fd)
 
 
 def _safely(validate: Validator, reply: Any) -> bool:
@@ -303,4 +344,32 @@ def _decode(payload: bytes, key: str) -> dict[str, Any] | None:
     if not all(isinstance(k, str) and isinstance(v, str | None)
                for k, v in entry["libraries"].items()):
         return None
+    absent = entry.get("absent", {})
+    if not (isinstance(absent, dict) and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+            for k, v in absent.items())):
+        return None
     return entry
+
+
+_IMPORTABLE = (".py", ".pyc", ".so", ".pyd", ".pyw")
+
+
+def shadowed(absent: dict[str, list[str]]) -> bool:
+    """Whether a folder now offers a module of a name that was absent from it when the answer
+    was made (`x.py`, `x/__init__.py`, an extension module): an import would find it first."""
+    for folder, names in absent.items():
+        wanted = set(names)
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    stem = entry.name.split(".", 1)[0]
+                    if stem not in wanted:
+                        continue
+                    if entry.name.endswith(_IMPORTABLE) or (
+                            entry.name == stem and os.path.isfile(
+                                os.path.join(entry.path, "__init__.py"))):
+                        return True
+        except OSError:
+            continue  # a folder gone offers nothing
+    return False

@@ -13,6 +13,7 @@ folder (its caches), a symbolic link is refused too (`Kind.follow_links`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -37,8 +38,10 @@ NOTEBOOK = Kind("notebook", MAX_NOTEBOOK_BYTES)
 PROJECT_FILE = Kind("project file", 1_000_000)
 BASELINE = Kind("baseline", 32_000_000)
 REPORT = Kind("report", 256_000_000)  # a shard's JSON or SARIF report, for `merge`
-# An entry holds one module's IR at each target (a 70 B shape's stitched IR: tens of MB).
-CACHE_ENTRY = Kind("cache entry", 512_000_000, follow_links=False)
+# An entry is compressed JSON: one module's IR at each target with weights elided (a big
+# model's stitched IR compresses to a few MB). Read whole before its tag is checked: bounded
+# low, so a planted sparse file is refused by its size, unread.
+CACHE_ENTRY = Kind("cache entry", 64_000_000, follow_links=False)
 CACHE_KEY = Kind("cache key", 4096, follow_links=False)
 GENERATED_CODE = Kind("generated-code cache", 64_000_000, follow_links=False)
 INPUTS_FILE = Kind("inputs file", 4_000_000_000)  # saved example tensors (torch.load)
@@ -85,6 +88,17 @@ def _open(path: str | os.PathLike[str], kind: Kind) -> int:
             raise UnreadableFile(f"not a regular file ({_kind_of(stat.S_IFLNK)}): a "
                                  f"{kind.name} is never read through a link") from exc
         raise
+
+
+def is_nameable(path: str) -> bool:
+    """Whether the file system can take `path` as a name (no NUL byte, no lone surrogate)."""
+    if "\0" in path:
+        return False
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        return False
+    return True
 
 
 def _chunks(path: str | os.PathLike[str], kind: Kind) -> Iterator[bytes]:
@@ -137,6 +151,22 @@ def read_head(path: str | os.PathLike[str], size: int, kind: Kind = SOURCE) -> b
         return os.read(fd, size)
     finally:
         os.close(fd)
+
+
+@functools.lru_cache(maxsize=64)
+def _lines_of(path: str, stamp: tuple[int, int]) -> tuple[str, ...]:
+    return tuple(read_text(path, errors="replace").splitlines())
+
+
+def source_line(path: str, line: int) -> str:
+    """Line `line` (1-based) of a source file, as `linecache.getline` gives it but read as
+    every file is (bounded, regular files only); "" when there is none or it cannot be read."""
+    try:
+        st = os.stat(path)
+        lines = _lines_of(path, (st.st_mtime_ns, st.st_size))
+    except (OSError, ValueError):
+        return ""
+    return lines[line - 1] + "\n" if 0 < line <= len(lines) else ""
 
 
 def read_text(path: str | os.PathLike[str], kind: Kind | int = SOURCE, *,

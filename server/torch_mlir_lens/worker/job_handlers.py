@@ -40,6 +40,7 @@ from torch_mlir_lens.protocol.jobs import (
 from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
+from torch_mlir_lens.system.disk_cache import shadowed
 from torch_mlir_lens.worker.loading.job_fields import read_text
 from torch_mlir_lens.worker.loading.provenance import provenance
 
@@ -66,6 +67,9 @@ class _Program:
     # The other user files its export read, with their digests: reused only while they hold
     # (a module imported from another folder, edited and saved).
     read: dict[str, str] = field(default_factory=dict)
+    # The names its imports looked for in vain in the user's folders before finding them
+    # elsewhere: reused only while no file of those names appeared there (a shadowing package).
+    absent: dict[str, list[str]] = field(default_factory=dict)
     dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
     variants: Any = None  # rewrite_jobs.variants.Variants: its lowerers with rewrites
 
@@ -251,7 +255,8 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
     real_key, any_key = f"{base}:real", f"{base}:{policy}"
     for key in ([real_key] if need_weights else [any_key, real_key]):
         cached = _programs.get(key)
-        if cached is not None and not file_states.unchanged(cached.read):
+        if cached is not None and (not file_states.unchanged(cached.read)
+                                   or shadowed(cached.absent)):
             _evicted.append(_programs.pop(key))  # a file it read changed: export again
             cached = None
         if cached is not None:
@@ -316,7 +321,8 @@ def _program(job: ModuleJob, need_weights: str | None = None, *,
                      construction={**built.stats(), **blocks_stats},
                      dynamic_shapes=resolved.dynamic_shapes,
                      loaded=frozenset(loader.touched))
-    entry.read = provenance(path, entry.loaded, libraries=False)["files"]
+    read = provenance(path, entry.loaded, libraries=False)
+    entry.read, entry.absent = read["files"], read["absent"]
     key = real_key if built.path == construct.REAL else any_key
     if not keep:
         return entry

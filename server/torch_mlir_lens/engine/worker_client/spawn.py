@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.system.cache_key import KEY_ENV
 from torch_mlir_lens.system.procs import family_pids
 from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
 
@@ -108,6 +109,9 @@ def signal_name(returncode: int) -> str:
 def worker_env(env: dict[str, str] | None) -> dict[str, str]:
     """The worker's environment: `env` (default ours) plus what the worker relies on."""
     out = dict(os.environ if env is None else env)
+    # The cache key a CI secret gives stays with the engine: the worker runs the code under
+    # check, which must not read it (the worker's traced blocks use this user's own key file).
+    out.pop(KEY_ENV, None)
     out["PYTHONUNBUFFERED"] = "1"
     out["PYTHONFAULTHANDLER"] = "1"  # a segfault names its line on stderr
     out["TORCH_MLIR_LENS_OWN_GROUP"] = "1"

@@ -154,6 +154,11 @@ class EngineHost:
                 return self.engine.invalidate(path)
         return set()
 
+    def files_read(self) -> dict[str, set[str]]:
+        """The files the engine's answers read, with the digests of what they read (what a
+        change on disk makes stale)."""
+        return self.engine.files_read() if self.engine is not None else {}
+
     # -- status -------------------------------------------------------------------------
 
     def set_status(self, state: str, detail: str | None = None) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from torch_mlir_lens.lsp.checks import state_changes
+from torch_mlir_lens.lsp.checks import disk_watch, state_changes
 from torch_mlir_lens.lsp.features import project_config
 from torch_mlir_lens.lsp.state.settings import section_of
 from torch_mlir_lens.lsp.wire import convert
@@ -57,6 +57,7 @@ def on_initialized(session: Session, params: types.InitializedParams) -> None:
     else:
         session.host.start()
     session.background(_settle(session))
+    session.background(disk_watch.watch(session))  # changes on disk nobody reports
 
 
 async def _settle(session: Session) -> None:

@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls import uris
 
 from torch_mlir_lens.lsp.wire.lens_specs import name_span
+from torch_mlir_lens.system.reading import is_nameable
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -24,8 +25,11 @@ _SEVERITY = {
 
 
 def uri_to_path(uri: str) -> str | None:
-    """The file-system path of a `file:` URI (None for other schemes)."""
-    return uris.to_fs_path(uri) if uri.startswith("file:") else None
+    """The file-system path of a `file:` URI; None for other schemes and for a path no file
+    can have (a NUL byte, a lone surrogate: `%00`, `%ED%A0%80`), which is then refused as
+    "not a file URI" like any other."""
+    path = uris.to_fs_path(uri) if uri.startswith("file:") else None
+    return path if path is not None and is_nameable(path) else None
 
 
 def path_to_uri(path: str) -> str:

@@ -161,8 +161,8 @@ def use_folder(folder: str | None) -> None:
     root = os.path.join(folder, DISK_SUBFOLDER) if folder else None
     if _disk is not None and root is not None and str(_disk.folder.parent) == root:
         return
-    _disk = DiskCache(root, DISK_MAX_BYTES, purpose="blocks",
-                      validate=_stored_block_ok) if root is not None else None
+    _disk = DiskCache(root, DISK_MAX_BYTES, purpose="blocks", validate=_stored_block_ok,
+                      top=folder) if root is not None else None
 
 
 def _stored_block_ok(reply: Any) -> bool:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker.loading import search_path
 from torch_mlir_lens.worker.loading.file_states import is_user_source, module_file, read_source
 
 USER_PACKAGE = "torch_mlir_lens_user"
@@ -263,9 +264,11 @@ def stamp_imported_modules() -> None:
 
 
 def _drop_shadowed(folder: str) -> bool:
-    """Drop user modules imported from another folder when this folder has its own file of that
-    name (two projects with a `layers.py` each: `import layers` must find this folder's)."""
-    dropped = False
+    """Drop modules that a file of the user's now shadows, so that the next import finds it as
+    a fresh interpreter would: a user module imported from another folder when this folder has
+    its own file of that name (two projects with a `layers.py` each), and any top-level module
+    (an installed `einops`) when a user's folder searched before its own now offers one."""
+    dropped = _drop_shadowed_top_level()
     for name in list(_import_stamps):
         module = sys.modules.get(name)
         file = module_file(module)
@@ -277,6 +280,24 @@ def _drop_shadowed(folder: str) -> bool:
             _import_stamps.pop(name, None)
             dropped = True
     return dropped
+
+
+def _drop_shadowed_top_level() -> bool:
+    dirs = search_path.user_search_dirs()
+    offered = {d: search_path.module_names_in(d) for d in dirs}
+    doomed = []
+    for name, module in modules_loaded_since_start():
+        file = module_file(module)
+        if "." in name or name == USER_PACKAGE or not isinstance(file, str):
+            continue
+        before = search_path.searched_before(search_path.home_of(name, file), dirs)
+        if any(name in offered[d] for d in before):
+            doomed.append(name)
+    for name in doomed:
+        for loaded in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+            del sys.modules[loaded]
+            _import_stamps.pop(loaded, None)
+    return bool(doomed)
 
 
 _import_stamps: dict[str, tuple[int, int] | None] = {}

@@ -16,6 +16,11 @@ that user code reads with `open()` are not tracked (documented in the README).
 Each file's digest is the one taken before its code ran (`file_states.py`), compared with the
 file once more here: a file saved while the job ran makes the answer `unstable` (listed), and
 the engine keeps no such answer, in memory or on disk.
+
+And what was *not* there: `"absent": {folder: [name, ...]}`, the top-level modules the code
+imported and the user's folders that were searched for them, in vain, before the folder they
+came from (`search_path.py`). A file that later appears under one of those names (a package
+shadowing a library) makes the answer stale too.
 """
 
 from __future__ import annotations
@@ -29,9 +34,13 @@ from typing import Any
 
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.system.reading import digest_of
-from torch_mlir_lens.worker.loading import file_states, import_graph, loader
+from torch_mlir_lens.worker.loading import file_states, import_graph, loader, search_path
 from torch_mlir_lens.worker.loading.file_states import module_file
-from torch_mlir_lens.worker.loading.loader import module_name_for, modules_loaded_since_start
+from torch_mlir_lens.worker.loading.loader import (
+    USER_PACKAGE,
+    module_name_for,
+    modules_loaded_since_start,
+)
 
 
 @cache
@@ -83,8 +92,13 @@ def provenance(job_path: str, loaded_by_path: Iterable[str] = (), *,
     files: dict[str, str] = {}
     unstable: list[str] = []
     tops: set[str] = set()
+    dirs = search_path.user_search_dirs()
+    absent: dict[str, set[str]] = {}
     for name, module in _depended_on(job_path, loaded_by_path):
         file = module_file(module)
+        if "." not in name and isinstance(file, str) and not name.startswith(USER_PACKAGE):
+            for folder in search_path.searched_before(search_path.home_of(name, file), dirs):
+                absent.setdefault(folder, set()).add(name)
         if not isinstance(file, str) or not file.endswith(".py"):
             continue
         path = os.path.abspath(file)
@@ -97,7 +111,8 @@ def provenance(job_path: str, loaded_by_path: Iterable[str] = (), *,
                 unstable.append(path)
             files[path] = executed or now
     out: dict[str, Any] = {"files": dict(sorted(files.items())),
-                           "libraries": _versions(tops) if libraries else {}}
+                           "libraries": _versions(tops) if libraries else {},
+                           "absent": {d: sorted(n) for d, n in sorted(absent.items())}}
     if unstable:
         out["unstable"] = sorted(unstable)
     return out

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import linecache
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from torch_mlir_lens.system.reading import source_line
 from torch_mlir_lens.worker.loading.kept_state import state_kept
 
 MAX_PROBLEMS = 12
@@ -93,7 +93,7 @@ def draft_problems(module: Any, args: Sequence[Any], kwargs: dict[str, Any],
             continue
         file, line = inner[-1]
         seen.add((file, line))
-        code = linecache.getline(file, line).strip()
+        code = source_line(file, line).strip()
         result = data.get("result")
         problems.append(Problem(file, line, code, None if result is None else str(result)))
         if len(problems) >= MAX_PROBLEMS:

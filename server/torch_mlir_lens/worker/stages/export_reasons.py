@@ -18,7 +18,6 @@ which it was:
 
 from __future__ import annotations
 
-import linecache
 import re
 import types
 from collections.abc import Callable
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from torch_mlir_lens.system.reading import source_line
 
 _DATA_DEPENDENT = re.compile(r"data-dependent|GuardOnDataDependentSymNode|"
                              r"DataDependentOutputException|unbacked", re.IGNORECASE)
@@ -147,7 +148,7 @@ def reason_of(exc: BaseException, module: Any,
     if frame is None:
         return None
     file, line = frame.f_code.co_filename, frame.f_lineno
-    code = linecache.getline(file, line).strip()
+    code = source_line(file, line).strip()
     if not code:
         return None
     read, tensor = _attribute_words(frame, code, module)
