@@ -25,9 +25,8 @@ from typing import Any
 
 from torch_mlir_lens import defaults
 from torch_mlir_lens.engine import job_keys
-from torch_mlir_lens.engine.cache import ResultCache
+from torch_mlir_lens.engine.answers import Answers
 from torch_mlir_lens.engine.persistent_results import PersistentResults
-from torch_mlir_lens.engine.reads import Reads
 from torch_mlir_lens.engine.scheduler import Scheduler
 from torch_mlir_lens.engine.worker_client import OutputCallback, WorkerClient
 from torch_mlir_lens.engine.worker_client.spawn import EarlyWorker
@@ -49,9 +48,6 @@ from torch_mlir_lens.protocol.rewrite_results import RewriteReport
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.system.disk_cache import DiskCacheStats
 
-# Errors that depend on the text and the settings, not on luck: remembered like results so a
-# hover over a hanging module does not hang the worker again until the text changes.
-_TRANSIENT_ERRORS = {ErrorKind.CANCELLED}
 _LIMIT_ERRORS = {ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT}
 
 
@@ -89,11 +85,7 @@ class Engine:
         self.config = config or EngineConfig()
         self._on_output = on_output
         self._client = self._new_client()
-        self._cache = ResultCache(self.config.cache_entries)
-        # What each kept answer read (files, absent names): told to the server when one of
-        # them changes, so that the answers of every file that read it go too (`invalidate`).
-        self._reads = Reads()
-        self._persistent = self._new_persistent()
+        self._answers = Answers(self.config.cache_entries, self._new_persistent())
         # The client is looked up at each call: a changed interpreter swaps it between jobs.
         self._scheduler = Scheduler(
             run=lambda job: self._client.request(self._frame(job), self.config.timeout_s),
@@ -115,14 +107,14 @@ class Engine:
         """What the worker is sent for `job`: its JSON, and for a module job the persistent
         cache's folder (the worker keeps its traced blocks there; not part of any key)."""
         frame = job.to_json()
-        if isinstance(job, ModuleJob) and self._persistent is not None:
+        if isinstance(job, ModuleJob) and self._answers.persistent is not None:
             frame["block_cache"] = self.config.cache_dir
         return frame
 
     @property
     def persistent_stats(self) -> DiskCacheStats | None:
         """The persistent cache's counters in this process (None: no persistent cache)."""
-        return self._persistent.stats if self._persistent is not None else None
+        return self._answers.persistent_stats
 
     def _new_client(self) -> WorkerClient:
         return WorkerClient(
@@ -171,8 +163,7 @@ class Engine:
         self._scheduler.fail_queued(stopped)
         await self._client.stop()
         await self._scheduler.stop(stopped)
-        if self._persistent is not None:
-            await self._persistent.flush()
+        await self._answers.flush()
 
     def update_config(self, **changes: Any) -> None:
         """Change settings at run time; time-out and memory limit apply without a restart."""
@@ -183,14 +174,15 @@ class Engine:
         if (self.config.timeout_s, self.config.memory_limit_mb) != (old.timeout_s,
                                                                      old.memory_limit_mb):
             # A module that hit the old limit may fit the new one.
-            self._cache.drop_if(lambda v: isinstance(v, LensError) and v.kind in _LIMIT_ERRORS)
+            self._answers.memory.drop_if(
+                lambda v: isinstance(v, LensError) and v.kind in _LIMIT_ERRORS)
         if (self.config.cache_dir, self.config.cache_max_mb, self.config.python) != (
                 old.cache_dir, old.cache_max_mb, old.python):
-            self._persistent = self._new_persistent()
+            self._answers.persistent = self._new_persistent()
         if (self.config.python, self.config.env, self.config.cwd) != (old.python, old.env,
                                                                        old.cwd):
             self._restart_client = True
-            self._cache.clear()
+            self._answers.memory.clear()
 
     @property
     def worker_pid(self) -> int | None:
@@ -295,27 +287,27 @@ class Engine:
     async def stats(self) -> EngineCounters:
         """The worker's counters (it answers between jobs) and the engine's."""
         worker = WorkerStats.from_json(await self._submit(StatsJob(), cache=False))
-        return EngineCounters(worker=worker, cache_entries=len(self._cache),
-                              cache_hits=self._cache.hits, restarts=self._client.restarts)
+        memory = self._answers.memory
+        return EngineCounters(worker=worker, cache_entries=len(memory),
+                              cache_hits=memory.hits, restarts=self._client.restarts)
 
     def forget_results(self) -> None:
         """Empty the in-memory result cache (the persistent one keeps its entries)."""
-        self._cache.clear()
+        self._answers.memory.clear()
 
     async def flush(self) -> None:
         """Wait until the persistent cache has written what it was given."""
-        if self._persistent is not None:
-            await self._persistent.flush()
+        await self._answers.flush()
 
     def invalidate(self, path: str) -> set[str]:
         """Forget results of a file, of its neighbours (which may import it) and of every
         file whose answer read it; returns the files whose answers read it (their documents'
         results are stale too)."""
-        path = os.path.abspath(path)
-        dropped = self._cache.invalidate(path)
-        readers = self._reads.stale_after(path)  # read it, or a module it now shadows
-        dropped |= self._cache.drop_files(readers)
-        return (dropped | readers) - {path}
+        return self._answers.invalidate(path)
+
+    def files_read(self) -> dict[str, set[str]]:
+        """The files (real paths) the kept answers read, with the digests of what they read."""
+        return self._answers.files_read()
 
     # --- submitting ----------------------------------------------------------------------
 
@@ -323,54 +315,19 @@ class Engine:
                       cancel_on_abandon: bool = False) -> dict[str, Any]:
         key = job_keys.cache_key(job)
         path = job.path if isinstance(job, ModuleJob) else None
-        if cache:
-            value = self._cache.get(key)
-            if isinstance(value, LensError):
-                raise LensError(value.kind, value.message, file=value.file, line=value.line)
-            if value is not None:
-                return value  # type: ignore[no-any-return]
         # Lowerings and proofs of rewrites: both are answers about the module's content.
-        persistent = self._persistent if isinstance(job, LowerJob | RewritesJob) and cache \
-            else None
-        if persistent is not None:
-            found = await persistent.get(key)
-            if found is not None:
-                if path:
-                    self._reads.note(key, path, found.files, found.absent)
-                    self._cache.put(key, path, found.reply, found.files)
-                return found.reply
+        on_disk = cache and isinstance(job, LowerJob | RewritesJob)
+        if cache and (value := self._answers.recalled(key)) is not None:
+            return value  # type: ignore[no-any-return]
+        if on_disk and (stored := await self._answers.stored(key, path)) is not None:
+            return stored
         try:
             result = await self._scheduler.submit(key, job, cancel_on_abandon=cancel_on_abandon,
                                                   cancel_stale=self.config.cancel_stale)
         except LensError as err:
-            if path:
-                self._reads.note(key, path, err.depends)
-            # A load error may come from code outside the module's fingerprint: not cached.
-            if cache and path and err.kind not in _TRANSIENT_ERRORS and (
-                    err.kind != ErrorKind.LOAD_ERROR):
-                self._cache.put(key, path, err, err.depends)
+            self._answers.keep_failure(key, path, err, memory=cache)
             raise
-        # Callers that shared this job share its reply: each reads the provenance, none
-        # takes it from the others.
-        provenance = result.get("provenance")
-        result = {k: v for k, v in result.items() if k != "provenance"}
-        depends = _files_read(provenance)
-        if path:
-            self._reads.note(key, path, _digests_read(provenance), _absent(provenance))
-        if isinstance(provenance, dict) and provenance.get("unstable"):
-            # A file the job read changed while it ran: the answer may mix both versions.
-            # Answered, never kept (the next request lowers again).
-            return result
-        if cache and path:
-            self._cache.put(key, path, result, depends)
-        if persistent is not None:
-            persistent.put(key, result, provenance)
-        return result
-
-    def files_read(self) -> dict[str, set[str]]:
-        """The files (real paths) the answers this engine keeps read, with the digests of what
-        they read ("" where a failure did not say)."""
-        return self._reads.files()
+        return self._answers.keep(key, path, result, memory=cache, disk=on_disk)
 
     async def _swap_client_if_asked(self) -> None:
         """Before a job: a changed interpreter, environment or folder needs a new worker."""
@@ -378,32 +335,6 @@ class Engine:
             self._restart_client = False
             await self._client.stop()
             self._client = self._new_client()
-
-
-def _absent(provenance: Any) -> dict[str, list[str]]:
-    """The names a worker's provenance says were absent from the user's folders searched."""
-    absent = provenance.get("absent") if isinstance(provenance, dict) else None
-    if not isinstance(absent, dict):
-        return {}
-    return {f: [n for n in names if isinstance(n, str)] for f, names in absent.items()
-            if isinstance(f, str) and isinstance(names, list)}
-
-
-def _digests_read(provenance: Any) -> dict[str, str]:
-    """file (real path) → the digest a worker's provenance says the answer read."""
-    files = provenance.get("files") if isinstance(provenance, dict) else None
-    if not isinstance(files, dict):
-        return {}
-    return {os.path.realpath(f): d for f, d in files.items()
-            if isinstance(f, str) and isinstance(d, str)}
-
-
-def _files_read(provenance: Any) -> list[str]:
-    """The user files a worker's provenance says the answer read (absolute paths)."""
-    files = provenance.get("files") if isinstance(provenance, dict) else None
-    if not isinstance(files, dict):
-        return []
-    return [os.path.abspath(f) for f in files if isinstance(f, str)]
 
 
 def _write_temps(output: str) -> set[str]:
