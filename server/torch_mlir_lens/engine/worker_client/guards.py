@@ -18,6 +18,7 @@ from collections.abc import Callable
 from torch_mlir_lens.engine.worker_client.channel import Worker
 from torch_mlir_lens.engine.worker_client.spawn import signal_name
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.rules.job_phases import time_limit_message
 from torch_mlir_lens.system.procs import family_rss_bytes
 
 MEMORY_POLL_S = 0.1
@@ -82,14 +83,13 @@ async def where_hung(worker: Worker, path: str | None) -> tuple[str | None, int 
     return file, line
 
 
-def timeout_error(timeout: float, file: str | None, line: int | None) -> LensError:
-    """The error of a job stopped at its time-out, at the line it hung on if known."""
-    return LensError(
-        ErrorKind.TIMEOUT,
-        f"the lowering took longer than {timeout:g} s and was stopped"
-        + (f" (at line {line})" if line else "") + "; the worker was restarted",
-        file=file, line=line,
-    )
+def timeout_error(timeout: float, file: str | None, line: int | None,
+                  dump: str = "") -> LensError:
+    """The error of a job stopped at its time-out, at the line it hung on if known, naming
+    the phase that took the time as the worker's stack `dump` shows it (a Verify whose
+    lowering took 0.5 s and whose JIT compile took the rest is not "the lowering")."""
+    return LensError(ErrorKind.TIMEOUT, time_limit_message(timeout, dump, line),
+                     file=file, line=line)
 
 
 # The worker's in-process pass runners (worker/stages/pipeline.py, and culprits/op_isolation.py's
