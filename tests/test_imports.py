@@ -80,6 +80,7 @@ LAYERS: dict[str, int] = {
     "protocol": 4,
     "rules": 5,
     "project": 6,
+    "views": 6,  # self-contained pages: the graph, the coverage report
     "engine": 7,
     "worker": 7,
     "lsp": 8,

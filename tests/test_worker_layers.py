@@ -26,6 +26,7 @@ LAYERS = {
     f"{WORKER}.blocks": 5,
     f"{WORKER}.lowering": 6,
     f"{WORKER}.verify": 7,
+    f"{WORKER}.graph": 7,
     f"{WORKER}.rewrite_jobs": 8,
     WORKER: 9,
 }

@@ -10,7 +10,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
-from torch_mlir_lens.cli import check, export, lower, merge, serve, verify
+from torch_mlir_lens.cli import check, export, graph, lower, merge, serve, verify
 from torch_mlir_lens.cli.common import CliError, ended_by_signals, report_error
 from torch_mlir_lens.cli.parser import EXIT_NO_RUN, PROG, SIGNAL_BASE, Parser
 from torch_mlir_lens.rules.exit_codes import help_epilog
@@ -28,12 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_parser(sub)
     export.add_parser(sub)
     verify.add_parser(sub)
+    graph.add_parser(sub)
     serve.add_parser(sub)
     return parser
 
 
 _ASYNC_COMMANDS = {"lower": lower.run, "check": check.run, "export": export.run,
-                   "verify": verify.run}
+                   "verify": verify.run, "graph": graph.run}
 
 
 async def _until_a_signal(command: Callable[[argparse.Namespace], Awaitable[int]],

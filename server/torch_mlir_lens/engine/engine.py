@@ -284,6 +284,15 @@ class Engine:
         request = job_keys.filled(job).as_job(ExportCodeJob, target=target)
         return await self._submit(request, cache=True)
 
+    async def graph(self, job: ModuleJob, targets: Sequence[str]) -> dict[str, Any]:
+        """The module's graph with each node's verdict at `targets`: `ModuleGraph.to_json()`
+        (protocol/graph.py). Cached like a lowering: it depends on the same."""
+        from torch_mlir_lens.protocol.jobs import GraphJob
+
+        request = job_keys.filled(job).as_job(GraphJob, targets=list(targets))
+        answer = await self._submit(request, cache=True)
+        return answer.get("graph") or {}
+
     async def stats(self) -> EngineCounters:
         """The worker's counters (it answers between jobs) and the engine's."""
         worker = WorkerStats.from_json(await self._submit(StatsJob(), cache=False))

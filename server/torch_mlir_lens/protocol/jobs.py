@@ -191,6 +191,15 @@ def _int_or_none(value: Any) -> int | None:
 @dataclass
 class ExportReply:
     """An `export` job's answer: where the IR was written and its size."""
+@dataclass(kw_only=True)
+class GraphJob(ModuleJob):
+    """The module's computation graph with each node's verdict at each of `targets` →
+    `{"graph": ModuleGraph.to_json()}` (protocol/graph.py)."""
+
+    op: ClassVar[str] = "graph"
+    targets: list[str] = field(default_factory=list)
+
+
 
     path: str
     bytes: int | None = None
@@ -251,11 +260,11 @@ class WorkerStats:
 
 
 JOB_TYPES: dict[str, type[Job]] = {cls.op: cls for cls in (
-    LowerJob, ExportJob, ReproJob, VerifyJob, RewritesJob, ExportCodeJob, ModulesJob, PingJob,
-    StatsJob)}
+    LowerJob, ExportJob, ReproJob, VerifyJob, RewritesJob, ExportCodeJob, GraphJob, ModulesJob,
+    PingJob, StatsJob)}
 
-AnyJob = (LowerJob | ExportJob | ReproJob | VerifyJob | RewritesJob | ExportCodeJob | ModulesJob
-          | PingJob | StatsJob)
+AnyJob = (LowerJob | ExportJob | ReproJob | VerifyJob | RewritesJob | ExportCodeJob | GraphJob
+          | ModulesJob | PingJob | StatsJob)
 
 
 @dataclass

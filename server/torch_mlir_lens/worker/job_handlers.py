@@ -27,6 +27,7 @@ from torch_mlir_lens.protocol.jobs import (
     ExportCodeJob,
     ExportJob,
     ExportReply,
+    GraphJob,
     Job,
     LowerJob,
     ModuleJob,
@@ -611,6 +612,35 @@ def _stats_job(job: Job) -> dict[str, Any]:
 def _jsonable(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
+def _graph(job: GraphJob) -> dict[str, Any]:
+    """The module's graph, each node's verdict at each target (worker/graph/)."""
+    from torch_mlir_lens.rules.targets import BACKENDS
+    from torch_mlir_lens.worker.graph.build import build_graph
+
+    for target in job.targets:
+        if target not in BACKENDS:
+            raise LensError(ErrorKind.BAD_REQUEST, f"a graph's verdicts are a backend's "
+                            f"({', '.join(BACKENDS)}), not {target!r}")
+    program = _program(job)
+    rewriting = _rewriting(job, program)
+    options = _lower_options(None)
+    text = job.text if job.text is not None else read_text(job.path)
+    pins = [f"pin.{n}" for n in _pins(job, text)]
+
+    def lowered(target: str) -> tuple[LowerResult, LowerResult | None]:
+        lowerer, used = rewriting.lowerer(target)
+        result = lowerer.lower(target, options=options)
+        result.rewrites = [*pins, *used]
+        plain = program.lowerer.lower(target, options=options) if used else None
+        return result, plain
+
+    graph = build_graph(program.lowerer.program, module=job.module, file=job.path,
+                        user_files=program.user_files,
+                        torch_ir=program.lowerer.lower("torch", options=options),
+                        targets=list(job.targets), lowered=lowered)
+    return {"graph": graph.to_json(), "provenance": provenance(job.path, program.loaded)}
+
+
     if hasattr(value, "to_json"):
         return value.to_json()
     return value
@@ -644,3 +674,4 @@ _HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "ping": _ping,
     "stats": _stats_job,
 }
+    "graph": _past_refusal(_graph),

@@ -1,0 +1,113 @@
+"""`torch-mlir-lens graph`: a module's computation graph with each node's verdict per backend.
+
+    torch-mlir-lens graph FILE [--module NAME | --line N] [--targets linalg,tosa,stablehlo]
+                          [--format html|json] [-o OUT] [--inputs ...] [--rewrites ...]
+
+`html` (the default) is one self-contained page (its script and the graph inline, no network
+when it opens); `json` is `{"module", "file", "targets", "nodes": [{"id", "op", "name", "line",
+"library_line", "ir_lines", "shape", "dtype", "targets": {"tosa": {"ok", "status", "why"}}}],
+"edges": [{"from", "to", "type"}], "groups", "verdicts", "ir"}` (protocol/graph.py). Exit 0
+when the graph is written, whatever its verdicts (`check` is the gate); 1 when the module does
+not export (no graph), 2 bad input, 3 could not run. Never over a source file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from torch_mlir_lens.cli.common import (
+    CliError,
+    EngineFactory,
+    add_inputs,
+    add_module_choice,
+    display,
+    load_source,
+    make_engine,
+    module_job,
+    pick_module,
+    running_engine,
+)
+from torch_mlir_lens.cli.parser import EXIT_NO_RUN, EXIT_OK
+from torch_mlir_lens.project import write_policy
+from torch_mlir_lens.rules.targets import BACKENDS
+
+FORMATS = ("html", "json")
+
+
+def _targets(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in names if t not in BACKENDS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"not a backend: {', '.join(bad) or text!r} (choose from {', '.join(BACKENDS)})")
+    return list(dict.fromkeys(names))
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the `graph` subcommand."""
+    graph: argparse.ArgumentParser = sub.add_parser(
+        "graph", help="a module's graph with each op's verdict per backend (HTML or JSON)")
+    graph.add_argument("file")
+    add_module_choice(graph)
+    graph.add_argument("--targets", type=_targets, default=list(BACKENDS), metavar="LIST",
+                       help=f"backends whose verdicts the nodes carry (default "
+                            f"{','.join(BACKENDS)})")
+    graph.add_argument("--format", choices=FORMATS, default="html",
+                       help="html: one self-contained page (default); json: the graph's data")
+    graph.add_argument("-o", "--output", metavar="OUT", help="the file to write (default: stdout)")
+    add_inputs(graph)
+    return graph
+
+
+def _render(graph: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(graph, indent=1) + "\n"
+    from torch_mlir_lens.views.assets import AssetMissing
+    from torch_mlir_lens.views.graph_page import graph_html
+
+    try:
+        return graph_html(graph)
+    except AssetMissing as err:
+        raise CliError(str(err), EXIT_NO_RUN) from None
+
+
+def _write(text: str, output: str | None, source: str) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise CliError("the output folder does not exist", file=output)
+    try:
+        real = write_policy.check_cli_output(output, source=source)
+    except write_policy.WriteRefused as err:
+        raise CliError(f"will not write the graph here: {err.reason}", file=output) from None
+    from torch_mlir_lens.system.atomic_write import write_atomically
+
+    try:
+        write_atomically(real, text.encode("utf-8"))
+    except OSError as exc:
+        raise CliError(f"cannot write: {exc.strerror or exc}", file=output) from None
+
+
+async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
+    """The `graph` command: the worker builds the graph; this writes it."""
+    src = load_source(args.file)
+    module = pick_module(src, args.module, args.line)
+    if args.output is not None:  # refused before the lowering's cost
+        try:
+            write_policy.check_cli_output(args.output, source=os.path.abspath(src.path))
+        except write_policy.WriteRefused as err:
+            raise CliError(f"will not write the graph here: {err.reason}",
+                           file=args.output) from None
+    job = module_job(src, module, args)
+    async with running_engine(args, make_engine, src.path) as engine:
+        graph = await engine.graph(job, args.targets)
+    _write(_render(graph, args.format), args.output, os.path.abspath(src.path))
+    if args.output is not None:
+        print(f"wrote {display(args.output)} ({len(graph.get('nodes') or [])} nodes, "
+              f"{len(graph.get('groups') or [])} groups)", file=sys.stderr)
+    return EXIT_OK
