@@ -87,7 +87,8 @@ def test_a_resnet_50_deep_model_nests_its_stages_and_layers() -> None:
     graph = _graph(GRAPHS, "ResNet50Shape", ["linalg"])
     groups = {g.id: g for g in graph.groups}
     assert len(graph.nodes) > 500
-    layers = [g for g in groups.values() if re.fullmatch(r"net\.encoder\.stages\.\d\.layers\.\d+", g.path)]
+    layer = re.compile(r"net\.encoder\.stages\.\d\.layers\.\d+")
+    layers = [g for g in groups.values() if layer.fullmatch(g.path)]
     assert len(layers) == 3 + 4 + 6 + 3
     for g in groups.values():
         assert g.parent is None or g.parent in groups

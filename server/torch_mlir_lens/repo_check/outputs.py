@@ -18,7 +18,7 @@ from torch_mlir_lens.repo_check.errors import CheckInputError
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.system.atomic_write import probe, write_atomically
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "html")
 
 
 def render(report: Report, fmt: str, root: str) -> str:
@@ -32,6 +32,10 @@ def render(report: Report, fmt: str, root: str) -> str:
         return json.dumps(to_sarif(report, root), indent=1) + "\n"
     if fmt == "github":
         return render_github(report, root)
+    if fmt == "html":
+        from torch_mlir_lens.repo_check.html_report import render_html
+
+        return render_html(report, root)
     return render_text(report, root)
 
 
