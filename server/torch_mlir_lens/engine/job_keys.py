@@ -8,6 +8,7 @@ from torch_mlir_lens.discovery.fingerprint import job_fingerprint
 from torch_mlir_lens.engine.cache import content_key
 from torch_mlir_lens.protocol.jobs import Job, ModuleJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.source import onnx_files
 from torch_mlir_lens.system.reading import INPUTS_FILE, digest_of, read_text
 
 
@@ -20,6 +21,15 @@ def filled(job: ModuleJob) -> ModuleJob:
     """
     out = job.module_fields()
     out.path = path = os.path.abspath(job.path)
+    if out.text is None and onnx_files.is_onnx(path):
+        # A model is not text: its digest stands for it (the worker reads the model itself).
+        try:
+            out.text = onnx_files.stand_in_text(path)
+        except FileNotFoundError as exc:
+            raise LensError(ErrorKind.LOAD_ERROR, f"no such file: {path}", file=path) from exc
+        except OSError as exc:
+            raise LensError(ErrorKind.LOAD_ERROR, f"cannot read {path}: {exc}",
+                            file=path) from exc
     if out.text is None:
         try:
             out.text = read_text(path)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 
 CONSTRUCT_POLICIES = ("auto", "meta", "real")
+VIAS = ("fx", "onnx")  # ModuleJob.via
 _M = typing.TypeVar("_M", bound="ModuleJob")
 
 
@@ -59,6 +60,12 @@ class ModuleJob(Job):
     # The persistent cache's folder, where the worker keeps traced blocks too (None: in its
     # memory only). The engine adds it to each job it sends; no cache key includes it.
     block_cache: str | None = None
+    # How a PyTorch module reaches torch-mlir: "fx" (torch.export, the FX importer) or "onnx"
+    # (torch.onnx.export, then the ONNX importer). An `.onnx` file is always the latter.
+    via: str = "fx"
+    # An `.onnx` file's dynamic dims (`dim_param`) → the size its inputs get (Verify, the
+    # `shapes` fix); a dim not named here gets 1.
+    dims: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Absolute paths; `construct`, `fingerprint`, `rewrites`, `inline_blocks` and
@@ -77,6 +84,10 @@ class ModuleJob(Job):
             del data["inline_blocks"]
         if self.block_cache is None:
             del data["block_cache"]
+        if self.via == "fx":
+            del data["via"]
+        if not self.dims:
+            del data["dims"]
         return data
 
     def module_fields(self) -> ModuleJob:
@@ -376,3 +387,7 @@ def parse_job(data: Any) -> AnyJob:
             raise _bad("the job has no 'path'")
         job.path = os.path.abspath(job.path)
     return job
+        if job.via not in VIAS:
+            raise _bad(f"'via' must be one of {', '.join(VIAS)}")
+        if any(size < 1 for size in job.dims.values()):
+            raise _bad("'dims' sizes must be at least 1")

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from torch_mlir_lens.protocol.frames import FrameTable, SourceFrame
+from torch_mlir_lens.protocol.onnx_graphs import OnnxGraph, OnnxNode
 
 
 class ErrorKind(StrEnum):
@@ -81,6 +82,8 @@ class LensDiagnostic:
         if not self.related:
             del data["related"]  # the usual case: keep the JSON as it was
         if self.reason is None:
+    # In an `.onnx` file: the node it is about (`line` is then the node's position).
+    node: OnnxNode | None = None
             del data["reason"]
         return data
 
@@ -88,6 +91,8 @@ class LensDiagnostic:
     def from_json(cls, data: dict[str, Any]) -> LensDiagnostic:
         return cls(
             severity=data["severity"], message=data["message"],
+        if self.node is None:
+            del data["node"]
             kind=data.get("kind", ErrorKind.UNSUPPORTED_OP), file=data.get("file"),
             line=data.get("line"), op=data.get("op"), target=data.get("target"),
             related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
@@ -100,6 +105,8 @@ class LensDiagnostic:
 @dataclass
 class IrLineMapping:
     """Printed IR line `ir_line` was produced by source `file:line`.
+            node=OnnxNode.from_json(data["node"]) if isinstance(data.get("node"), dict)
+            else None,
 
     An IR line has one entry per user frame of its op's call chain; `depth` 0 is the innermost
     user frame (e.g. the line inside a submodule's forward), higher depths are its callers (the
@@ -181,6 +188,8 @@ class LowerResult:
         `{"files": [...], "rows": [[ir_line, file index, line, depth], ...]}`: a big model's
         map is ~12,000 entries that would otherwise repeat the file path and the keys; and the
         library chains as `frames` (`FrameTable.to_json`). Without it, each depth-0 map entry
+    # An `.onnx` file's graph (its nodes are the `line`s of `map` and `diagnostics`).
+    onnx: OnnxGraph | None = None
         of an IR line made inside library code carries that op's whole `chain`."""
         extra: dict[str, Any] = {}
         if compact_map and self.frames:
@@ -205,6 +214,7 @@ class LowerResult:
     def from_json(cls, data: dict[str, Any]) -> LowerResult:
         passes = data.get("passes")
         return cls(
+            **({"onnx": self.onnx.to_json()} if self.onnx is not None else {}),
             module=data["module"],
             target=data["target"],
             ok=data["ok"],
@@ -226,6 +236,8 @@ def _map_with_chains(result: LowerResult) -> list[dict[str, Any]]:
     """Map entries as JSON; a depth-0 entry of an IR line listed in `frames` gets `chain`:
     the first of its chains whose innermost user frame is the entry's line."""
     out = []
+            onnx=OnnxGraph.from_json(data["onnx"]) if isinstance(data.get("onnx"), dict)
+            else None,
     for m in result.map:
         entry = m.to_json()
         if m.depth == 0 and result.frames:

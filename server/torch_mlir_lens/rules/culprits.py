@@ -34,7 +34,10 @@ def cause_of(diag: LensDiagnostic) -> str:
 
 
 def located(diag: LensDiagnostic, module_file: str | None = None) -> str:
-    """"line 13" (or "other.py:13" for a line in another file; "the module" without one)."""
+    """"line 13" (or "other.py:13" for a line in another file; "the module" without one;
+    "node 13" in an ONNX model)."""
+    if diag.node is not None:
+        return f"node {diag.node.index}"
     if diag.line is None:
         return "the module"
     if diag.file and module_file and os.path.normpath(diag.file) != os.path.normpath(

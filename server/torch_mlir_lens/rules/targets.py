@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 # Raw FX-imported IR → the torch backend contract.
 TORCH_BACKEND_PIPELINE = "builtin.module(torchdynamo-export-to-torch-backend-pipeline)"
+# ONNX-imported IR (each node a `torch.operator "onnx.*"`) → the Torch backend IR; its first
+# pass alone converts the nodes, leaving those it has no conversion for as they are.
+ONNX_TORCH_PIPELINE = "builtin.module(torch-onnx-to-torch-backend-pipeline)"
+ONNX_CONVERSION_PIPELINE = "builtin.module(func.func(convert-torch-onnx-to-torch))"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,11 @@ GENERATED_CODE = Kind("generated-code cache", 64_000_000, follow_links=False)
 INPUTS_FILE = Kind("inputs file", 4_000_000_000)  # saved example tensors (torch.load)
 SYSTEM_FILE = Kind("system file", 1_000_000)  # /proc entries, this package's own files
 IR_DUMP = Kind("IR dump", 2_000_000_000)  # the IR after a pass, as torch-mlir printed it
+# An ONNX model is one protobuf message, which protobuf cannot parse past 2 GiB (bigger models
+# keep their weights in external data files, which are mapped, never read whole).
+ONNX_MODEL = Kind("model (.onnx)", 2**31 - 1)
+ONNX_TENSOR = Kind("ONNX test tensor", 2**31 - 1)  # test_data_set_*/input_*.pb beside a model
+ONNX_DATA = Kind("ONNX external data file", 2**40)  # mapped (`map_region`), never read whole
 
 
 class UnreadableFile(OSError):
@@ -149,6 +154,35 @@ def read_head(path: str | os.PathLike[str], size: int, kind: Kind = SOURCE) -> b
             raise UnreadableFile(f"not a regular file ({_kind_of(st.st_mode)}): only files are "
                                  "read")
         return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def map_region(path: str | os.PathLike[str], offset: int, length: int | None,
+               kind: Kind = ONNX_DATA) -> memoryview:
+    """`length` bytes of the regular file at `path` from `offset` (to its end when None),
+    mapped read-only, not read: pages are read when touched (an ONNX model's weights in an
+    external data file). Refused as `read_bytes` refuses; UnreadableFile also when the region
+    is not inside the file."""
+    import mmap
+
+    fd = _open(path, kind)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(f"not a regular file ({_kind_of(st.st_mode)}): only files are "
+                                 "read")
+        if st.st_size > kind.limit:
+            raise UnreadableFile(too_large(st.st_size, kind.limit, kind))
+        size = st.st_size - offset if length is None else length
+        if offset < 0 or size < 0 or offset + size > st.st_size:
+            raise UnreadableFile(f"holds {size_text(st.st_size)}, not the {size} bytes at "
+                                 f"offset {offset} that the model names")
+        if size == 0:
+            return memoryview(b"")
+        start = offset - offset % mmap.ALLOCATIONGRANULARITY
+        mapped = mmap.mmap(fd, size + offset - start, access=mmap.ACCESS_READ, offset=start)
+        return memoryview(mapped)[offset - start:]
     finally:
         os.close(fd)
 
