@@ -28,6 +28,7 @@ LAYERS = {
     f"{WORKER}.verify": 7,
     f"{WORKER}.graph": 7,
     f"{WORKER}.rewrite_jobs": 8,
+    f"{WORKER}.onnx": 8,
     WORKER: 9,
 }
 

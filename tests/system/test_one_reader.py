@@ -23,7 +23,11 @@ PACKAGE = Path(reading.__file__).resolve().parents[1]
 # method call whose name only a file object or a path has.
 OPENERS = {"open", "os.open", "os.fdopen", "io.open", "json.load", "tomllib.load",
            "marshal.load", "pickle.load", "torch.load", "np.load", "numpy.load",
-           "linecache.getline", "linecache.getlines", "tokenize.open"}
+           "linecache.getline", "linecache.getlines", "tokenize.open",
+           # ONNX's own readers (a model, its external data, a test tensor): never used, the
+           # bytes come through the reader (worker/onnx/model_file.py, reference.py)
+           "onnx.load", "onnx.load_model", "onnx.load_tensor", "onnx.load_external_data_for_model",
+           "onnx.load_from_string", "onnx.shape_inference.infer_shapes_path"}
 PATH_METHODS = {"read_text", "read_bytes", "open"}
 
 # (file, call) → why it is not a read of untrusted bytes.

@@ -42,6 +42,7 @@ from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.system.disk_cache import shadowed
+from torch_mlir_lens.source.onnx_files import is_onnx
 from torch_mlir_lens.worker.loading.job_fields import read_text
 from torch_mlir_lens.worker.loading.provenance import provenance
 
@@ -115,7 +116,7 @@ def run(data: dict[str, Any]) -> Reply:
         try:
             with _restored_process_state():
                 _add_import_root(job)
-                result = _HANDLERS[job.op](job)
+                result = _handler(job)(job)
         finally:
             _end_job()
         return Reply(job_id, True, result, programs=held_programs())
@@ -131,6 +132,18 @@ def run(data: dict[str, Any]) -> Reply:
 
 
 def job_path(data: Any) -> str | None:
+def _handler(job: ModuleJob | ModulesJob) -> Callable[[Any], dict[str, Any]]:
+    """The job's handler: an `.onnx` file's are worker/onnx/jobs.py's."""
+    if isinstance(job, ModuleJob) and is_onnx(job.path):
+        try:
+            from torch_mlir_lens.worker.onnx.jobs import handler
+        except ImportError as exc:  # the `onnx` extra is not installed
+            raise LensError(ErrorKind.LOAD_ERROR, f"an ONNX model needs the {exc.name} package:"
+                            " pip install 'torch-mlir-lens[onnx]'", file=job.path) from exc
+        return handler(job.op)
+    return _HANDLERS[job.op]
+
+
     """The file a job frame names, if any."""
     path = data.get("path") if isinstance(data, dict) else None
     return path if isinstance(path, str) else None
@@ -459,6 +472,13 @@ def _lower(job: LowerJob) -> dict[str, Any]:
     wanted = _job_targets(job)
     options = _lower_options(job)
     try:
+    if job.via == "onnx":  # through torch.onnx.export and the ONNX importer
+        from torch_mlir_lens.worker.onnx.via_onnx import lower_via_onnx
+
+        program = _program(job, "--via onnx")  # torch.onnx.export runs the real module
+        return {**lower_via_onnx(job, program.fn, program.args, program.kwargs,
+                                 program.user_files, options),
+                "provenance": provenance(job.path, program.loaded)}
         program = _program(job, _weights_needed(options, wanted) or (
             "--rewrites auto" if "auto" in job.rewrites else None))
         rewriting = _rewriting(job, program)

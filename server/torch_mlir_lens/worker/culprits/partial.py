@@ -421,6 +421,17 @@ def outline_torch_operators(raw_module: Any, torch_pipeline: str) -> tuple[Any, 
     return work, set(outliner.callee_ids)
 
 
+def outline_ops(module_op: Any, found: list[FoundOp]) -> set[str] | None:
+    """The ops of `found` (indices into a walk of `module_op`) outlined in place, each a call
+    to a declared function named after it: their symbols, or None if one cannot be outlined
+    (an ONNX model's nodes torch-mlir's conversion rejects, before that conversion runs)."""
+    culprits: list[Culprit] = []
+    outliner = _Outliner(module_op)
+    if not _outline_round(module_op, found, culprits, outliner):
+        return None
+    return {c.symbol for c in culprits if c.symbol}
+
+
 def lower_partially(torch_module: Any, target: str, budget_s: float = BUDGET_S, *,
                     outlined_already: bool = False,
                     resolver: LocationResolver | None = None,
@@ -526,4 +537,4 @@ def decorate(rendered: Any, diags: list[Any], target: str, symbols: set[str],
 
 
 __all__ = ["MAX_ROUNDS", "Culprit", "Partial", "StepCrash", "decorate", "header",
-           "lower_partially", "outline_torch_operators"]
+           "lower_partially", "outline_ops", "outline_torch_operators"]
