@@ -24,7 +24,7 @@ from torch_mlir_lens.project import limits
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.exit_codes import exit_code_for
-from torch_mlir_lens.source import notebook_program
+from torch_mlir_lens.source import notebook_program, onnx_files
 from torch_mlir_lens.source.decoding import SourceError, read_source
 from torch_mlir_lens.system.reading import UnreadableFile
 
@@ -58,6 +58,13 @@ def where(file: str | None, line: int | None) -> str:
     if program is not None and file and line:
         return notebook_program.location(display(file), program, line)
     return f"{display(file)}:{line}" if file and line else display(file)
+
+
+def where_diagnostic(d: Any) -> str:
+    """Where a diagnostic is: `FILE:LINE`, or `MODEL.onnx: node N` in an ONNX model."""
+    if d.node is not None and onnx_files.is_onnx(d.file):
+        return f"{display(d.file)}: node {d.node.index}"
+    return where(d.file, d.line)
 
 
 def indented(message: str, prefix: str) -> str:
@@ -98,6 +105,9 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="torch.export strict mode")
     parser.add_argument("--inline-blocks", action="store_true",
                         help="lower repeated blocks inline, not as one function per block")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                        help="an ONNX model's dynamic dim (dim_param) at this size (default 1); "
+                             "repeat for several")
     parser.add_argument("--timeout", type=limits.argument(limits.timeout_seconds),
                         default=defaults.TIMEOUT_S, metavar="S",
                         help=f"give up on a job after S seconds (default {defaults.TIMEOUT_S:g})")
@@ -134,6 +144,7 @@ class Source:
     text: str
     modules: list[Any]  # discovery.ModuleInfo
     notebook: notebook_program.Program | None = None  # a .ipynb: `text` is its cells' program
+    onnx: bool = False  # an ONNX model: no text (the worker reads it), one graph
 
     def line_text(self, line: int | None) -> str:
         """`line N`; `cell C line L` in a notebook."""
@@ -151,6 +162,8 @@ def load_source(file: str) -> Source:
         raise CliError("no such file", file=file)
     if notebook_program.is_notebook(path):
         return _load_notebook(path, file)
+    if onnx_files.is_onnx(path):
+        return _load_onnx(path, file)
     try:
         text = read_source(path)
     except UnreadableFile as exc:  # a device, a FIFO, a folder, too large
@@ -184,13 +197,29 @@ def _load_notebook(path: str, file: str) -> Source:
     return Source(path, program.text, find_modules(program.text, path), program)
 
 
+def _load_onnx(path: str, file: str) -> Source:
+    """An ONNX model: checked to be a readable file here, parsed only in the worker."""
+    try:
+        onnx_files.stand_in_text(path)
+    except OSError as exc:  # a device, a FIFO, a folder, too large
+        raise CliError(str(exc), file=file) from exc
+    return Source(path, "", [], onnx=True)
+
+
 def _names(modules: list[Any], src: Source) -> str:
     found = ", ".join(f"{m.name} ({src.line_text(m.line)})" for m in modules)
     return found or "none found"
 
 
 def pick_module(src: Source, name: str | None, line: int | None) -> str:
-    """The module named, or the one around `line`, or the file's only one."""
+    """The module named, or the one around `line`, or the file's only one. An ONNX model
+    has one graph: `--module` may name it (the worker checks the name), `--line` has nothing
+    to point at."""
+    if src.onnx:
+        if line is not None:
+            raise CliError("an ONNX model has no lines: it has one graph (name it with "
+                           "--module, or leave --module out)", file=src.path)
+        return name or onnx_files.THE_GRAPH
     if name:
         return name
     if line is not None:
@@ -215,7 +244,9 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
 
     if args.inputs_file and not os.path.isfile(args.inputs_file):
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
-    text = src.text
+    text: str | None = src.text
+    if src.onnx:
+        text = None  # the engine keys the job by the model's digest; the worker reads it
     if src.notebook is not None:  # the cells up to the module's: a later cell never runs
         text = notebook_program.module_text(src.notebook, src.modules, module)
     return ModuleJob(
@@ -224,7 +255,19 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         init=args.init, workspace=os.getcwd(), strict=args.strict,
         rewrites=rewrite_items(getattr(args, "rewrites", None)),
         inline_blocks=getattr(args, "inline_blocks", False),
+        via=getattr(args, "via", None) or "fx", dims=dim_sizes(getattr(args, "dim", None)),
     )
+
+
+def dim_sizes(items: list[str] | None) -> dict[str, int]:
+    """`--dim NAME=SIZE` items as a dict; CliError for one that is not NAME=SIZE (SIZE >= 1)."""
+    sizes: dict[str, int] = {}
+    for item in items or []:
+        name, sep, size = item.partition("=")
+        if not sep or not name.strip() or not size.strip().isdigit() or int(size) < 1:
+            raise CliError(f"--dim {item!r}: write NAME=SIZE, SIZE a whole number >= 1")
+        sizes[name.strip()] = int(size)
+    return sizes
 
 
 def rewrite_items(text: str | None) -> list[str]:
@@ -329,7 +372,7 @@ def print_diagnostics(results: Sequence[LowerResult]) -> None:
         for d in result.diagnostics:
             op = f" [{d.op}]" if d.op and d.op not in d.message and not d.cause else ""
             target = f" ({d.target})" if d.target and not d.cause else ""
-            at = where(d.file, d.line) or result.module
+            at = where_diagnostic(d) or result.module
             message = notebook_locations.relabel(d.message, d.file)
             sys.stderr.write(f"{at}: {d.severity}: {message}{op}{target}\n")
             if d.knock_on:

@@ -26,6 +26,7 @@ from torch_mlir_lens.cli.common import (
 from torch_mlir_lens.cli.parser import EXIT_OK
 from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.rules.targets import TARGETS
+from torch_mlir_lens.source.onnx_files import THE_GRAPH
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -33,7 +34,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     export: argparse.ArgumentParser = sub.add_parser(
         "export", help="write a module's IR to a file (atomically)")
     export.add_argument("file")
-    export.add_argument("--module", required=True, metavar="NAME")
+    export.add_argument("--module", metavar="NAME",
+                        help="the module (required but for an ONNX model: its one graph)")
     export.add_argument("--target", default="linalg", metavar="T")
     export.add_argument("-o", "--output", required=True, metavar="OUT")
     export.add_argument("--bytecode", action="store_true", help="MLIR bytecode instead of text")
@@ -59,7 +61,12 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         raise CliError(f"will not write the export here: {err.reason}",
                        file=args.output) from None
     src = load_source(args.file)
-    job = module_job(src, args.module, args)
+    if not args.module and not src.onnx:
+        raise CliError("the following arguments are required: --module", file=args.file)
+    if src.onnx and args.emit_python:
+        raise CliError("--emit-python writes PyTorch code: an ONNX model has none (export "
+                       "its IR instead)", file=src.path)
+    job = module_job(src, args.module or THE_GRAPH, args)
     if args.emit_python:
         from torch_mlir_lens.cli.emit_python import write_python
 

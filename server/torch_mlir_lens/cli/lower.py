@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     lower.add_argument("--print-after-all", action="store_true",
                        help="also print the IR after every pass")
     lower.add_argument("--json", action="store_true", help="print the result as JSON")
+    lower.add_argument("--via", choices=("fx", "onnx"), default="fx",
+                       help="how a PyTorch module reaches torch-mlir: torch.export and the FX "
+                            "importer (default), or torch.onnx.export and the ONNX importer")
     return lower
 
 
@@ -57,6 +60,9 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     if args.frames != "user" and not args.annotate:
         raise CliError("--frames applies to --annotate output (--json's map always has chains)")
     src = load_source(args.file)
+    if src.onnx and args.via != "fx":
+        raise CliError("--via onnx is for a PyTorch module: an ONNX model is lowered through "
+                       "the ONNX importer already", file=src.path)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
     async with running_engine(args, make_engine, src.path) as engine:
@@ -82,7 +88,10 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
             from torch_mlir_lens.cli.annotated_ir import annotate
 
             program = src.notebook
-            sys.stdout.write(annotate(src.text, result, path=src.path, frames=args.frames,
+            text = src.text
+            if src.onnx and result.onnx is not None:  # an ONNX model's rows are its nodes
+                text = "\n".join(node.label() for node in result.onnx.nodes) + "\n"
+            sys.stdout.write(annotate(text, result, path=src.path, frames=args.frames,
                                       line_label=program.label if program is not None else str))
         else:
             sys.stdout.write(result.ir if result.ir.endswith("\n") or not result.ir

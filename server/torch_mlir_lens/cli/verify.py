@@ -30,7 +30,7 @@ from torch_mlir_lens.cli.common import (
     module_job,
     pick_module,
     running_engine,
-    where,
+    where_diagnostic,
 )
 from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_NO_RUN, EXIT_OK
 from torch_mlir_lens.protocol.results import ErrorKind
@@ -103,14 +103,15 @@ def format_result(result: VerifyResult, path: str) -> str:
         lines.append(f"  at {dims_text(check.dims)}{example}: {check.message}")
         lines += _output_lines(check.outputs, "    ")
     for d in result.diagnostics:
-        at = where(d.file, d.line) or display(path)
+        at = where_diagnostic(d) or display(path)
         op = f" [{d.op}]" if d.op and not d.cause else ""
         lines.append(f"{at}: {d.severity}: {d.message}{op}")
     return "\n".join(lines) + "\n"
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """The `verify` command: one worker job, the verdict printed, the exit code returned."""
+    """The `verify` command: one worker job, the verdict printed, the exit code returned (an
+    ONNX model is compared with onnxruntime, on the test data beside it when there is some)."""
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
