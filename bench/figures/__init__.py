@@ -21,6 +21,7 @@ from bench.figures import (
     fig14_blocks,
     fig15_rewrites,
     fig16_beyond,
+    fig17_onnx,
 )
 
 FIGURES: list[ModuleType] = [
@@ -40,4 +41,5 @@ FIGURES: list[ModuleType] = [
     fig14_blocks,
     fig15_rewrites,
     fig16_beyond,
+    fig17_onnx,
 ]
