@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { asModuleArg, type CommandDeps } from './commandArgs';
 import { copyExportCode } from './exportCodeCommand';
 import { exportModuleAs, exportReproTo, withoutUserChoice } from './exportCommands';
+import { showGraph } from './graphView';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
@@ -30,6 +31,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.exportReproTo': (arg?: unknown) => exportReproTo(deps, arg),
     'torchMlirLens.copyExportCode': (arg?: unknown) => copyExportCode(deps, arg),
     'torchMlirLens.verifyModule': (arg?: unknown) => verifyModule(deps, arg),
+    'torchMlirLens.showGraph': (uri?: unknown, module?: string) => showGraph(context, deps, uri, module),
     'torchMlirLens.restartServer': () => client.restart(),
     'torchMlirLens.showOutput': async () => client.showOutput(),
     'torchMlirLens.toggleColorBands': () => linking.toggleBands(),

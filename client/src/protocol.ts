@@ -338,16 +338,30 @@ export interface ExplainInputsResponse {
   inputs: string;
 }
 
+/** The module whose graph to build (torchMlirLens/graph), verdicts at `targets`. */
+export interface GraphParams {
+  uri: string;
+  module: string;
+  targets?: string[] | null;
+}
+
+/** The graph as `torch-mlir-lens graph --format json` writes it (snake_case keys). */
+export interface GraphResponse {
+  graph: Record<string, unknown>;
+}
+
 export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');
 export const ModulesRequest = new RequestType<ModulesParams, ModulesResponse, void>('torchMlirLens/modules');
 export const VerifyRequest = new RequestType<VerifyParams, VerifyResponse, void>('torchMlirLens/verify');
 export const ServerInfoRequest = new RequestType<ServerInfoParams, ServerInfoResponse, void>('torchMlirLens/serverInfo');
 export const StatusNotification = new NotificationType<StatusParams>('torchMlirLens/status');
+export const GraphRequest = new RequestType<GraphParams, GraphResponse, void>('torchMlirLens/graph');
 export const SetTrustedNotification = new NotificationType<SetTrustedParams>('torchMlirLens/setTrusted');
 
 export const LOWER = LowerRequest.method;
 export const MODULES = ModulesRequest.method;
 export const VERIFY = VerifyRequest.method;
+export const GRAPH = GraphRequest.method;
 export const STATUS = StatusNotification.method;
 export const SET_TRUSTED = SetTrustedNotification.method;
 

@@ -51,7 +51,8 @@ async def test_lenses_on_mlp(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "mlp.py"
     uri = open_doc(client, path)
     lenses = await code_lenses(client, uri)
-    assert titles(lenses) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify"]
+    assert titles(lenses) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify",
+                              "Show Graph"]
     verify = lenses[3].command
     assert verify is not None and verify.command == "torchMlirLens.verify"
     class_line = line_of(path, "class MLP") - 1
@@ -73,7 +74,8 @@ async def test_lenses_on_transformer(client: LanguageClient, workspace: Path) ->
         by_line.setdefault(lens.range.start.line + 1, []).append(lens.command.title)
     for name in ("Attention", "FeedForward", "Block", "TinyTransformer"):
         line = line_of(path, f"class {name}(")
-        assert by_line.get(line) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify"], name
+        assert by_line.get(line) == ["Show Linalg IR", "Show TOSA IR", "Export…", "Verify",
+                                     "Show Graph"], name
 
 
 async def test_module_without_inputs(client: LanguageClient, workspace: Path) -> None:
@@ -146,7 +148,8 @@ async def test_example_inputs_setting_applies_without_restart(
 
     async def lenses_changed() -> bool:
         return titles(await code_lenses(client, uri)) == ["Show Linalg IR", "Show TOSA IR",
-                                                          "Export…", "Verify"]
+                                                          "Export…", "Verify",
+                                                          "Show Graph"]
 
     await wait_until(client, lenses_changed, timeout=30)
     modules = await request(client, "torchMlirLens/modules", {"uri": uri})

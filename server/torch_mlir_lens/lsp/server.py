@@ -38,6 +38,7 @@ from torch_mlir_lens.lsp.features import (
     configuration,
     custom_requests,
     export_code,
+    graph,
     hover,
     lifecycle,
     notebook_sync,
@@ -108,6 +109,7 @@ ROUTES: tuple[Route, ...] = (
     Route(custom_requests.LOWER, custom_requests.lower, BACKGROUND),
     Route(custom_requests.MODULES, custom_requests.modules, BACKGROUND),
     Route(custom_requests.VERIFY, custom_requests.verify, BACKGROUND),
+    Route(graph.GRAPH, graph.graph, BACKGROUND),
 )
 
 

@@ -21,6 +21,7 @@ LOWER = "torchMlirLens/lower"
 MODULES = "torchMlirLens/modules"
 VERIFY = "torchMlirLens/verify"
 SERVER_INFO = "torchMlirLens/serverInfo"
+GRAPH = "torchMlirLens/graph"
 STATUS = "torchMlirLens/status"  # server → client
 SET_TRUSTED = "torchMlirLens/setTrusted"  # client → server
 
@@ -158,6 +159,28 @@ class LowerResponse:
     passes: list[PassIr] | None = None  # with `printAfterAll` only
     error: LowerError | None = None  # a lowering that produced no IR at all
     rewrites: list[str] | None = None  # the rewrites it was lowered through, by name
+
+
+# --- torchMlirLens/graph ---------------------------------------------------------------------
+
+
+@attrs.define
+class GraphParams:
+    """The module whose graph to build, with verdicts at `targets` (default: the
+    `diagnosticTargets` setting)."""
+
+    uri: str
+    module: str
+    targets: list[str] | None = None
+
+
+@attrs.define
+class GraphResponse:
+    """`graph`: the module's graph as `torch-mlir-lens graph --format json` writes it
+    (`ModuleGraph.to_json()`, protocol/graph.py: nodes, edges, groups, verdicts, the Torch IR
+    its nodes' `ir_lines` index), sent as it is (snake_case keys)."""
+
+    graph: dict[str, Any]
 
 
 # --- torchMlirLens/modules -------------------------------------------------------------------
@@ -502,6 +525,7 @@ REQUESTS: dict[str, tuple[type, type]] = {
     MODULES: (ModulesParams, ModulesResponse),
     VERIFY: (VerifyParams, VerifyResponse),
     SERVER_INFO: (ServerInfoParams, ServerInfoResponse),
+    GRAPH: (GraphParams, GraphResponse),
 }
 NOTIFICATIONS: dict[str, type] = {
     STATUS: StatusParams,

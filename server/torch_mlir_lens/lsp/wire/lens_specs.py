@@ -18,6 +18,8 @@ SHOW_IR = "torchMlirLens.showIr"  # client-side command
 EXPORT = "torchMlirLens.exportModule"
 EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY = "torchMlirLens.verify"
+SHOW_GRAPH = "torchMlirLens.showGraph"  # client-side command: the graph view beside the source
+SHOW_GRAPH_TITLE = "Show Graph"
 VERIFY_TITLE = "Verify"  # before any run; then the verdict (lsp/checks/verify_view.py)
 
 # (title, command, arguments) of one lens
@@ -52,8 +54,8 @@ def module_lens_specs(uri: str, info: discovery.ModuleInfo, lens_targets: Sequen
                       default_target: str, verify_title: str = VERIFY_TITLE,
                       verdict: tuple[str, str] | None = None) -> list[LensSpec]:
     """The lenses of one module: "Set example inputs" alone when it has none; else "Show …
-    IR" per lens target, "Export…", "Verify" (or its last verdict), and the backends' verdict
-    (`verdict`: its title and the target its click shows) once checked."""
+    IR" per lens target, "Export…", "Verify" (or its last verdict), "Show Graph", and the
+    backends' verdict (`verdict`: its title and the target its click shows) once checked."""
     name = info.name
     if info.inputs == "missing":
         return [("Set example inputs", EXPLAIN_INPUTS, [{"uri": uri, "module": name}])]
@@ -61,6 +63,7 @@ def module_lens_specs(uri: str, info: discovery.ModuleInfo, lens_targets: Sequen
                            for t in lens_targets]
     out.append(("Export…", EXPORT, [{"uri": uri, "module": name, "target": default_target}]))
     out.append((verify_title, VERIFY, [{"uri": uri, "module": name}]))
+    out.append((SHOW_GRAPH_TITLE, SHOW_GRAPH, [uri, name]))
     if verdict is not None and verdict[0]:
         out.append((verdict[0], SHOW_IR, [uri, name, verdict[1]]))
     return out
