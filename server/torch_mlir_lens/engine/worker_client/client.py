@@ -223,8 +223,7 @@ class WorkerClient:
             await self._replace(worker)
             raise guards.memory_error(memory_task.result(), self.memory_limit_mb)
         if not done:
-            file, line = await guards.where_hung(worker, job.get("path"))
-            dump = worker.tail_text()  # the stack where_hung asked for: the phase it was in
+            file, line, dump = await guards.where_hung(worker, job.get("path"))
             await self._replace(worker)
             raise guards.timeout_error(timeout, file, line, dump)
         # The reply stream ended or the process exited: a crash.

@@ -67,8 +67,10 @@ def memory_error(rss: int, limit_mb: int) -> LensError:
     )
 
 
-async def where_hung(worker: Worker, path: str | None) -> tuple[str | None, int | None]:
-    """Ask the worker's faulthandler for its stack (SIGUSR1) to say where a job hung."""
+async def where_hung(worker: Worker, path: str | None
+                     ) -> tuple[str | None, int | None, str]:
+    """Ask the worker's faulthandler for its stack (SIGUSR1) to say where a job hung: the
+    user's file and line, and the dump (the phase it was in: `timeout_error`)."""
     before = len(worker.tails["stderr"])
     with contextlib.suppress(ProcessLookupError):
         os.kill(worker.pid, signal.SIGUSR1)
@@ -79,8 +81,9 @@ async def where_hung(worker: Worker, path: str | None) -> tuple[str | None, int 
             await asyncio.sleep(0.05)  # the rest of the dump follows within microseconds
             break
         await asyncio.sleep(0.02)
-    file, line, _ = fault_frame(worker.tail_text(), path)
-    return file, line
+    dump = worker.tail_text()
+    file, line, _ = fault_frame(dump, path)
+    return file, line, dump
 
 
 def timeout_error(timeout: float, file: str | None, line: int | None,
