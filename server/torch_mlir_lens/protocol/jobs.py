@@ -170,6 +170,15 @@ class ExportCodeJob(ModuleJob):
 
 
 @dataclass(kw_only=True)
+class GraphJob(ModuleJob):
+    """The module's computation graph with each node's verdict at each of `targets` →
+    `{"graph": ModuleGraph.to_json()}` (protocol/graph.py)."""
+
+    op: ClassVar[str] = "graph"
+    targets: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class ModulesJob(Job):
     """The file's modules (discovery) → `{"modules": [...]}`."""
 
@@ -202,15 +211,6 @@ def _int_or_none(value: Any) -> int | None:
 @dataclass
 class ExportReply:
     """An `export` job's answer: where the IR was written and its size."""
-@dataclass(kw_only=True)
-class GraphJob(ModuleJob):
-    """The module's computation graph with each node's verdict at each of `targets` →
-    `{"graph": ModuleGraph.to_json()}` (protocol/graph.py)."""
-
-    op: ClassVar[str] = "graph"
-    targets: list[str] = field(default_factory=list)
-
-
 
     path: str
     bytes: int | None = None
@@ -381,13 +381,13 @@ def parse_job(data: Any) -> AnyJob:
             raise _bad("the job's 'path' and 'module' must not be empty")
         if job.construct not in CONSTRUCT_POLICIES:
             raise _bad(f"'construct' must be one of {', '.join(CONSTRUCT_POLICIES)}")
+        if job.via not in VIAS:
+            raise _bad(f"'via' must be one of {', '.join(VIAS)}")
+        if any(size < 1 for size in job.dims.values()):
+            raise _bad("'dims' sizes must be at least 1")
         job.path = os.path.abspath(job.path)
     elif isinstance(job, ModulesJob):
         if not job.path:
             raise _bad("the job has no 'path'")
         job.path = os.path.abspath(job.path)
     return job
-        if job.via not in VIAS:
-            raise _bad(f"'via' must be one of {', '.join(VIAS)}")
-        if any(size < 1 for size in job.dims.values()):
-            raise _bad("'dims' sizes must be at least 1")

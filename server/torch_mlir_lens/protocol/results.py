@@ -76,37 +76,37 @@ class LensDiagnostic:
     knock_on: list[dict[str, Any]] | None = None
     # Why the backend refuses the op: its own words, else a rule's (rules/refusals.py).
     reason: str | None = None
+    # In an `.onnx` file: the node it is about (`line` is then the node's position).
+    node: OnnxNode | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         if not self.related:
             del data["related"]  # the usual case: keep the JSON as it was
         if self.reason is None:
-    # In an `.onnx` file: the node it is about (`line` is then the node's position).
-    node: OnnxNode | None = None
             del data["reason"]
+        if self.node is None:
+            del data["node"]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LensDiagnostic:
         return cls(
             severity=data["severity"], message=data["message"],
-        if self.node is None:
-            del data["node"]
             kind=data.get("kind", ErrorKind.UNSUPPORTED_OP), file=data.get("file"),
             line=data.get("line"), op=data.get("op"), target=data.get("target"),
             related=[RelatedLocation(r["file"], int(r["line"]), r.get("message", ""))
                      for r in data.get("related") or []],
             cause=data.get("cause"), ops=data.get("ops"), knock_on=data.get("knock_on"),
             reason=data.get("reason"),
+            node=OnnxNode.from_json(data["node"]) if isinstance(data.get("node"), dict)
+            else None,
         )
 
 
 @dataclass
 class IrLineMapping:
     """Printed IR line `ir_line` was produced by source `file:line`.
-            node=OnnxNode.from_json(data["node"]) if isinstance(data.get("node"), dict)
-            else None,
 
     An IR line has one entry per user frame of its op's call chain; `depth` 0 is the innermost
     user frame (e.g. the line inside a submodule's forward), higher depths are its callers (the
@@ -182,14 +182,14 @@ class LowerResult:
     partial: bool = False
     # The rewrites this lowering went through (worker/rewrites/), by name: each made some ops.
     rewrites: list[str] = field(default_factory=list)
+    # An `.onnx` file's graph (its nodes are the `line`s of `map` and `diagnostics`).
+    onnx: OnnxGraph | None = None
 
     def to_json(self, *, compact_map: bool = False) -> dict[str, Any]:
         """The result as JSON; `compact_map` (the worker's replies) sends the source map as
         `{"files": [...], "rows": [[ir_line, file index, line, depth], ...]}`: a big model's
         map is ~12,000 entries that would otherwise repeat the file path and the keys; and the
         library chains as `frames` (`FrameTable.to_json`). Without it, each depth-0 map entry
-    # An `.onnx` file's graph (its nodes are the `line`s of `map` and `diagnostics`).
-    onnx: OnnxGraph | None = None
         of an IR line made inside library code carries that op's whole `chain`."""
         extra: dict[str, Any] = {}
         if compact_map and self.frames:
@@ -208,13 +208,13 @@ class LowerResult:
             "inputs_source": self.inputs_source,
             "partial": self.partial,
             **({"rewrites": list(self.rewrites)} if self.rewrites else {}),
+            **({"onnx": self.onnx.to_json()} if self.onnx is not None else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LowerResult:
         passes = data.get("passes")
         return cls(
-            **({"onnx": self.onnx.to_json()} if self.onnx is not None else {}),
             module=data["module"],
             target=data["target"],
             ok=data["ok"],
@@ -229,6 +229,8 @@ class LowerResult:
                     else _chains_from_map(data.get("map"))),
             partial=bool(data.get("partial", False)),
             rewrites=[str(r) for r in data.get("rewrites") or []],
+            onnx=OnnxGraph.from_json(data["onnx"]) if isinstance(data.get("onnx"), dict)
+            else None,
         )
 
 
@@ -236,8 +238,6 @@ def _map_with_chains(result: LowerResult) -> list[dict[str, Any]]:
     """Map entries as JSON; a depth-0 entry of an IR line listed in `frames` gets `chain`:
     the first of its chains whose innermost user frame is the entry's line."""
     out = []
-            onnx=OnnxGraph.from_json(data["onnx"]) if isinstance(data.get("onnx"), dict)
-            else None,
     for m in result.map:
         entry = m.to_json()
         if m.depth == 0 and result.frames:

@@ -41,8 +41,8 @@ from torch_mlir_lens.protocol.jobs import (
 from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
-from torch_mlir_lens.system.disk_cache import shadowed
 from torch_mlir_lens.source.onnx_files import is_onnx
+from torch_mlir_lens.system.disk_cache import shadowed
 from torch_mlir_lens.worker.loading.job_fields import read_text
 from torch_mlir_lens.worker.loading.provenance import provenance
 
@@ -131,7 +131,6 @@ def run(data: dict[str, Any]) -> Reply:
         return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
 
 
-def job_path(data: Any) -> str | None:
 def _handler(job: ModuleJob | ModulesJob) -> Callable[[Any], dict[str, Any]]:
     """The job's handler: an `.onnx` file's are worker/onnx/jobs.py's."""
     if isinstance(job, ModuleJob) and is_onnx(job.path):
@@ -144,6 +143,7 @@ def _handler(job: ModuleJob | ModulesJob) -> Callable[[Any], dict[str, Any]]:
     return _HANDLERS[job.op]
 
 
+def job_path(data: Any) -> str | None:
     """The file a job frame names, if any."""
     path = data.get("path") if isinstance(data, dict) else None
     return path if isinstance(path, str) else None
@@ -471,7 +471,6 @@ def _rewriting(job: ModuleJob, program: _Program) -> Any:
 def _lower(job: LowerJob) -> dict[str, Any]:
     wanted = _job_targets(job)
     options = _lower_options(job)
-    try:
     if job.via == "onnx":  # through torch.onnx.export and the ONNX importer
         from torch_mlir_lens.worker.onnx.via_onnx import lower_via_onnx
 
@@ -479,6 +478,7 @@ def _lower(job: LowerJob) -> dict[str, Any]:
         return {**lower_via_onnx(job, program.fn, program.args, program.kwargs,
                                  program.user_files, options),
                 "provenance": provenance(job.path, program.loaded)}
+    try:
         program = _program(job, _weights_needed(options, wanted) or (
             "--rewrites auto" if "auto" in job.rewrites else None))
         rewriting = _rewriting(job, program)
@@ -612,26 +612,6 @@ def _export_code(job: ExportCodeJob) -> dict[str, Any]:
     return {**code, "provenance": provenance(job.path, program.loaded)}
 
 
-def _modules(job: ModulesJob) -> dict[str, Any]:
-    from torch_mlir_lens.discovery import find_modules
-
-    text = job.text if job.text is not None else read_text(job.path)
-    return {"modules": [_jsonable(m) for m in find_modules(text, job.path)]}
-
-
-def _ping(job: Job) -> dict[str, Any]:
-    return {"pid": os.getpid()}
-
-
-def _stats_job(job: Job) -> dict[str, Any]:
-    from torch_mlir_lens.worker.blocks import counters
-
-    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
-
-
-def _jsonable(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
 def _graph(job: GraphJob) -> dict[str, Any]:
     """The module's graph, each node's verdict at each target (worker/graph/)."""
     from torch_mlir_lens.rules.targets import BACKENDS
@@ -661,6 +641,26 @@ def _graph(job: GraphJob) -> dict[str, Any]:
     return {"graph": graph.to_json(), "provenance": provenance(job.path, program.loaded)}
 
 
+def _modules(job: ModulesJob) -> dict[str, Any]:
+    from torch_mlir_lens.discovery import find_modules
+
+    text = job.text if job.text is not None else read_text(job.path)
+    return {"modules": [_jsonable(m) for m in find_modules(text, job.path)]}
+
+
+def _ping(job: Job) -> dict[str, Any]:
+    return {"pid": os.getpid()}
+
+
+def _stats_job(job: Job) -> dict[str, Any]:
+    from torch_mlir_lens.worker.blocks import counters
+
+    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
+
+
+def _jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
     if hasattr(value, "to_json"):
         return value.to_json()
     return value
@@ -690,8 +690,8 @@ _HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "verify": _past_refusal(_verify),
     "rewrites": _rewrites,
     "export-code": _past_refusal(_export_code),
+    "graph": _past_refusal(_graph),
     "modules": _modules,
     "ping": _ping,
     "stats": _stats_job,
 }
-    "graph": _past_refusal(_graph),
