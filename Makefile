@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and by exact version, so no resolver ever picks another build.
 	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0
-	$(PY) -m pip install --disable-pip-version-check -q -e '.[dev,onnx]'
+	$(PY) -m pip install --disable-pip-version-check -q -e '.[dev,onnx,iree]'
 	touch $(STAMP)
 
 client: node_modules/.installed
