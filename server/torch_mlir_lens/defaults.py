@@ -15,3 +15,7 @@ MAX_NOTEBOOK_BYTES = 64_000_000  # a notebook file, outputs (images) included
 # parsing holds the event loop, about 1 s per MB of dense code, and must not hold up the
 # requests of other documents. The largest hand-written model files are a few hundred KB.
 MAX_ANALYSED_BYTES = 1_000_000
+# The architecture each IREE target compiles for unless a setting names another
+# (rules/iree_targets.py): the machine's own CPU, an A100, an MI300; Vulkan: IREE's portable
+# default target (no flag).
+IREE_ARCHS: dict[str, str] = {"iree-cpu": "host", "iree-cuda": "sm_80", "iree-rocm": "gfx942"}

@@ -215,6 +215,8 @@ class Engine:
         print_after_all: bool = False,
         list_unsupported: bool = True,
         cancel_on_abandon: bool = False,
+        iree_archs: dict[str, str] | None = None,
+        profile: bool = False,
     ) -> list[LowerResult]:
         """Lower a module to each target (and/or a custom pipeline): one result per target.
 
@@ -223,11 +225,14 @@ class Engine:
         `cancel_on_abandon`: when every caller waiting for this job was cancelled and all of
         them passed True, the job is dropped or killed (a pane the user closed); otherwise it
         finishes and its result is cached (a check the features will want anyway).
+        `iree_archs` and `profile`: the IREE targets' architectures and timing
+        (`protocol.jobs.LowerJob`).
         """
         request = job_keys.filled(job).as_job(
             LowerJob, targets=list(targets), pipeline=pipeline, keep_weights=keep_weights,
             debug_info=debug_info, print_after_all=print_after_all,
-            list_unsupported=list_unsupported,
+            list_unsupported=list_unsupported, iree_archs=dict(iree_archs or {}),
+            profile=profile,
         )
         result = await self._submit(request, cache=True, cancel_on_abandon=cancel_on_abandon)
         results = [LowerResult.from_json(r) for r in result.get("results", [])]
@@ -237,11 +242,12 @@ class Engine:
         return results
 
     async def export(self, job: ModuleJob, target: str, output: str,
-                     bytecode: bool = False) -> ExportReply:
-        """Write the module's IR at `target` to `output` atomically: where, and its size."""
+                     bytecode: bool = False, iree_arch: str | None = None) -> ExportReply:
+        """Write the module's IR at `target` to `output` atomically (an IREE target's
+        compiled module, for `iree_arch`): where, and its size."""
         output = os.path.abspath(output)
         request = job_keys.filled(job).as_job(
-            ExportJob, target=target, output=output, bytecode=bytecode)
+            ExportJob, target=target, output=output, bytecode=bytecode, iree_arch=iree_arch)
         before = _write_temps(output)
         try:
             return ExportReply.from_json(await self._submit(request, cache=False), output)

@@ -111,6 +111,20 @@ class LowerJob(ModuleJob):
     debug_info: bool = False
     print_after_all: bool = False
     list_unsupported: bool = True
+    # IREE targets (rules/iree_targets.py): the architecture of each, when not its default
+    # ({"iree-cuda": "sm_86"}), and whether to time the compiled module and its dispatches.
+    iree_archs: dict[str, str] = field(default_factory=dict)
+    profile: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """`iree_archs` and `profile` only when set (the other targets' keys stay as they
+        were)."""
+        data = super().to_json()
+        if not self.iree_archs:
+            del data["iree_archs"]
+        if not self.profile:
+            del data["profile"]
+        return data
 
 
 @dataclass(kw_only=True)
@@ -121,6 +135,14 @@ class ExportJob(ModuleJob):
     output: str
     target: str = "linalg"
     bytecode: bool = False
+    iree_arch: str | None = None  # an IREE target's architecture, when not its default
+
+    def to_json(self) -> dict[str, Any]:
+        """`iree_arch` only when set."""
+        data = super().to_json()
+        if self.iree_arch is None:
+            del data["iree_arch"]
+        return data
 
 
 @dataclass(kw_only=True)
@@ -214,15 +236,21 @@ class ExportReply:
 
     path: str
     bytes: int | None = None
+    # An IREE module compiled without its weights: what was left out (worker/iree/export.py).
+    left_out: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if self.left_out is None:
+            del data["left_out"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any], default_path: str = "") -> ExportReply:
-        path = data.get("path")
+        path, left_out = data.get("path"), data.get("left_out")
         return cls(path=path if isinstance(path, str) else default_path,
-                   bytes=_int_or_none(data.get("bytes")))
+                   bytes=_int_or_none(data.get("bytes")),
+                   left_out=left_out if isinstance(left_out, str) else None)
 
 
 @dataclass

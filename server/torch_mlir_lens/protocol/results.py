@@ -37,6 +37,12 @@ class ErrorKind(StrEnum):
     WRITE_ERROR = "write-error"
     # IR that lowers, but that a known upstream bug makes compute wrong values (a warning).
     KNOWN_MISCOMPILE = "known-miscompile"
+    # A target whose compiler is not installed (IREE): says what to install.
+    MISSING_DEPENDENCY = "missing-dependency"
+    # IREE failed to compile IR that torch-mlir lowered (its words, its pass, at the line).
+    COMPILE_ERROR = "compile-error"
+    # Information: compiled for a device this machine does not have, so not run.
+    NOT_RUN = "not-run"
 
 
 class Severity(StrEnum):

@@ -171,6 +171,10 @@ class VerifyResult:
     divergence: Divergence | None = None
     inputs_source: str | None = None  # where the example inputs came from ("comment", ...)
     sizes: list[SizeCheck] = field(default_factory=list)
+    # An IREE target's run (worker/iree/): the compiled module's time per call against
+    # eager's, on the same inputs and threads: {"target", "compiled_ms", "eager_ms",
+    # "threads", "runs", "device"}; None for the other targets.
+    speed: dict[str, Any] | None = None
 
     def compared(self) -> bool:
         """True when some output was compared with eager (at some size)."""
@@ -192,6 +196,7 @@ class VerifyResult:
             "divergence": None if self.divergence is None else self.divergence.to_json(),
             "inputs_source": self.inputs_source,
             "sizes": [c.to_json() for c in self.sizes],
+            **({"speed": dict(self.speed)} if self.speed else {}),
         }
 
     @classmethod
@@ -211,6 +216,7 @@ class VerifyResult:
             else Divergence.from_json(data["divergence"]),
             inputs_source=data.get("inputs_source"),
             sizes=[SizeCheck.from_json(c) for c in data.get("sizes", [])],
+            speed=dict(data["speed"]) if isinstance(data.get("speed"), dict) else None,
         )
 
 

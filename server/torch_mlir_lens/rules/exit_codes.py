@@ -30,9 +30,10 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("2", "bad input, with one FILE:LINE: message line: a missing file, a syntax error, an "
           "unknown module or target, bad inputs, pipeline or limits, an output that cannot or "
           "must not be written, reports that are not the shards of one run"),
-    ("3", "could not run: the worker crashed, timed out or hit its memory limit, or the "
-          "command failed inside (an internal error) (check: when every new finding is one "
-          "of these; when several codes apply, check returns 2 before 1 before 3)"),
+    ("3", "could not run: the worker crashed, timed out or hit its memory limit, a target's "
+          "compiler is not installed (IREE), or the command failed inside (an internal error) "
+          "(check: when every new finding is one of these; when several codes apply, check "
+          "returns 2 before 1 before 3)"),
     ("128+N", "ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP): the workers end with "
               "the command and nothing is written"),
 )
@@ -40,6 +41,7 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
 # The failures that end a job before it says anything about the module.
 NO_RUN_KINDS = frozenset({
     ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT, ErrorKind.CANCELLED,
+    ErrorKind.MISSING_DEPENDENCY,
 })
 # What the user gave that cannot be used (one module's command: lower, export, verify).
 BAD_INPUT_KINDS = frozenset({

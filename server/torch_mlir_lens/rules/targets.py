@@ -56,6 +56,13 @@ TARGETS: dict[str, Target] = {
             is_backend=True,
         ),
         Target("llvm", "LLVM", "the LLVM dialect, lowered from linalg-on-tensors"),
+        # Compiled by IREE from the Linalg IR (rules/iree_targets.py: flags, architectures);
+        # shown as IREE's dispatch regions, each mapped to the lines fused into it.
+        Target("iree-cpu", "IREE CPU", "compiled by IREE for a CPU (llvm-cpu; this machine's "
+               "by default), shown as its dispatch regions"),
+        Target("iree-cuda", "IREE CUDA", "compiled by IREE for NVIDIA GPUs (sm_80 by default)"),
+        Target("iree-rocm", "IREE ROCm", "compiled by IREE for AMD GPUs (gfx942 by default)"),
+        Target("iree-vulkan", "IREE Vulkan", "compiled by IREE for Vulkan (SPIR-V)"),
     )
 }
 

@@ -1,4 +1,5 @@
-"""The environment a lowering ran in, as one key: interpreter, torch, torch-mlir, this package.
+"""The environment a lowering ran in, as one key: interpreter, torch, torch-mlir, IREE, this
+package.
 
 Part of every persistent cache key, so a result is never served to another interpreter, a
 rebuilt torch or torch-mlir, or another version of this package. The package is keyed by the
@@ -19,9 +20,9 @@ from pathlib import Path
 from torch_mlir_lens.system.reading import read_bytes
 from torch_mlir_lens.system.safe_path import SAFE_PATH_FLAG
 
-# The distributions every lowering depends on; libraries a module imports are checked per
-# entry (worker/loading/provenance.py).
-CORE_DISTRIBUTIONS = ("torch", "torch-mlir")
+# The distributions every lowering depends on (IREE's: the IREE targets' results are its
+# compiler's); libraries a module imports are checked per entry (worker/loading/provenance.py).
+CORE_DISTRIBUTIONS = ("torch", "torch-mlir", "iree-base-compiler", "iree-base-runtime")
 
 _VERSIONS_SCRIPT = (
     "import importlib.metadata as m, json, sys\n"
