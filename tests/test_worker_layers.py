@@ -29,6 +29,7 @@ LAYERS = {
     f"{WORKER}.graph": 7,
     f"{WORKER}.rewrite_jobs": 8,
     f"{WORKER}.onnx": 8,
+    f"{WORKER}.iree": 8,
     WORKER: 9,
 }
 

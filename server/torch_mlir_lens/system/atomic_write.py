@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 import stat
 import time
 
@@ -49,6 +50,35 @@ def write_atomically(path: str | os.PathLike[str], data: bytes, *, sync: bool = 
             os.unlink(tmp)
         raise
     return len(data)
+
+
+def copy_atomically(path: str | os.PathLike[str], source: str | os.PathLike[str], *,
+                    sync: bool = False) -> int:
+    """Replace `path` with a copy of the file `source` the product made itself (a compiled
+    module), as `write_atomically` would with its bytes, without holding them in memory;
+    the bytes written."""
+    target = os.fspath(path)
+    if "\0" in target:
+        raise OSError(f"not a file name (it holds a NUL byte): {target!r}")
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    sweep_stale_temporaries(target)
+    fd, tmp = _temporary_beside(target)
+    try:
+        os.close(fd)
+        shutil.copyfile(source, tmp)
+        if sync:
+            done = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(done)
+            finally:
+                os.close(done)
+        size = os.path.getsize(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return size
 
 
 def probe(path: str | os.PathLike[str]) -> None:

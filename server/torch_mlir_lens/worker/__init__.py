@@ -12,5 +12,6 @@ Its subpackages are layers, bottom first: a module imports only from layers belo
 - `lowering/`: `ProgramLowerer`, any target from the kept stages
 - `verify/`: the compiled module run and compared with eager, the first diverging line
 - `rewrite_jobs/`: rewrites proven and offered, a job's target with the rewrites it asks for
+- `iree/`: the IREE targets: the Linalg IR compiled by IREE, run, verified, timed, exported
 - `job_handlers`, `main`, `culprit_precision`: the jobs, the process, the culprit benchmark
 """

@@ -40,6 +40,7 @@ from torch_mlir_lens.protocol.jobs import (
 )
 from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.source.onnx_files import is_onnx
 from torch_mlir_lens.system.disk_cache import shadowed
@@ -494,14 +495,16 @@ def _lower(job: LowerJob) -> dict[str, Any]:
     program.timings = {}  # a later job reusing the program did not pay for it
     for target, pipeline in wanted:
         try:
-            lowerer, used = rewriting.lowerer("linalg" if target == "llvm" else target)
+            lowerer, used = rewriting.lowerer(_lowered_as(target))
         except LensError as err:  # a rewrite that cannot be applied to this program
             if err.kind != ErrorKind.EXPORT_ERROR:
                 raise
             results.append(LowerResult(module=job.module, target=target, ok=False,
                                        diagnostics=[err.to_diagnostic(target)]).to_json())
             continue
-        res: LowerResult = lowerer.lower(target, pipeline=pipeline, options=options)
+        res: LowerResult = _iree_lower(job, program, lowerer, target, options) \
+            if is_iree_target(target) else lowerer.lower(target, pipeline=pipeline,
+                                                         options=options)
         res.rewrites = [*(f"pin.{n}" for n in _pins(job, rewriting_text)), *used]
         res.inputs_source = res.inputs_source or program.inputs_source
         res.stats = {**res.stats, **program.construction}
@@ -511,6 +514,60 @@ def _lower(job: LowerJob) -> dict[str, Any]:
         results.append(res.to_json(compact_map=True))
     # What else the answer depends on, for the engine's persistent cache.
     return {"results": results, "provenance": provenance(job.path, program.loaded)}
+
+
+def _lowered_as(target: str) -> str:
+    """The target whose lowerer (with its rewrites) a target starts from: LLVM and the IREE
+    targets compile the Linalg IR."""
+    return "linalg" if target == "llvm" or is_iree_target(target) else target
+
+
+def _weightless(program: _Program) -> bool:
+    """Whether the program was built without its weights (construct.py's meta path)."""
+    return program.construction.get("construction") == "meta"
+
+
+def _eager(program: _Program) -> Any:
+    from torch_mlir_lens.worker.iree.lowering import Eager
+
+    return Eager(program.fn, program.args, program.kwargs, program.dynamic_shapes)
+
+
+def _iree_lower(job: LowerJob, program: _Program, lowerer: Any, target: str,
+                options: Any) -> LowerResult:
+    """An IREE target's result: the Linalg IR compiled by IREE (worker/iree/)."""
+    from torch_mlir_lens.worker.iree.lowering import lower_target
+
+    return lower_target(lowerer, target, arch=job.iree_archs.get(target),
+                        weightless=_weightless(program), options=options,
+                        eager=None if _weightless(program) else _eager(program),
+                        profile=job.profile)
+
+
+def _iree_export(job: ExportJob) -> dict[str, Any]:
+    """The module compiled by IREE, written as a .vmfb (worker/iree/export.py); built
+    without its weights when the job says so (they become named parameters)."""
+    from torch_mlir_lens.worker.iree.export import export_vmfb
+
+    output = os.path.abspath(job.output)
+    program = _program(job, None if job.construct == "meta" else "export")
+    lowerer, _used = _rewriting(job, program).lowerer("linalg")
+    return export_vmfb(lowerer, job.target, output, arch=job.iree_arch,
+                       weightless=_weightless(program))
+
+
+def _iree_code(job: ExportCodeJob, program: _Program) -> dict[str, Any]:
+    """Python that runs the module's exported .vmfb with iree.runtime alone."""
+    from torch_mlir_lens.rules.targets import target_title
+    from torch_mlir_lens.worker.iree.export import python_snippet
+    from torch_mlir_lens.worker.iree.tools import require
+    from torch_mlir_lens.worker.verify.linalg import flat_tensors
+
+    lowerer, used = _rewriting(job, program).lowerer("linalg")
+    code = python_snippet(lowerer, job.target, arch=None, module=job.module,
+                          inputs=flat_tensors((program.args, program.kwargs)),
+                          version=require(target_title(job.target)).version)
+    return {"code": code, "rewrites": used, "provenance": provenance(job.path, program.loaded)}
 
 
 def _export(job: ExportJob) -> dict[str, Any]:
@@ -524,6 +581,8 @@ def _export(job: ExportJob) -> dict[str, Any]:
 
     output = os.path.abspath(output)
     refuse_source(output, job.path)  # before the export's cost, not only at the write
+    if is_iree_target(target):
+        return _iree_export(job)
     program = _program(job, "export")  # the file must hold the real weights
     lowerer, _used = _rewriting(job, program).lowerer("linalg" if target == "llvm" else target)
     size = write_export(lowerer, target, output,
@@ -549,6 +608,14 @@ def _verify(job: VerifyJob) -> dict[str, Any]:
 
     check_options(job)
     program = _program(job, "verify")
+    if is_iree_target(job.target):
+        from torch_mlir_lens.worker.iree.verify import verify_target
+
+        lowerer, _used = _rewriting(job, program).lowerer("linalg")
+        iree = verify_target(lowerer, job.target, _eager(program), arch=None, rtol=job.rtol,
+                             atol=job.atol)
+        iree.inputs_source = program.inputs_source
+        return iree.to_json()
     lowerer, _used = _rewriting(job, program).lowerer(job.target)
     result = verify_lowerer(lowerer, program.fn, program.args, program.kwargs,
                             rtol=job.rtol, atol=job.atol, opt_level=job.opt_level,
@@ -601,6 +668,8 @@ def _export_code(job: ExportCodeJob) -> dict[str, Any]:
     from torch_mlir_lens.worker.rewrite_jobs.variants import written_keys
 
     program = _program(job)
+    if is_iree_target(job.target):
+        return _iree_code(job, program)
     text = job.text if job.text is not None else read_text(job.path)
     written = written_keys(job.path, text, job.module)
     source = program.inputs_source or ""

@@ -166,11 +166,14 @@ def first_divergence(
     atol: float | None = None,
     opt_level: int = 0,
     mutate_ir: Callable[[str], str] | None = None,
+    run: Callable[[ir.Module, list[torch.Tensor]], list[torch.Tensor]] | None = None,
 ) -> Divergence | None:
     """The earliest user line whose compiled value differs from eager, or None if none does.
 
     `linalg` (and `mutate_ir`) as for verify_linalg_module; `program` is the ExportedProgram
-    that `linalg` was lowered from. Raises LensError if lowering or the JIT fails.
+    that `linalg` was lowered from. `run(module, inputs)` compiles and runs the instrumented
+    Linalg module another way (IREE: worker/iree/); by default it is lowered to LLVM and
+    JIT-compiled. Raises LensError if lowering or the JIT fails.
     """
     users = as_user_files(user_files)
     kwargs = dict(kwargs or {})
@@ -186,12 +189,15 @@ def first_divergence(
         return None
     keys = [e for _, e in pairs]
     _return_also(func, [compiled[k] for k, _ in pairs])
-    sig = function_signature(module, sig.name)
-    lower_linalg_to_llvm(module, user_files=users)
-    engine = jit(module, opt_level)
     inputs = [t for t in pytree.tree_leaves((tuple(args), kwargs)) if isinstance(t, torch.Tensor)]
-    outputs = run_compiled(engine, FuncSig(sig.name, sig.inputs, sig.results), inputs)
-    del engine
+    if run is not None:
+        outputs = run(module, inputs)
+    else:
+        sig = function_signature(module, sig.name)
+        lower_linalg_to_llvm(module, user_files=users)
+        engine = jit(module, opt_level)
+        outputs = run_compiled(engine, FuncSig(sig.name, sig.inputs, sig.results), inputs)
+        del engine
     extra = outputs[len(outputs) - len(keys):]
     for key, actual in zip(keys, extra, strict=True):
         expected = eager[key][1]

@@ -95,11 +95,11 @@ def verify_lowerer(
         return _failed(name, diags, culprits.summary(diags, backend), diags[0].kind,
                        rtol, atol, timings)
     lower_s = round(time.perf_counter() - start, 6)
-    runs = _size_inputs(lowerer.program, fn, args, kwargs or {}, dynamic_shapes)
+    runs = size_inputs(lowerer.program, fn, args, kwargs or {}, dynamic_shapes)
     result = verify_linalg_module(
         linalg, fn, args, kwargs, module_name=name, rtol=rtol, atol=atol,
         opt_level=opt_level, user_files=lowerer.users, mutate_ir=mutate_ir, sizes=runs,
-        state_results=_state_writes(lowerer.program),
+        state_results=state_writes(lowerer.program),
     )
     if locate and result.kind == ErrorKind.VERIFY_MISMATCH:
         failing = next((run for run, check in zip(runs, result.sizes, strict=False)
@@ -113,14 +113,14 @@ def verify_lowerer(
     return result
 
 
-def _state_writes(program: Any) -> int:
+def state_writes(program: Any) -> int:
     """How many of the program's results are state it writes back (buffers and inputs its
     forward updates in place): torch.export puts them before the user's outputs."""
     return sum(1 for spec in program.graph_signature.output_specs
                if spec.kind.name.endswith("_MUTATION"))
 
 
-def _size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+def size_inputs(program: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                  spec: Any) -> list[SizeInputs]:
     """Inputs at each size of the program's dynamic dims (none for a static program)."""
     dims = sizes.dynamic_dims(program, fn, args, kwargs, spec)

@@ -222,7 +222,7 @@ def verify_linalg_module(
             kind=None if ok else ErrorKind.VERIFY_MISMATCH,
             max_abs_err=max((o.max_abs_err for o in example), default=0.0),
         )
-    return _sizes_result(module_name, checks, rtol, atol, timings)
+    return sizes_result(module_name, checks, rtol, atol, timings)
 
 
 def _run_and_compare(engine: Any, sig: FuncSig, fn: Callable[..., Any], run: SizeInputs,
@@ -254,7 +254,7 @@ def _run_and_compare(engine: Any, sig: FuncSig, fn: Callable[..., Any], run: Siz
     return outputs
 
 
-def _sizes_result(module_name: str,
+def sizes_result(module_name: str,
                   checks: Sequence[tuple[SizeInputs, list[VerifyOutput] | LensError]],
                   rtol: float | None, atol: float | None,
                   timings: dict[str, float]) -> VerifyResult:
