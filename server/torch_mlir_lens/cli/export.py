@@ -13,6 +13,7 @@ import argparse
 import os
 from typing import Any
 
+from torch_mlir_lens.cli import iree_options
 from torch_mlir_lens.cli.common import (
     CliError,
     EngineFactory,
@@ -25,6 +26,7 @@ from torch_mlir_lens.cli.common import (
 )
 from torch_mlir_lens.cli.parser import EXIT_OK
 from torch_mlir_lens.project import write_policy
+from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.targets import TARGETS
 from torch_mlir_lens.source.onnx_files import THE_GRAPH
 
@@ -42,6 +44,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     export.add_argument("--emit-python", action="store_true",
                         help="write Python that reproduces the IR with plain torch-mlir (its "
                              "rewrites inlined) instead of the IR")
+    iree_options.add_arch(export)
+    export.add_argument("--without-weights", action="store_true",
+                        help="with an IREE target: build the module without its weights and "
+                             "compile them as named parameters, for models too big to build "
+                             "(supply an IREE parameter archive at run time)")
     add_inputs(export)
     return export
 
@@ -67,13 +74,25 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         raise CliError("--emit-python writes PyTorch code: an ONNX model has none (export "
                        "its IR instead)", file=src.path)
     job = module_job(src, args.module or THE_GRAPH, args)
+    arch = iree_options.arch_for(args.target, args.iree_arch)
+    iree_options.require([args.target])
+    if args.bytecode and is_iree_target(args.target):
+        raise CliError("--bytecode writes MLIR: an IREE target's export is its compiled module "
+                       "(.vmfb)")
+    if args.without_weights:
+        if not is_iree_target(args.target) or args.emit_python:
+            raise CliError("--without-weights compiles an IREE target's module: use --target "
+                           "iree-cpu (or another IREE target) without --emit-python")
+        job.construct = "meta"
     if args.emit_python:
         from torch_mlir_lens.cli.emit_python import write_python
 
         return await write_python(args, job, make_engine, src.path)
     async with running_engine(args, make_engine, src.path) as engine:
         written = await engine.export(job, args.target, os.path.abspath(args.output),
-                                      bytecode=args.bytecode)
+                                      bytecode=args.bytecode, iree_arch=arch)
     size = "?" if written.bytes is None else written.bytes
     print(f"wrote {display(written.path)} ({size} bytes)")
+    if written.left_out:
+        print(f"note: {written.left_out}")
     return EXIT_OK

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from torch_mlir_lens.cli import iree_options
 from torch_mlir_lens.cli.common import (
     CliError,
     EngineFactory,
@@ -46,6 +47,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     lower.add_argument("--print-after-all", action="store_true",
                        help="also print the IR after every pass")
     lower.add_argument("--json", action="store_true", help="print the result as JSON")
+    iree_options.add_arch(lower)
+    lower.add_argument("--profile", action="store_true",
+                       help="with --target iree-cpu: time the compiled module against eager "
+                            "and each dispatch, mapped to its lines (--json: stats)")
     lower.add_argument("--via", choices=("fx", "onnx"), default="fx",
                        help="how a PyTorch module reaches torch-mlir: torch.export and the FX "
                             "importer (default), or torch.onnx.export and the ONNX importer")
@@ -65,16 +70,24 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
                        "the ONNX importer already", file=src.path)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
+    arch = iree_options.arch_for(target, args.iree_arch)
+    if args.profile and target != "iree-cpu":
+        raise CliError("--profile times a module compiled for the CPU: use --target iree-cpu")
+    iree_options.require([] if args.pipeline else [target])
     async with running_engine(args, make_engine, src.path) as engine:
         results = await engine.lower(
             job, targets=[] if args.pipeline else [target], pipeline=args.pipeline,
             keep_weights=args.keep_weights, debug_info=args.debug_info,
-            print_after_all=args.print_after_all,
+            print_after_all=args.print_after_all, iree_archs={target: arch} if arch else {},
+            profile=args.profile,
         )
     result = results[0]
     bad = bad_pipeline(result)
     if bad is not None:
         raise from_lens(bad, src.path)
+    refused = iree_options.refusal(results, src.path)
+    if refused is not None:
+        raise refused
     if args.json:
         print(src.to_json(result.to_json()))
     else:

@@ -20,6 +20,7 @@ import math
 import sys
 from typing import Any
 
+from torch_mlir_lens.cli import iree_options
 from torch_mlir_lens.cli.common import (
     EngineFactory,
     add_inputs,
@@ -35,6 +36,7 @@ from torch_mlir_lens.cli.common import (
 from torch_mlir_lens.cli.parser import EXIT_FAILED, EXIT_NO_RUN, EXIT_OK
 from torch_mlir_lens.protocol.results import ErrorKind
 from torch_mlir_lens.protocol.verify_results import VerifyOutput, VerifyResult, dims_text
+from torch_mlir_lens.rules.iree_targets import IREE_TARGETS
 from torch_mlir_lens.rules.targets import BACKENDS
 
 EXIT_MISMATCH = EXIT_FAILED
@@ -64,9 +66,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="absolute tolerance for float outputs (default per dtype)")
     verify.add_argument("--opt-level", type=int, choices=range(4), default=0, metavar="N",
                         help="JIT optimisation level 0..3 (default 0: fastest feedback)")
-    verify.add_argument("--target", choices=BACKENDS, default="linalg",
+    verify.add_argument("--target", choices=(*BACKENDS, *IREE_TARGETS), default="linalg",
                         help="the backend whose IR runs (TOSA's and StableHLO's converted to "
-                             "Linalg; default linalg)")
+                             "Linalg; default linalg), or the IREE target whose compiled "
+                             "module runs on IREE's runtime")
     verify.add_argument("--json", action="store_true", help="print the result as JSON")
     return verify
 
@@ -102,6 +105,8 @@ def format_result(result: VerifyResult, path: str) -> str:
         example = " (the example's)" if check.example else ""
         lines.append(f"  at {dims_text(check.dims)}{example}: {check.message}")
         lines += _output_lines(check.outputs, "    ")
+    if result.speed:  # an IREE target's time against eager's
+        lines.append(f"  time per call: {iree_options.speed_words(result.speed)}")
     for d in result.diagnostics:
         at = where_diagnostic(d) or display(path)
         op = f" [{d.op}]" if d.op and not d.cause else ""
@@ -115,6 +120,7 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
     job = module_job(src, module, args)
+    iree_options.require([args.target])
     async with running_engine(args, make_engine, src.path) as engine:
         backend = {"target": args.target} if args.target != "linalg" else {}
         result = await engine.verify(job, rtol=args.rtol, atol=args.atol,
