@@ -32,6 +32,7 @@ def test_compile_flags_name_the_device_and_its_default_architecture() -> None:
     assert "--iree-rocm-target=gfx90a" in iree_targets.compile_flags("iree-rocm", "gfx90a")
     vulkan = iree_targets.compile_flags("iree-vulkan", None)
     assert not any(f.startswith("--iree-vulkan-target") for f in vulkan)  # IREE's default
+    assert not any(f.startswith("--iree-input-demote") for f in vulkan)  # f64 demoted
     assert iree_targets.arch_title("iree-vulkan", None) == "IREE's default"
 
 

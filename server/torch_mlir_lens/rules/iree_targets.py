@@ -45,6 +45,7 @@ class IreeDevice:
     arch_flag: str  # the flag naming the architecture (a CPU, a GPU)
     arch_words: str  # what the architecture is, in messages
     is_gpu: bool = True
+    keeps_f64: bool = True  # False: IREE's default, f64 demoted to f32 (a changed signature)
 
 
 IREE_DEVICES: dict[str, IreeDevice] = {
@@ -54,14 +55,15 @@ IREE_DEVICES: dict[str, IreeDevice] = {
     "iree-cuda": IreeDevice("cuda", "cuda", (), "--iree-cuda-target", "CUDA architecture"),
     "iree-rocm": IreeDevice("hip", "hip", (), "--iree-rocm-target", "ROCm architecture"),
     "iree-vulkan": IreeDevice("vulkan", "vulkan", (), "--iree-vulkan-target",
-                              "Vulkan target"),
+                              "Vulkan target", keeps_f64=False),
 }
 IREE_TARGETS: tuple[str, ...] = tuple(IREE_DEVICES)
 
-# Flags of every IREE compile. IREE demotes f64 to f32 by default, which changes the compiled
-# function's signature (eager's float64 inputs would no longer fit) and fails on f64 weights:
-# the compiled module keeps the types eager PyTorch computes in.
-IREE_COMMON_FLAGS: tuple[str, ...] = ("--iree-input-demote-f64-to-f32=false",)
+# IREE demotes f64 to f32 by default, which changes the compiled function's signature (eager's
+# float64 inputs would no longer fit) and fails on f64 weights: the CPU, CUDA and ROCm keep the
+# types eager PyTorch computes in. Vulkan keeps IREE's default: SPIR-V rarely has f64, and a
+# model's f64 scalars (a norm's epsilon) would otherwise fail there.
+KEEP_F64: tuple[str, ...] = ("--iree-input-demote-f64-to-f32=false",)
 
 # An architecture is one word of IREE's own spelling (`sm_80`, `gfx942`, `znver4`, `rdna3`,
 # `a100`): never a second flag.
@@ -96,7 +98,7 @@ def compile_flags(target: str, arch: str | None) -> list[str]:
     flags = [f"--iree-hal-target-device={device.hal_device}", *device.flags]
     if chosen:
         flags.append(f"{device.arch_flag}={chosen}")
-    return [*flags, *IREE_COMMON_FLAGS]
+    return [*flags, *(KEEP_F64 if device.keeps_f64 else ())]
 
 
 def arch_title(target: str, arch: str | None) -> str:

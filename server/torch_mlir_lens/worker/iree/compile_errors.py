@@ -15,6 +15,7 @@ source executable ..."): the first error speaks, and later ones only at another 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ _ARCH_REFUSALS = ("missing GPU target in #hal.executable.target", "does not prov
                   "executable targets", "Unknown Vulkan target", "Unknown ROCM target",
                   "Unknown CUDA target")
 _UNKNOWN = {"<unknown>", "-", ""}
+_PRODUCT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _INNER_LOCATION = re.compile(r" loc\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
 MESSAGE_CHARS = 400  # of IREE's words in a diagnostic (an op it prints can be long)
 
@@ -115,15 +117,24 @@ def _user_line(error: CompileError, users: UserFiles) -> tuple[str, int] | None:
 
 
 def _related(error: CompileError, users: UserFiles) -> list[RelatedLocation]:
-    """The library lines of the error's call stack, innermost first."""
+    """The library lines of the error's call stack, innermost first (this product's own
+    frames, a traced block's stubs, are no one's code)."""
     libraries = library_files()
     out = []
     for file, line in error.frames:
         if file in users:
             break
-        if libraries.is_library(file):
+        if libraries.is_library(file) and not file.startswith(_PRODUCT):
             out.append(RelatedLocation(file, line, "the library line IREE's error is at"))
     return out
+
+
+def _borrow_frames(errors: list[CompileError]) -> None:
+    """An error at an unknown location (an op a pass made) takes the call stack of the next
+    error that has one: the error wrapping it, at the dispatch region it happened in."""
+    for i, error in enumerate(errors):
+        if not error.frames:
+            error.frames = next((e.frames for e in errors[i + 1:] if e.frames), [])
 
 
 def diagnostics(errors: list[CompileError], users: UserFiles, *, target: str,
@@ -132,6 +143,7 @@ def diagnostics(errors: list[CompileError], users: UserFiles, *, target: str,
     other lines that are not wrappers of it; each at its innermost user frame."""
     out: list[LensDiagnostic] = []
     seen: set[tuple[str, int] | None] = set()
+    _borrow_frames(errors)
     for i, error in enumerate(errors):
         where = _user_line(error, users)
         if i and (where in seen or _WRAPPERS.search(error.message)):

@@ -6,7 +6,8 @@ The compiler runs as a child process (tools.py) with the target's flags
 (rules/iree_targets.py). Besides the `.vmfb` it dumps the IR at the end of each of its phases
 with locations (`--dump-compilation-phases-to`, weights elided), of which the `flow` phase is
 kept: the module cut into dispatch regions, each region's ops still carrying the Python lines
-they came from (dispatches.py). One compile gives both.
+they came from (dispatches.py). One compile gives both; a failed one runs again on one thread
+to tell which pass failed (compile_errors.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ from torch_mlir_lens.worker.iree.tools import Install, run_tool
 FLOW_PHASE = "flow"  # the phase whose IR shows the dispatch regions
 # Printing flags of the phase dumps and of the IR printed after a failed pass.
 _PRINTING = ("--mlir-print-debuginfo", "--mlir-elide-resource-strings-if-larger=64",
-             "--mlir-elide-elementsattrs-if-larger=16", "--mlir-print-ir-after-failure")
+             "--mlir-elide-elementsattrs-if-larger=16")
+# A failed compile runs again on one thread, the IR printed after the failing pass: compiled in
+# parallel, IREE prints its errors only once the parallel part ends, after every dump, so which
+# pass failed could not be told from the order of its output.
+_FAILURE = ("--mlir-disable-threading", "--mlir-print-ir-after-failure")
 _KEPT_TAIL = 20_000  # characters of the end of a failed compiler's output looked at
 
 
@@ -61,12 +66,18 @@ def compile_module(install: Install, source: CompileInput, target: str, arch: st
     seconds = time.perf_counter() - start
     flow = _phase(phases, FLOW_PHASE)
     ok = done.returncode == 0 and os.path.isfile(output)
-    errors = [] if ok else read_errors(done.stderr)
-    tail = "" if ok else "\n".join(
-        ln for ln in done.stderr[-_KEPT_TAIL:].splitlines()[-20:]
-        if ln.strip() and not ln.startswith(" "))
-    return Compiled(target, arch, output if ok else None, flow, errors, seconds, source,
-                    done.returncode, tail)
+    if ok:
+        return Compiled(target, arch, output, flow, [], seconds, source)
+    errors = read_errors(done.stderr)
+    again = run_tool(install.tool("iree-compile"),
+                     [source.path, *compile_flags(target, arch), *_PRINTING, *_FAILURE, "-o",
+                      os.path.join(folder, f"{name}.failed.vmfb")], cwd=folder)
+    ordered = read_errors(again.stderr)
+    if ordered and again.returncode != 0:
+        errors = ordered
+    tail = "\n".join(ln for ln in done.stderr[-_KEPT_TAIL:].splitlines()[-20:]
+                     if ln.strip() and not ln.startswith(" "))
+    return Compiled(target, arch, None, flow, errors, seconds, source, done.returncode, tail)
 
 
 def _phase(folder: str, phase: str) -> str | None:
