@@ -80,6 +80,7 @@ LAYERS: dict[str, int] = {
     "protocol": 4,
     "rules": 5,
     "project": 6,
+    "findings": 6,  # what a lowering found, editor-neutral: the LSP and check render it
     "views": 6,  # self-contained pages: the graph, the coverage report
     "engine": 7,
     "worker": 7,

@@ -6,18 +6,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.lsp.document import DiagRecord, Document, map_lines
 
 TEXT = "a = 1\nb = 2\nc = 3\nd = 4\n"
 
 
 def record(line: int) -> DiagRecord:
-    return DiagRecord(
-        range=types.Range(start=types.Position(line=line, character=0),
-                          end=types.Position(line=line, character=5)),
-        severity=types.DiagnosticSeverity.Error, message="m", kind="unsupported-op",
-        module="M", op="aten.x",
-    )
+    finding = Finding("tosa/aten.x", "unsupported-op", "m", "/t.py", line + 1, "/t.py", "M",
+                      1, target="tosa", op="aten.x")
+    return DiagRecord(finding, types.Range(start=types.Position(line=line, character=0),
+                                           end=types.Position(line=line, character=5)))
 
 
 def partial(

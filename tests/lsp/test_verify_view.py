@@ -59,8 +59,8 @@ def test_mismatch_on_the_class_and_at_the_diverging_line() -> None:
     records = verify_records(LINES, PATH, "Net", NAME, MISMATCH)
     assert [r.range.start.line for r in records] == [1, 3]
     assert records[0].range == NAME
-    assert "differs: output 0" in records[0].message
-    assert all(r.severity == types.DiagnosticSeverity.Warning for r in records)
+    assert "differs: output 0" in records[0].finding.message
+    assert all(r.finding.severity == "warning" for r in records)
     assert records[1].range.start.character == 8  # the code of line 4, not its indent
 
 
@@ -82,6 +82,8 @@ def test_lowering_failure_elsewhere_is_named_on_the_class() -> None:
                       "file": "/ws/other.py", "line": 9, "op": "torch.aten.fft_rfft"}],
     )
     records = verify_records(LINES, PATH, "Net", NAME, result)
-    assert records[0].severity == types.DiagnosticSeverity.Error
-    assert records[1].range == NAME and records[1].related == ("/ws/other.py:9",)
-    assert records[1].op == "aten.fft_rfft"
+    assert records[0].finding.severity == "error"
+    # On the class, and the published message names where it is (publish.py).
+    assert records[1].range == NAME
+    assert (records[1].finding.file, records[1].finding.line) == ("/ws/other.py", 9)
+    assert records[1].finding.op == "aten.fft_rfft"

@@ -27,8 +27,8 @@ def test_the_class_diagnostic_lists_every_size() -> None:
         "sizes": [_size(2, 8, True, "✓ matches eager (max err 1e-07)", example=True),
                   _size(3, 2, False, "✗ differs: output 0, max err 1")]})
     (record,) = verify_records(LINES, "/ws/net.py", "Net", NAME, result)
-    assert record.range == NAME and record.severity == types.DiagnosticSeverity.Warning
-    assert record.message.splitlines() == [
+    assert record.range == NAME and record.finding.severity == "warning"
+    assert record.finding.message.splitlines() == [
         "Net: compiled module differs at batch=3, seq=2: output 0, max err 1",
         "✓ batch=2, seq=8 (example): matches eager (max err 1e-07)",
         "✗ batch=3, seq=2: differs: output 0, max err 1"]

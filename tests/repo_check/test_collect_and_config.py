@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.project.config import ConfigError, discover_config, load_config
 from torch_mlir_lens.repo_check.baseline import BaselineError, read_baseline, write_baseline
-from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.paths import PathError, collect
 from torch_mlir_lens.repo_check.plan import ModuleTask, parse_shard, plan_modules, shard
 from torch_mlir_lens.repo_check.report import Report

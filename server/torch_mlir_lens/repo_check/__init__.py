@@ -18,8 +18,9 @@ The modules behind it:
 - `notebook_modules`, `ipynb_lines`: a notebook's modules, cell lines in reports, the .ipynb
   file lines review tools show them at;
 - `runner`: N isolated workers side by side, per-module failures, results in order;
-- `findings`, `baseline`, `report`, `assemble`: what failed, what is accepted, the exit code;
-- `rewrite_findings`: each finding's proven rewrite;
+- `baseline`, `report`, `assemble`: what is accepted, the report, the exit code (what failed is
+  `findings/`'s, made from each module's results in `runner`);
+- `rewrite_findings`: each finding's proven rewrite (`findings/proven.py`) on its report;
 - `outputs`: the formats (`text_formats`, `listing`, `sarif`: text, JSON, SARIF 2.1.0 and
   GitHub annotations) and the files written atomically; `merging`, `run_identity`: the
   shards of one run (`merge`); `progress`: the lines a long run prints.

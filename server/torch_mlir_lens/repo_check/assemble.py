@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from torch_mlir_lens.findings import Finding, make
 from torch_mlir_lens.repo_check.baseline import Baseline
-from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.plan import FileProblem, ModuleTask, Plan
 from torch_mlir_lens.repo_check.report import Report, module_key
 from torch_mlir_lens.repo_check.run_identity import plan_json
@@ -45,5 +45,5 @@ def all_findings(outcomes: list[ModuleOutcome]) -> list[Finding]:
 
 def _file_finding(problem: FileProblem) -> Finding:
     """A file-level problem (or a notebook cell's warning) as a finding of its file."""
-    return Finding(problem.kind, problem.kind, problem.message, problem.rel, problem.line,
-                   problem.rel, None, None, cell=problem.cell)
+    return make.file_problem(problem.kind, problem.message, file=problem.rel,
+                             line=problem.line, cell=problem.cell)

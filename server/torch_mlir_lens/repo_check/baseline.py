@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.repo_check.outputs import write_text_atomically
 from torch_mlir_lens.system.reading import BASELINE, read_text
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.repo_check import baseline as baselines
 from torch_mlir_lens.repo_check.assemble import all_findings, assemble_report
 from torch_mlir_lens.repo_check.check_settings import CheckSettings
 from torch_mlir_lens.repo_check.errors import CheckInputError
-from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.notebook_modules import where
 from torch_mlir_lens.repo_check.outputs import check_writable, render
 from torch_mlir_lens.repo_check.paths import Collected, PathError, collect, rel_path

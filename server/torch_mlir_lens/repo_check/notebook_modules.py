@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.repo_check.ipynb_lines import cell_file_lines, file_line
 from torch_mlir_lens.source import notebook_program
 from torch_mlir_lens.system.reading import NOTEBOOK, read_text

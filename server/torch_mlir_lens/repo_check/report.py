@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens import __version__
-from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.rules.exit_codes import check_exit_code
 
 FILE_KINDS = {"syntax-error", "load-error"}

@@ -10,16 +10,15 @@ A notebook's modules run the same way; their outcomes are then given in cell lin
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.findings import Finding, make
 from torch_mlir_lens.project.limits import usable_cpus
 from torch_mlir_lens.protocol.results import LensError, LowerResult
-from torch_mlir_lens.repo_check.findings import Finding, error_finding, module_findings
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
 from torch_mlir_lens.system.reading import SYSTEM_FILE, read_text
 
@@ -117,9 +116,9 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         entry["skipped"] = MISSING_INPUTS_NOTE
         findings = []
         if opts.require_inputs:
-            findings = [error_finding("inputs-missing", f"{task.name}: {MISSING_INPUTS_NOTE}",
-                                      rel=task.rel, line=task.line, module=task.name,
-                                      module_line=task.line)]
+            findings = [make.missing_inputs(f"{task.name}: {MISSING_INPUTS_NOTE}",
+                                            module=task.name, module_file=task.rel,
+                                            module_line=task.line, severity="error")]
         return ModuleOutcome(task, entry, findings)
     job = ModuleJob(path=task.path, module=task.name, text=text,
                     settings_inputs=dict(opts.example_inputs), workspace=opts.root,
@@ -132,18 +131,15 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
         entry["error"] = {"kind": err.kind, "message": err.message, "line": err.line}
         entry["targets"] = {t: {"ok": False, "unsupported": [], "error": err.message}
                             for t in opts.targets}
-        file = None
-        if err.file and os.path.abspath(err.file) != task.path:
-            from torch_mlir_lens.repo_check.paths import rel_path
-
-            file = rel_path(err.file, opts.root)
-        finding = error_finding(err.kind, err.message, rel=task.rel, line=err.line,
-                                module=task.name, module_line=task.line, file=file)
+        finding = make.of_error(err, module=task.name, module_file=task.rel,
+                                module_line=task.line, place=_in_root(opts.root))
         entry["seconds"] = round(time.perf_counter() - started, 3)
         return ModuleOutcome(task, entry, [finding])
     entry["targets"] = _entry_for_results(task, results)
-    findings = module_findings(results, rel=task.rel, root=opts.root,
-                               module=task.name, module_line=task.line)
+    # The errors gate (a backend's warnings and notes are the editor's).
+    findings = [f for f in make.of_results(results, module=task.name, module_file=task.rel,
+                                           module_line=task.line, place=_in_root(opts.root))
+                if f.severity == "error"]
     await _with_rewrites(engine, job, results, entry, findings, opts, task, text)
     entry["seconds"] = round(time.perf_counter() - started, 3)
     return ModuleOutcome(task, entry, findings)
@@ -171,6 +167,13 @@ async def _with_rewrites(engine: Any, job: Any, results: list[LowerResult],
     notebook = task.path.endswith(".ipynb")
     await prove_rewrites(engine, job, failing, entry, findings, None if notebook else text,
                          task.path, task.name)
+
+
+def _in_root(root: str) -> Callable[[str], str]:
+    """The worker's absolute paths as a report's: relative to the project root."""
+    from torch_mlir_lens.repo_check.paths import rel_path
+
+    return lambda path: rel_path(path, root)
 
 
 def _next_task(pending: list[ModuleTask], last_path: str | None) -> ModuleTask:
@@ -229,8 +232,8 @@ async def run_modules(
                         "file": task.rel, "name": task.name, "line": task.line,
                         "inputs": task.inputs, "targets": {},
                         "error": {"kind": "internal-error", "message": message, "line": None}},
-                        [error_finding("internal-error", message, rel=task.rel, line=None,
-                                       module=task.name, module_line=task.line)])
+                        [make.of_error(LensError("internal-error", message), module=task.name,
+                                       module_file=task.rel, module_line=task.line)])
                 outcome = _in_cells(outcome, plan)
                 outcomes[order[id(task)]] = outcome
                 if on_done is not None:

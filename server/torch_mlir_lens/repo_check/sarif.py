@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from torch_mlir_lens import __version__
-from torch_mlir_lens.repo_check.findings import Finding
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note

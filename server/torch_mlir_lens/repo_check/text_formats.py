@@ -12,8 +12,8 @@ import os
 from itertools import groupby
 from typing import Any
 
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.repo_check import notebook_modules
-from torch_mlir_lens.repo_check.findings import Finding
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note

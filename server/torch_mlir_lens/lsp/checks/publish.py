@@ -1,5 +1,10 @@
-"""Publishing: a document's records merged into LSP diagnostics (one per op and line, naming
-every backend it fails) and sent to the file, or to a notebook's cells."""
+"""Publishing: a document's records merged into LSP diagnostics (one per cause and line,
+naming every backend it fails) and sent to the file, or to a notebook's cells.
+
+The words are the findings' (`findings/merge.py`); this only turns them into LSP's shape: the
+range the record holds, the library lines and knock-on ops as related information, and the
+data the quick fixes read.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from torch_mlir_lens.findings import merge
 from torch_mlir_lens.lsp.checks import cell_positions, library_related
+from torch_mlir_lens.lsp.checks.finding_records import in_document
 from torch_mlir_lens.lsp.document import DiagRecord, Document
 from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.results import ErrorKind
-from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 if TYPE_CHECKING:
     from torch_mlir_lens.lsp.state.session import SessionState
@@ -20,88 +26,49 @@ if TYPE_CHECKING:
 SOURCE = "torch-mlir"
 
 
-def merge(records: Iterable[DiagRecord]) -> list[types.Diagnostic]:
-    """LSP diagnostics from records: one per op and line, naming every backend it fails."""
+def _key(rec: DiagRecord) -> tuple[Any, ...]:
+    finding = rec.finding
+    if finding.kind == ErrorKind.UNSUPPORTED_OP and finding.op:
+        return (rec.range.start.line, *merge.group_key(finding))
+    return (rec.range.start.line, rec.range.start.character, *merge.group_key(finding))
+
+
+def merged(records: Iterable[DiagRecord], doc: Document) -> list[types.Diagnostic]:
+    """LSP diagnostics from records: one per cause and line, naming every backend it fails."""
     groups: dict[tuple[Any, ...], list[DiagRecord]] = {}
     for rec in records:
-        if rec.kind == ErrorKind.UNSUPPORTED_OP and rec.op:
-            key: tuple[Any, ...] = ("op", rec.range.start.line, rec.cause or rec.op)
-        else:
-            key = ("other", rec.range.start.line, rec.range.start.character, rec.kind,
-                   rec.message)
-        groups.setdefault(key, []).append(rec)
-    out = []
-    for key, recs in groups.items():
-        first = recs[0]
-        targets = sorted(
-            {t for r in recs for t in r.targets},
-            key=lambda t: BACKENDS.index(t) if t in BACKENDS else len(BACKENDS),
-        )
-        if key[0] == "op":
-            names = ", ".join(target_title(t) for t in targets)
-            message = f"{first.cause or first.op} cannot be lowered to " \
-                      f"{names or 'a checked backend'}"
-            detail = first.message.strip()
-            if detail and detail != message and len(recs) == 1 and first.cause is None \
-                    and "cannot be lowered" not in detail:
-                message += f": {detail}"
-            message += _reasons(recs)
-            code = first.op
-        else:
-            message, code = first.message, first.kind
-            if first.kind == ErrorKind.LOWERING_ERROR and targets:
-                message = f"{message} ({', '.join(target_title(t) for t in targets)})"
-        if first.related:
-            message = f"{message} (at {', '.join(first.related)})"
-        library = library_related.collect(recs)
-        message = library_related.name_in_message(message, library)
-        notes = list(dict.fromkeys(n for r in recs for n in r.notes))
-        out.append(
-            types.Diagnostic(
-                range=first.range,
-                message=message,
-                severity=first.severity,
-                code=code,
-                source=SOURCE,
-                data={"module": first.module, "kind": first.kind, "targets": targets,
-                      **_offers(recs)},
-                related_information=library_related.information(library) + [
-                    types.DiagnosticRelatedInformation(
-                        location=types.Location(
-                            uri=convert.path_to_uri(file),
-                            range=types.Range(start=types.Position(line=line - 1, character=0),
-                                              end=types.Position(line=line - 1, character=0)),
-                        ),
-                        message=text,
-                    )
-                    for file, line, text in notes
-                ] or None,
-            )
-        )
+        groups.setdefault(_key(rec), []).append(rec)
+    out = [_diagnostic(recs, doc) for recs in groups.values()]
     out.sort(key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))
     return out
 
 
-def _reasons(recs: list[DiagRecord]) -> str:
-    """Why each backend refuses the op: " (reason)" when all say the same, else each named."""
-    said = {t: r.reason for r in recs if r.reason for t in r.targets}
-    if not said:
-        return ""
-    if len(set(said.values())) == 1:
-        return f" ({next(iter(said.values()))})"
-    return " (" + "; ".join(f"{target_title(t)}: {why}" for t, why in said.items()) + ")"
-
-
-def _offers(recs: list[DiagRecord]) -> dict[str, Any]:
-    """The quick fixes' data: the proven rewrites per backend (code_actions.py reads them)."""
-    out = [{"target": t, "rewrites": list(r.offer[0]), "maxAbs": r.offer[1], "op": r.op}
-           for r in recs if r.offer is not None for t in r.targets]
-    return {"rewrites": out} if out else {}
+def _diagnostic(recs: list[DiagRecord], doc: Document) -> types.Diagnostic:
+    one = merge.merged([r.finding for r in recs])
+    first = one.first
+    message = one.message
+    if first.file and first.line and not in_document(first, doc):
+        message = f"{message} (at {first.file}:{first.line})"
+    data: dict[str, Any] = {"module": first.module or "", "kind": str(first.kind),
+                            "targets": one.targets}
+    if one.rewrites:
+        data["rewrites"] = one.rewrites  # the quick fixes' (features/rewrite_fixes.py)
+    return types.Diagnostic(
+        range=recs[0].range,
+        message=message,
+        severity=convert.lsp_severity(first.severity),
+        code=one.code,
+        source=SOURCE,
+        data=data,
+        related_information=library_related.information(one.related)
+        + library_related.notes(one.knock_on) or None,
+    )
 
 
 def publish(session: SessionState, doc: Document) -> None:
     """Send the document's merged diagnostics."""
-    diagnostics = [] if session.settings.diagnostics == "off" else merge(doc.diagnostic_records())
+    diagnostics = [] if session.settings.diagnostics == "off" else merged(
+        doc.diagnostic_records(), doc)
     if doc.notebook is not None:
         doc.cells_published(cell_positions.publish(session, doc, diagnostics,
                                                    doc.published_cells))

@@ -61,7 +61,8 @@ def _show_verify(
         rng = convert.name_range(lines, info.line, info.name_col, info.name_end_col, info.name)
     else:
         rng = convert.line_range(lines, 1)
-    records = verify_view.verify_records(lines, doc.path, module, rng, result)
+    records = verify_view.verify_records(lines, doc.path, module, rng, result,
+                                         info.line if info is not None else None)
     if not doc.record_verify(stamp, module, result, records):
         return  # closed or edited meanwhile: the verdict is of another text
     publish(session, doc)

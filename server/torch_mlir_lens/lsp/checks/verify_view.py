@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
+from torch_mlir_lens.findings import make
 from torch_mlir_lens.lsp.document import DiagRecord
 from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.lsp.wire.lens_specs import VERIFY_TITLE
-from torch_mlir_lens.protocol.results import ErrorKind
-from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 
 LENS_TITLE = VERIFY_TITLE
 MAX_TITLE = 70
@@ -35,14 +35,6 @@ def lens_title(result: VerifyResult | None) -> str:
     if len(message) > MAX_TITLE:
         message = message[: MAX_TITLE - 1] + "…"
     return message
-
-
-def size_lines(result: VerifyResult) -> str:
-    """Each size of the dynamic dims that was run, one line each (empty without any)."""
-    return "".join(
-        f"\n{'✓' if c.ok else '✗'} {dims_text(c.dims)}"
-        f"{' (example)' if c.example else ''}: {c.message.lstrip('✓✗ ')}"
-        for c in result.sizes)
 
 
 def _same_file(a: str, b: str | None) -> bool:
@@ -60,6 +52,7 @@ def verify_records(
     module: str,
     name_range: types.Range,
     result: VerifyResult,
+    module_line: int | None = None,
 ) -> list[DiagRecord]:
     """Diagnostics of one Verify result in the document at `path`.
 
@@ -68,31 +61,11 @@ def verify_records(
     its line (the first diverging line, lowering errors). Findings in other files are named on
     the class.
     """
-    if result.ok:
-        return []
-    kind = result.kind or ErrorKind.VERIFY_ERROR
-    mismatch = kind == ErrorKind.VERIFY_MISMATCH
-    severity = types.DiagnosticSeverity.Warning if mismatch else types.DiagnosticSeverity.Error
-    verdict = (result.message or "✗ verify failed").lstrip("✗ ").strip()
-    message = f"{module}: compiled module {verdict}" if mismatch else \
-        f"{module}: verify failed: {verdict}"
-    records = [DiagRecord(
-        range=name_range, severity=severity, message=message + size_lines(result),
-        kind=kind, module=module, targets=("llvm",),
-    )]
-    for diag in result.diagnostics:
-        file, line = diag.file, diag.line
-        if not file or not line:
-            continue  # already said by the verdict on the class
-        here = _same_file(file, path)
-        records.append(DiagRecord(
-            range=convert.line_range(lines, line) if here else name_range,
-            severity=severity if mismatch else convert.lsp_severity(diag.severity),
-            message=diag.message,
-            kind=diag.kind or kind,
-            module=module,
-            op=convert.short_op(diag.op),
-            targets=(diag.target or "llvm",),
-            related=() if here else (f"{file}:{line}",),
-        ))
-    return records
+    out = []
+    for finding in make.of_verify(result, module=module, module_file=path or "",
+                                  module_line=module_line):
+        here = not finding.on_module and finding.line is not None and (
+            finding.file is None or _same_file(finding.file, path))
+        out.append(DiagRecord(finding, convert.line_range(lines, finding.line)
+                              if here and finding.line else name_range))
+    return out

@@ -6,31 +6,27 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
+from torch_mlir_lens.findings import Finding
 from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.rules.verdict import backend_verdict
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DiagRecord:
-    """One diagnostic before merging: what one module's check found at one range."""
+    """A finding placed in this document: the finding (`findings/`: what it says) and its
+    range, which follows its line as the text is edited (`line_moves.py`)."""
 
+    finding: Finding
     range: types.Range
-    severity: types.DiagnosticSeverity
-    message: str
-    kind: str
-    module: str
-    op: str | None = None
-    targets: tuple[str, ...] = ()
-    related: tuple[str, ...] = ()  # "file:line" notes for findings outside this file
-    # (file, line, message) of the library lines behind a finding inside library code
-    library: tuple[tuple[str, int, str], ...] = ()
-    cause: str | None = None  # an unsupported op's cause, as worded by the worker
-    # knock-on ops folded into this one: (file, 1-based line, message)
-    notes: tuple[tuple[str, int, str], ...] = ()
-    reason: str | None = None  # why the backend refuses the op, when known
-    # The proven rewrites taking the module past it on its backend: (names, max error), with
-    # the targets they were proven on (lsp/checks/rewrite_offers.py).
-    offer: tuple[tuple[str, ...], float | None] | None = None
+
+    @property
+    def module(self) -> str:
+        """The module whose check found it ("" for a finding of the whole file)."""
+        return self.finding.module or ""
+
+    @property
+    def kind(self) -> str:
+        return str(self.finding.kind)
 
 
 @dataclass

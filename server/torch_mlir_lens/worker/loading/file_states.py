@@ -42,8 +42,17 @@ def module_file(module: Any) -> str | None:
 
 @functools.lru_cache(maxsize=4096)  # every user module is asked about at each job
 def is_user_source(path: str) -> bool:
-    """A `.py` file of the user's (not an installed library's, not the standard library)."""
-    return path.endswith(".py") and not is_library_file(path)
+    """A `.py` file of the user's (not an installed library's, not the standard library, not
+    this product's own: its build is part of every cache key already)."""
+    return path.endswith(".py") and not is_library_file(path) and not is_product_file(path)
+
+
+_PRODUCT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def is_product_file(path: str) -> bool:
+    """A file of this package (an editable checkout is not "installed", yet not the user's)."""
+    return os.path.realpath(path).startswith(_PRODUCT + os.sep)
 
 
 def record(path: str, data: bytes) -> None:

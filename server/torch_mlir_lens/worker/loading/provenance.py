@@ -65,6 +65,11 @@ def _is_library(real: str) -> bool:
     return in_installed_package(real) or real.startswith(_library_roots())
 
 
+def _is_ours(real: str) -> bool:
+    """This product's own modules (imported lazily during a job): its build is keyed already."""
+    return file_states.is_product_file(real)
+
+
 def file_digest(path: str) -> str | None:
     """sha256 of a file's bytes, or None when it cannot be read."""
     return digest_of(path)  # bounded, regular files only
@@ -103,6 +108,8 @@ def provenance(job_path: str, loaded_by_path: Iterable[str] = (), *,
             continue
         path = os.path.abspath(file)
         real = os.path.realpath(path)
+        if _is_ours(real):
+            continue
         if _is_library(real):
             tops.add(name.partition(".")[0])
         elif path != own and (now := file_digest(path)) is not None:
