@@ -250,3 +250,18 @@ def test_the_exported_vmfb_runs_outside_the_product_with_eagers_results(
         expected = namespace["MLP"]()(x).numpy()
     np.testing.assert_allclose(np.load(tmp_path / "output0.npy"), expected, rtol=1e-5,
                                atol=1e-5)
+
+
+def test_a_library_models_dispatches_name_the_library_lines_inside_the_users_call() -> None:
+    zoo = Path(__file__).resolve().parents[1] / "models" / "hf_zoo.py"
+    (cpu,) = _lower(zoo, "TinyGPT2", ["iree-cpu"])
+    assert cpu.ok
+    call = zoo.read_text().splitlines().index(
+        "        return self.lm(input_ids=ids).last_hidden_state") + 1
+    dispatches = cpu.stats["dispatches"]
+    assert {(line["line"]) for d in dispatches for line in d["lines"]} == {call}
+    inside = [Path(line["file"]) for d in dispatches for line in d.get("library_lines", [])]
+    assert "modeling_gpt2.py" in {f.name for f in inside}
+    assert all("transformers" in f.parts for f in inside)  # the library's lines, no others
+    assert [d["index"] for d in dispatches] == list(range(len(dispatches)))  # unique numbers
+    assert cpu.frames  # the pane's library chains, as every target's

@@ -203,7 +203,7 @@ def _result(lowerer: ProgramLowerer, target: str, compiled: Compiled,
             d.file, d.line = lowerer.module_file, lowerer.module_line
     return LowerResult(module=lowerer.module_name, target=target, ok=compiled.ok,
                        ir=view.text, map=view.map, diagnostics=diagnostics,
-                       stats=dict(view.stats))
+                       stats=dict(view.stats), frames=view.frames)
 
 
 def _profile(install: Install, compiled: Compiled, view: DispatchView, eager: Eager,
@@ -218,7 +218,8 @@ def _profile(install: Install, compiled: Compiled, view: DispatchView, eager: Ea
     speed = timing.time_module(loaded, inputs, eager.fn, eager.args, eager.kwargs)
     result.stats["speed"] = speed.to_json(target, IREE_DEVICES[target].driver)
     with tempfile.TemporaryDirectory(prefix="torch-mlir-lens-profile-") as folder:
-        times = timing.profile_dispatches(install, compiled.vmfb, inputs, folder)
+        times = timing.profile_dispatches(install, compiled.vmfb, inputs, folder,
+                                          timing.profile_calls(speed.compiled_ms))
     for d in view.dispatches:
         d.time_ms = times.get(d.entry)
     result.stats["dispatches"] = [d.to_json() for d in view.dispatches]

@@ -36,7 +36,8 @@ from torch_mlir_lens.worker.iree.tools import Install, run_tool
 BATCH_S = 0.02  # a batch of calls lasts at least this long (its mean is one sample)
 MAX_BATCH = 100  # calls in a batch at most
 REPEATS = 5  # batches per side, the two sides alternating
-PROFILE_CALLS = 50  # calls of the profiled module
+PROFILE_CALLS = 50  # calls of the profiled module at most
+PROFILE_S = 1.0  # and about this long at most (at least 3 calls)
 
 
 @dataclass
@@ -98,13 +99,18 @@ def time_module(loaded: Loaded, inputs: list[np.ndarray], fn: Callable[..., Any]
     return Speed(best[0], best[1], cpu_threads(), REPEATS * min(sizes))
 
 
+def profile_calls(call_ms: float) -> int:
+    """How many calls a profile makes of a module taking `call_ms` per call."""
+    return max(3, min(PROFILE_CALLS, int(PROFILE_S * 1000.0 / max(call_ms, 1e-6))))
+
+
 def profile_dispatches(install: Install, vmfb: str, inputs: list[np.ndarray],
-                       folder: str) -> dict[str, float]:
-    """Each dispatch entry point's time per call (ms), from IREE's HAL profiling of
-    PROFILE_CALLS calls on the CPU driver; {} when the tools cannot say."""
+                       folder: str, calls: int = PROFILE_CALLS) -> dict[str, float]:
+    """Each dispatch entry point's time per call (ms), from IREE's HAL profiling of `calls`
+    calls on the CPU driver; {} when the tools cannot say."""
     args = [f"--module={vmfb}", "--device=local-task", "--function=main",
             f"--task_topology_max_group_count={cpu_threads()}",
-            f"--benchmark_min_time={PROFILE_CALLS}x", "--benchmark_repetitions=1",
+            f"--benchmark_min_time={calls}x", "--benchmark_repetitions=1",
             "--device_profiling_mode=host-execution"]
     for i, array in enumerate(inputs):
         path = os.path.join(folder, f"input{i}.npy")
@@ -127,7 +133,7 @@ def profile_dispatches(install: Install, vmfb: str, inputs: list[np.ndarray],
             continue
         if row.get("type") in ("host_dispatch_group", "dispatch_group") and row.get("key"):
             total = float(row.get("total_ns") or 0.0)
-            times[str(row["key"])] = times.get(str(row["key"]), 0.0) + total / PROFILE_CALLS / 1e6
+            times[str(row["key"])] = times.get(str(row["key"]), 0.0) + total / calls / 1e6
     return times
 
 
@@ -149,4 +155,4 @@ def line_costs(dispatches: list[Dispatch]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (-r["ms"], r["file"], r["line"]))
 
 
-__all__ = ["Speed", "line_costs", "profile_dispatches", "time_module"]
+__all__ = ["Speed", "line_costs", "profile_calls", "profile_dispatches", "time_module"]
