@@ -22,6 +22,7 @@ from bench.figures import (
     fig15_rewrites,
     fig16_beyond,
     fig17_onnx,
+    fig18_iree,
 )
 
 FIGURES: list[ModuleType] = [
@@ -42,4 +43,5 @@ FIGURES: list[ModuleType] = [
     fig15_rewrites,
     fig16_beyond,
     fig17_onnx,
+    fig18_iree,
 ]
