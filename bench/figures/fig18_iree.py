@@ -1,15 +1,16 @@
 """Figure 18: the IREE targets over the product's corpora.
 
 Linalg → IREE CPU → Verify, the GPU targets compiled without a GPU, the compiled module's time
-against eager's, IREE's compile time against the lowering's. `bench/iree_sweep.py` (in a process of its own, each module in a forked child) takes the
-`examples/` models, every architecture of the zoo (`tests/models/hf_zoo.py`) and a sample of
-the broad sweep (`tests/models/broad_zoo.py`: every Nth architecture the product lowered to
-Linalg in its last run), and lowers each to Linalg and to the four IREE targets through the
-worker's job handlers; where IREE CPU compiled it, Verify on IREE's runtime against eager,
-which also times both on the same inputs (one thread each, the default: a barrier of several
-threads on a machine shared with other work loses whole time slices, which says nothing of
-either side). Every row goes to `bench/IREE_TARGETS.md`. Targets: every module that lowers
-to Linalg compiles for IREE CPU and verifies; every IREE error has its line.
+against eager's, IREE's compile time against the lowering's. `bench/iree_sweep.py` (in a
+process of its own, each module in a forked child) takes the `examples/` models, every
+architecture of the zoo (`tests/models/hf_zoo.py`) and a sample of the broad sweep
+(`tests/models/broad_zoo.py`: every Nth architecture the product lowered to Linalg in its last
+run), and lowers each to Linalg and to the four IREE targets through the worker's job handlers;
+where IREE CPU compiled it, Verify on IREE's runtime against eager, which also times both on
+the same inputs (one thread each, the default: a barrier of several threads on a machine shared
+with other work loses whole time slices, which says nothing of either side). Every row goes to
+`bench/IREE_TARGETS.md`. Targets: every module that lowers to Linalg compiles for IREE CPU and
+verifies; every IREE error has its line.
 """
 
 from __future__ import annotations
