@@ -8,6 +8,7 @@ features annotate their `server` parameter with the server type they are given).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -155,3 +156,18 @@ def test_the_repository_check_exports_what_it_lists_without_loading_it() -> None
             "missing = [n for n in rc.__all__ if getattr(rc, n, None) is None]\n"
             "print(before, missing, 'torch' in sys.modules)\n")
     assert _printed_by(code) == ["[]", "[]", "False"]
+
+
+def test_the_repository_check_exports_what_the_cli_needs_and_no_more() -> None:
+    """Each name `repo_check` exports is used by the command line (a name only a test or
+    another package uses does not belong at the door)."""
+    import torch_mlir_lens.repo_check as rc
+
+    cli_text = "\n".join(p.read_text(encoding="utf-8")
+                         for p in (PACKAGE_DIR / "cli").glob("*.py"))
+    unused = [name for name in rc.__all__ if not re.search(
+        rf"repo_check\.{name}\b|repo_check import [^\n]*\b{name}\b|\b{name}\b[^\n]*#\s*type",
+        cli_text)]
+    # Types the command line only annotates with are allowed by their role, not by a use.
+    unused = [n for n in unused if n not in ("CheckResult", "CheckSettings", "MergedReport")]
+    assert unused == [], f"exported but unused by the command line: {unused}"

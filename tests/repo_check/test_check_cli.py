@@ -144,3 +144,27 @@ def test_crash_and_hang_stay_with_their_module_on_parallel_workers(tmp_path: Pat
     assert by_name["Block"]["inputs"] == "derived"
     assert data["summary"] == {"files": 7, "modules": 6, "skipped": 0, "failing": 4, "ok": 2,
                                "findings": 5, "new": 5, "baselined": 0, "problems": 1}
+
+
+def test_inputs_named_on_the_command_line_check_one_module_through_the_same_gate(
+        tmp_path: Path) -> None:
+    """`check FILE --inputs EXPR` is a mode of the one check path: the named module (else the
+    file's first) lowered with those inputs, reported as any other check; inputs that cannot
+    be used are the command's bad input, at their line; they name one FILE."""
+    (tmp_path / "m.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass A(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n\n\n"
+        "class B(nn.Module):\n    def forward(self, x):\n        return torch.erfinv(x)\n")
+    proc = run("check", "m.py", "--module", "B", "--inputs", "(torch.randn(2, 3),)",
+               "--targets", "tosa", "--json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # erfinv: TOSA refuses it
+    (entry,) = json.loads(proc.stdout)["modules"]
+    assert (entry["name"], entry["inputs"]) == ("B", "given")
+    assert entry["targets"]["tosa"]["unsupported"][0]["op"].endswith("aten.erfinv")
+    first = run("check", "m.py", "--inputs", "(torch.randn(2, 3),)", "--targets", "linalg",
+                cwd=tmp_path)
+    assert first.returncode == 0 and "A (line 5): linalg ok" in first.stdout, first.stdout
+    one_line_error(run("check", "m.py", "--inputs", "(torch.randn(2, 3)", cwd=tmp_path),
+                   "m.py:", "--inputs expression", "was never closed")
+    one_line_error(run("check", "m.py", "m.py", "--inputs", "(1,)", cwd=tmp_path),
+                   "give one FILE")

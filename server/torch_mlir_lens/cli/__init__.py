@@ -25,7 +25,7 @@ The user's code runs in the worker process (the same one the language server use
 this process, which does not import torch: a module that crashes cannot take the CLI down.
 
 Layout: `dispatch.py` builds the parser and dispatches; `common.py` has what the commands
-share; one module per command (`lower`, `check` (→ `check_file` for explicit inputs), `merge`,
+share; one module per command (`lower`, `check` (one check path, inputs named or not), `merge`,
 `export` (+ `emit_python`), `verify`, `serve`), each with `add_parser(sub)` and
 `run(args, ...)`. `check` and `merge` parse and print: the check gate itself is
 `repo_check.run(settings)`, whose package is all of `repo_check` they import. This module

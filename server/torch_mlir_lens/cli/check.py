@@ -2,9 +2,9 @@
 it prints.
 
 The settings are resolved by `repo_check` (command line, else `[tool.torch-mlir-lens]` of the
-closest pyproject.toml, else the defaults); then a repository runs through `repo_check.run`
-and its report goes to stdout or to `-o`, or, for explicit inputs (or one notebook), one file's
-modules run through the single-module check (`check_file`).
+closest pyproject.toml, else the defaults); then every check, of a repository or of one file's
+module with the inputs named here (`--inputs`...), runs through `repo_check.run`, and its
+report goes to stdout or to `-o`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from torch_mlir_lens.cli.common import EngineFactory, add_cache, add_inputs, make_engine
+from torch_mlir_lens.cli.common import add_cache, add_inputs
 from torch_mlir_lens.cli.report_output import as_cli_error, emit
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.rules.targets import BACKENDS
@@ -61,8 +61,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return check
 
 
-async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
-    """`check PATH…`: a repository (the check gate); explicit inputs: one module (check_file).
+async def run(args: argparse.Namespace) -> int:
+    """`check PATH…`: the check gate, of a repository or of one module with named inputs.
 
     A signal (Ctrl-C, SIGTERM, SIGHUP) ends the workers and exits 128 + its number (`main`)."""
     from torch_mlir_lens import repo_check
@@ -72,11 +72,6 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         settings = repo_check.resolve_settings(
             repo_check.CommandLine.from_values(vars(args)),
             repo_check.read_project_config(args.config, cwd), cwd)
-        if _single_module_run(args):
-            from torch_mlir_lens.cli import check_file
-
-            return await check_file.run(check_file.resolved_args(args, settings),
-                                        settings.targets, make_engine)
         result = await repo_check.run(settings)
         emit(result.text(settings.fmt, settings.root), settings.output)
     if result.cache_note:
@@ -84,9 +79,3 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     if settings.output is not None and result.report is not None:
         sys.stderr.write(result.summary + "\n")
     return result.exit_code
-
-
-def _single_module_run(args: argparse.Namespace) -> bool:
-    """Explicit inputs name one module of one file (or notebook): the single-file `check`
-    handles it."""
-    return bool(args.inputs or args.inputs_file or args.init) and len(args.paths) <= 1

@@ -240,7 +240,8 @@ def pick_module(src: Source, name: str | None, line: int | None) -> str:
 
 def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
     """The engine's ModuleJob for `module` of `src`, with the command's inputs options."""
-    from torch_mlir_lens.engine import ModuleJob
+    from torch_mlir_lens.engine import GivenInputs, JobSettings
+    from torch_mlir_lens.engine import module_job as build
 
     if args.inputs_file and not os.path.isfile(args.inputs_file):
         raise CliError("no such file (--inputs-file)", file=args.inputs_file)
@@ -249,14 +250,14 @@ def module_job(src: Source, module: str, args: argparse.Namespace) -> Any:
         text = None  # the engine keys the job by the model's digest; the worker reads it
     if src.notebook is not None:  # the cells up to the module's: a later cell never runs
         text = notebook_program.module_text(src.notebook, src.modules, module)
-    return ModuleJob(
-        path=src.path, module=module, text=text, inputs=args.inputs,
-        inputs_file=os.path.abspath(args.inputs_file) if args.inputs_file else None,
-        init=args.init, workspace=os.getcwd(), strict=args.strict,
-        rewrites=rewrite_items(getattr(args, "rewrites", None)),
-        inline_blocks=getattr(args, "inline_blocks", False),
-        via=getattr(args, "via", None) or "fx", dims=dim_sizes(getattr(args, "dim", None)),
-    )
+    return build(
+        src.path, module, text=text, workspace=os.getcwd(),
+        settings=JobSettings(strict_export=args.strict,
+                             rewrites=tuple(rewrite_items(getattr(args, "rewrites", None))),
+                             inline_blocks=getattr(args, "inline_blocks", False)),
+        given=GivenInputs(args.inputs, os.path.abspath(args.inputs_file)
+                          if args.inputs_file else None, args.init),
+        via=getattr(args, "via", None) or "fx", dims=dim_sizes(getattr(args, "dim", None)))
 
 
 def dim_sizes(items: list[str] | None) -> dict[str, int]:

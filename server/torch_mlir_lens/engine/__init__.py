@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from torch_mlir_lens.engine.engine import Engine, EngineConfig, ModuleJob
+    from torch_mlir_lens.engine.module_jobs import GivenInputs, JobSettings, module_job
     from torch_mlir_lens.engine.worker_client import WorkerClient
 
-__all__ = ["Engine", "EngineConfig", "ModuleJob", "WorkerClient"]
+__all__ = ["Engine", "EngineConfig", "GivenInputs", "JobSettings", "ModuleJob",
+           "WorkerClient", "module_job"]
 _HOMES = {"Engine": "engine", "EngineConfig": "engine", "ModuleJob": "engine",
-          "WorkerClient": "worker_client"}
+          "WorkerClient": "worker_client", "GivenInputs": "module_jobs",
+          "JobSettings": "module_jobs", "module_job": "module_jobs"}
 
 
 def __getattr__(name: str) -> Any:

@@ -44,15 +44,8 @@ if TYPE_CHECKING:
     )
     from torch_mlir_lens.repo_check.errors import CheckInputError
     from torch_mlir_lens.repo_check.gate import CheckResult, run
-    from torch_mlir_lens.repo_check.listing import file_listing
     from torch_mlir_lens.repo_check.merging import MergedReport, merge_reports
     from torch_mlir_lens.repo_check.outputs import FORMATS, check_writable, write_report
-    from torch_mlir_lens.repo_check.report import Report
-    from torch_mlir_lens.repo_check.rewrite_findings import (
-        add_rewrites,
-        add_used,
-        prove_rewrites,
-    )
 
 # name → the module that defines it
 _EXPORTS = {
@@ -61,18 +54,15 @@ _EXPORTS = {
     "resolve_settings": "check_settings",
     "read_project_config": "check_settings",
     "CheckInputError": "errors",
-    "Report": "report",
     "FORMATS": "outputs", "check_writable": "outputs", "write_report": "outputs",
     "merge_reports": "merging", "MergedReport": "merging",
-    # the single-module check words its listing and rewrites as the repository check does
-    "file_listing": "listing", "add_rewrites": "rewrite_findings", "add_used": "rewrite_findings",
-    "prove_rewrites": "rewrite_findings",
 }
 
+# What the command line needs, and no more (tests/test_imports.py holds it to that).
 __all__ = [
     "FORMATS", "CheckInputError", "CheckResult", "CheckSettings", "CommandLine", "MergedReport",
-    "Report", "add_rewrites", "add_used", "check_writable", "file_listing", "merge_reports",
-    "prove_rewrites", "read_project_config", "resolve_settings", "run", "write_report",
+    "check_writable", "merge_reports", "read_project_config", "resolve_settings", "run",
+    "write_report",
 ]
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from torch_mlir_lens import defaults
+from torch_mlir_lens.engine.module_jobs import GivenInputs
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.project.config import (
     ConfigError,
@@ -57,6 +58,11 @@ class CommandLine:
     rewrites: str | None = None  # comma-separated items, `auto` or `off`, as typed
     inline_blocks: bool = False
     cache_dir: str | None = None
+    # One module's example inputs, named here: the module of the one FILE (`--module`, else
+    # its first), lowered with them.
+    inputs: str | None = None
+    inputs_file: str | None = None
+    init: str | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> CommandLine:
@@ -96,6 +102,7 @@ class CheckSettings:
     prove_rewrites: bool  # say per finding whether a proven rewrite exists (`--rewrites off`)
     inline_blocks: bool
     notes: tuple[str, ...] = ()  # what resolving changed of what was asked (a capped -j)
+    given_inputs: GivenInputs | None = None  # the command line's, for one module
 
 
 def read_project_config(path: str | None, cwd: str) -> ProjectConfig:
@@ -137,7 +144,22 @@ def resolve_settings(given: CommandLine, cfg: ProjectConfig, cwd: str) -> CheckS
         require_inputs=given.require_inputs, cache_dir=given.cache_dir,
         rewrites=tuple(_rewrites(given.rewrites) or cfg.rewrites),
         prove_rewrites=(given.rewrites or "").strip() != "off",
-        inline_blocks=given.inline_blocks, notes=(note,) if note else ())
+        inline_blocks=given.inline_blocks, notes=(note,) if note else (),
+        given_inputs=_given_inputs(given))
+
+
+def _given_inputs(given: CommandLine) -> GivenInputs | None:
+    """The example inputs named on the command line, for the module of its one FILE."""
+    inputs = GivenInputs(given.inputs, os.path.abspath(given.inputs_file)
+                         if given.inputs_file else None, given.init)
+    if not inputs:
+        return None
+    if len(given.paths) != 1 or not os.path.isfile(given.paths[0]):
+        raise CheckInputError("--inputs, --inputs-file and --init name one module's inputs: "
+                              "give one FILE (and --module when it holds several)")
+    if inputs.inputs_file and not os.path.isfile(inputs.inputs_file):
+        raise CheckInputError("no such file (--inputs-file)", given.inputs_file)
+    return inputs
 
 
 def _targets(text: str | None, cfg: ProjectConfig) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 from torch_mlir_lens.findings import Finding
@@ -36,7 +36,7 @@ from torch_mlir_lens.repo_check.runner import (
     run_modules,
 )
 from torch_mlir_lens.repo_check.text_formats import summary_line
-from torch_mlir_lens.rules.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from torch_mlir_lens.rules.exit_codes import EXIT_BAD_INPUT, EXIT_OK, exit_code_for
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ async def run(settings: CheckSettings, log: TextIO | None = None) -> CheckResult
     _warn_if_memory_short(settings.jobs, settings.memory_mb, out)
     opts = _run_options(settings)
     outcomes = await _lower_all(tasks, plan, opts, out)
+    if settings.given_inputs:
+        _refuse_given_inputs(outcomes)
     config = config_json(timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb,
                          strict_export=opts.strict_export, require_inputs=opts.require_inputs,
                          example_inputs=opts.example_inputs,
@@ -110,7 +112,7 @@ def _run_options(settings: CheckSettings) -> RunOptions:
         example_inputs=dict(settings.example_inputs), strict_export=settings.strict_export,
         require_inputs=settings.require_inputs, cache_dir=settings.cache_dir,
         rewrites=list(settings.rewrites), prove_rewrites=settings.prove_rewrites,
-        inline_blocks=settings.inline_blocks)
+        inline_blocks=settings.inline_blocks, given_inputs=settings.given_inputs)
 
 
 def _collect(settings: CheckSettings, out: TextIO) -> Collected:
@@ -137,8 +139,21 @@ def _plan(settings: CheckSettings, collected: Collected,
         out.write(f"{where(w.rel, w.line, w.cell)}: warning: {w.message}\n")
     if settings.module and not plan.tasks:
         raise CheckInputError(f"no module named {settings.module!r} in the given paths")
+    if settings.given_inputs and plan.tasks:
+        # The inputs named are one module's: the one named, else the file's first, as given.
+        plan.tasks[:] = [replace(plan.tasks[0], inputs="given")]
     tasks = plan.tasks if settings.shard is None else shard(plan.tasks, *settings.shard)
     return plan, tasks
+
+
+def _refuse_given_inputs(outcomes: list[ModuleOutcome]) -> None:
+    """Inputs named on the command line that cannot be used are the command's bad input (the
+    located one-line error, exit 2), not a finding of the module."""
+    for outcome in outcomes:
+        for f in outcome.findings:
+            if exit_code_for(str(f.kind)) == EXIT_BAD_INPUT:
+                where = f"{f.file}:{f.line}" if f.line else f.file
+                raise CheckInputError(f"{f.message}", where)
 
 
 def _read_baseline(path: str | None, writing: bool) -> baselines.Baseline | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.engine.module_jobs import GivenInputs
 from torch_mlir_lens.findings import Finding, make
 from torch_mlir_lens.project.limits import usable_cpus
 from torch_mlir_lens.protocol.results import LensError, LowerResult
@@ -42,6 +43,8 @@ class RunOptions:
     rewrites: list[str] = field(default_factory=list)  # `--rewrites` / the project's items
     prove_rewrites: bool = True  # say per finding whether a proven rewrite exists
     inline_blocks: bool = False  # repeated blocks inline, not one function each
+    # The example inputs the command line named (`--inputs`...): the one module checked.
+    given_inputs: GivenInputs | None = None
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
@@ -108,7 +111,7 @@ async def _count_blocks(engine: Any, opts: RunOptions) -> None:
 
 async def _check_one(engine: Any, task: ModuleTask, text: str,
                      opts: RunOptions) -> ModuleOutcome:
-    from torch_mlir_lens.engine import ModuleJob
+    from torch_mlir_lens.engine import JobSettings, module_job
 
     entry: dict[str, Any] = {"file": task.rel, "name": task.name, "line": task.line,
                              "inputs": task.inputs, "targets": {}}
@@ -120,10 +123,12 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
                                             module=task.name, module_file=task.rel,
                                             module_line=task.line, severity="error")]
         return ModuleOutcome(task, entry, findings)
-    job = ModuleJob(path=task.path, module=task.name, text=text,
-                    settings_inputs=dict(opts.example_inputs), workspace=opts.root,
-                    strict=opts.strict_export, rewrites=list(opts.rewrites),
-                    inline_blocks=opts.inline_blocks)
+    job = module_job(task.path, task.name, text=text, workspace=opts.root,
+                     settings=JobSettings(example_inputs=dict(opts.example_inputs),
+                                          strict_export=opts.strict_export,
+                                          rewrites=tuple(opts.rewrites),
+                                          inline_blocks=opts.inline_blocks),
+                     given=opts.given_inputs)
     started = time.perf_counter()
     try:
         results = await engine.lower(job, targets=opts.targets)

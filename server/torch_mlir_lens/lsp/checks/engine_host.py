@@ -207,23 +207,21 @@ class EngineHost:
     def job(self, doc: Document, module: str, inline_blocks: bool | None = None) -> ModuleJob:
         """The engine job for `module` of the document's current text (`inline_blocks`:
         None for the `stitchBlocks` setting)."""
-        from torch_mlir_lens.engine import ModuleJob
+        from torch_mlir_lens.engine import JobSettings, module_job
 
         if not doc.path:
             raise LensError(
                 ErrorKind.BAD_REQUEST, "Save the file first: only files on disk can be lowered."
             )
         settings = self._session.settings_for(doc.path)
-        return ModuleJob(
-            path=doc.path,
-            text=cell_positions.job_text(self._session, doc, module),
-            module=module,
-            settings_inputs=dict(settings.example_inputs),
+        return module_job(
+            doc.path, module, text=cell_positions.job_text(self._session, doc, module),
             workspace=self._import_root(doc.path),
-            strict=settings.strict_export,
-            rewrites=list(settings.rewrites),
-            inline_blocks=not settings.stitch_blocks if inline_blocks is None else inline_blocks,
-        )
+            settings=JobSettings(
+                example_inputs=dict(settings.example_inputs),
+                strict_export=settings.strict_export, rewrites=tuple(settings.rewrites),
+                inline_blocks=not settings.stitch_blocks if inline_blocks is None
+                else inline_blocks))
 
     def _import_root(self, path: str) -> str | None:
         """The folder a job of `path` may import from (the worker puts it on sys.path): the
