@@ -28,9 +28,9 @@ LAYERS = {
     f"{WORKER}.verify": 7,
     f"{WORKER}.graph": 7,
     f"{WORKER}.rewrite_jobs": 8,
-    f"{WORKER}.onnx": 8,
     f"{WORKER}.iree": 8,
-    WORKER: 9,
+    f"{WORKER}.onnx": 9,  # an ONNX model's IREE targets are compiled by iree/
+    WORKER: 10,
 }
 
 MAX_TOP_LEVEL_MODULES = 12
@@ -59,9 +59,14 @@ def test_no_import_cycle_inside_the_worker() -> None:
     assert cycles == [], f"import cycles in worker/: {cycles}"
 
 
-def test_the_worker_keeps_few_top_level_modules() -> None:
-    top = sorted(p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py")
-    assert len(top) <= MAX_TOP_LEVEL_MODULES, f"{len(top)} modules at worker/'s top: {top}"
+def test_the_worker_keeps_few_top_level_entries() -> None:
+    """Subpackages count as much as modules: eleven subpackages and twelve modules were once
+    "twelve at the top"."""
+    modules = [p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py"]
+    packages = [p.parent.name for p in WORKER_DIR.glob("*/__init__.py")]
+    top = sorted(modules + packages)
+    assert packages and modules, "the count must see both kinds"
+    assert len(top) <= MAX_TOP_LEVEL_ENTRIES, f"{len(top)} entries at worker/'s top: {top}"
 
 
 def test_the_order_reversed_is_seen_as_crossings() -> None:

@@ -19,6 +19,9 @@ What a user sees at an IREE target, in the shape every target has (protocol/resu
 - `profile` (IREE CPU): the module's time against eager's on the example inputs
   (`stats["speed"]`), each dispatch's time (`time_ms`) and each line's share
   (`stats["line_costs"]`), timing.py.
+
+The lowerer is a PyTorch program's (`ProgramLowerer`) or an ONNX model's (`worker/onnx/`, whose
+"lines" are its nodes): what is read of it is `Lowered`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import re
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from torch_mlir_lens.protocol.results import (
     ErrorKind,
@@ -39,15 +42,33 @@ from torch_mlir_lens.protocol.results import (
 )
 from torch_mlir_lens.rules.iree_targets import IREE_DEVICES, arch_error, arch_title
 from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.worker.ir.locations import UserFiles
 from torch_mlir_lens.worker.iree import compile_errors, runtime, timing
 from torch_mlir_lens.worker.iree.build import compiled_for
 from torch_mlir_lens.worker.iree.compiler import Compiled
 from torch_mlir_lens.worker.iree.dispatches import DispatchView, read_dispatches
 from torch_mlir_lens.worker.iree.tools import Install, require
-from torch_mlir_lens.worker.lowering import LowerOptions, ProgramLowerer
+from torch_mlir_lens.worker.lowering import LowerOptions
 from torch_mlir_lens.worker.verify.linalg import flat_tensors
 
 _HOPPER_AND_LATER = re.compile(r"^sm_(9\d|1\d\d)a?$")
+
+
+class Lowered(Protocol):
+    """What an IREE target reads of a lowerer: its Linalg module, its Linalg result (a module
+    that does not get there), its user files and where the module is."""
+
+    module_name: str
+    module_file: str | None
+    module_line: int | None
+    users: UserFiles
+
+    def module_for(self, target: str) -> Any:
+        """The lowered module op (LensError when it does not lower)."""
+
+    def lower(self, target: str | None, *,
+              options: LowerOptions | None = None) -> LowerResult:
+        """The target's result (a failure is a result)."""
 
 
 @dataclass
@@ -87,7 +108,7 @@ def refused_arch(target: str, arch: str | None, install: Install,
     return words
 
 
-def compile_for(lowerer: ProgramLowerer, target: str, arch: str | None, *,
+def compile_for(lowerer: Lowered, target: str, arch: str | None, *,
                 weightless: bool) -> tuple[Install, Compiled]:
     """The lowerer's Linalg module compiled for `target`. Raises LensError: IREE missing
     ("missing-dependency"), an architecture IREE refuses ("bad-request"), the module not
@@ -104,7 +125,7 @@ def compile_for(lowerer: ProgramLowerer, target: str, arch: str | None, *,
     return install, compiled
 
 
-def _linalg_failure(lowerer: ProgramLowerer, target: str,
+def _linalg_failure(lowerer: Lowered, target: str,
                     options: LowerOptions) -> LowerResult:
     """The Linalg result of a module that does not reach Linalg, as the IREE target's."""
     result = lowerer.lower("linalg", options=options)
@@ -116,12 +137,12 @@ def _linalg_failure(lowerer: ProgramLowerer, target: str,
     return result
 
 
-def _no_result(lowerer: ProgramLowerer, target: str, err: LensError) -> LowerResult:
+def _no_result(lowerer: Lowered, target: str, err: LensError) -> LowerResult:
     return LowerResult(module=lowerer.module_name, target=target, ok=False,
                        diagnostics=[_module_diag(target, err.kind, err.message)])
 
 
-def lower_target(lowerer: ProgramLowerer, target: str, *, arch: str | None, weightless: bool,
+def lower_target(lowerer: Lowered, target: str, *, arch: str | None, weightless: bool,
                  options: LowerOptions, eager: Eager | None = None,
                  profile: bool = False) -> LowerResult:
     """The IREE target's result for the lowerer's program (never raises for a module that
@@ -191,7 +212,7 @@ def _not_run(target: str, arch: str | None, facts: dict[str, Any],
     return [_module_diag(target, ErrorKind.NOT_RUN, n, Severity.INFORMATION) for n in notes]
 
 
-def _result(lowerer: ProgramLowerer, target: str, compiled: Compiled,
+def _result(lowerer: Lowered, target: str, compiled: Compiled,
             view: DispatchView | None, diagnostics: list[LensDiagnostic],
             options: LowerOptions) -> LowerResult:
     if view is None:  # failed before its dispatch regions: the Linalg it was given
@@ -226,4 +247,4 @@ def _profile(install: Install, compiled: Compiled, view: DispatchView, eager: Ea
     result.stats["line_costs"] = timing.line_costs(view.dispatches)
 
 
-__all__ = ["Eager", "compile_for", "lower_target", "refused_arch"]
+__all__ = ["Eager", "Lowered", "compile_for", "lower_target", "refused_arch"]

@@ -6,7 +6,8 @@ A job's module is the file's one graph (`source/onnx_files.THE_GRAPH`, or the gr
 name; another name is refused with the graph's). Its `rewrites` name the ONNX fixes to lower
 through (fixes.py: `opset`, `shapes`, `fold`; `auto`: each that is proven, in that order);
 `dims` give the dynamic dims' sizes. A lowerer is kept per model content, fixes and dims,
-so several targets and jobs on one model import it once.
+so several targets and jobs on one model import it once. The IREE targets compile the model's
+Linalg IR with IREE (iree_targets.py) beside the other targets' answers.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import onnx
 from torch_mlir_lens.protocol.jobs import ExportJob, ExportReply, LowerJob, ModuleJob, VerifyJob
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import onnx_nodes
+from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, CUSTOM_TARGET
 from torch_mlir_lens.source.onnx_files import THE_GRAPH
 from torch_mlir_lens.worker.lowering.options import LowerOptions
 from torch_mlir_lens.worker.onnx import fixes
 from torch_mlir_lens.worker.onnx.checks import verify_model
+from torch_mlir_lens.worker.onnx.iree_targets import lower_iree
 from torch_mlir_lens.worker.onnx.lowerer import OnnxLowerer
 from torch_mlir_lens.worker.onnx.model_file import read_model
 from torch_mlir_lens.worker.stages import artifacts
@@ -167,7 +170,11 @@ def lower(job: LowerJob) -> dict[str, Any]:
     lowerer, reference = lowerer_for(job, backends or None)
     results = []
     for target, pipeline in wanted:
-        result = lowerer.lower(target, pipeline=pipeline, options=options)
+        if is_iree_target(target):
+            result = lower_iree(lowerer, target, arch=job.iree_archs.get(target),
+                                options=options)
+        else:
+            result = lowerer.lower(target, pipeline=pipeline, options=options)
         result.rewrites = list(lowerer.fixes)
         result.inputs_source = None
         _offer(job, lowerer, reference, result)

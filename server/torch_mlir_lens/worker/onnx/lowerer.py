@@ -57,6 +57,10 @@ class OnnxLowerer:
         self.module_name = module_name
         self.fixes = list(fixes or [])
         self.users = UserFiles([path])
+        # Where a failure of the whole model is placed (an IREE target's, worker/iree/): the
+        # file, on no node.
+        self.module_file: str | None = path
+        self.module_line: int | None = None
         self.ctx = new_context()
         self._imported: Imported | None = None
         self._conversion: Conversion | None = None
