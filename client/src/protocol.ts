@@ -18,6 +18,7 @@ export interface Range {
 
 export type ServerState = 'starting' | 'ready' | 'lowering' | 'error' | 'untrusted';
 export type InputsStatus = 'comment' | 'convention' | 'settings' | 'derived' | 'inferred' | 'missing';
+export type OnnxNodeState = 'ok' | 'rejected' | 'knock-on' | 'unknown';
 
 export interface LowerParams {
   uri: string;
@@ -77,6 +78,16 @@ export interface LensDiagnostic {
   knockOn: KnockOn[] | null;
   cell?: number | null; // a notebook cell's 1-based number
   reason?: string | null; // why the backend refuses the op, when known
+  node?: OnnxNodeRef | null; // in an .onnx file: the node (`line` is its index)
+}
+
+/** A node of an ONNX graph: its 1-based position (a result's `line`), name, operator. */
+export interface OnnxNodeRef {
+  index: number;
+  name: string; // "" when it has none
+  opType: string;
+  domain: string; // "" for ONNX's own operators
+  opset: number;
 }
 
 export interface PassIr {
@@ -214,6 +225,17 @@ export interface VerifyResponse {
   maxAbsErr: number | string; // "inf" / "nan" as strings: JSON has no such numbers
   divergence: Divergence | null; // on a mismatch, when a diverging line was found
   sizes: VerifyAtSize[]; // dynamic dims: one per size run, the example's first; else empty
+  speed?: CompiledSpeed | null; // an IREE target's run: its time against eager's
+}
+
+/** An IREE target's compiled module timed against eager on the same inputs and threads (ms per call). */
+export interface CompiledSpeed {
+  target: string;
+  device: string;
+  compiledMs: number | null;
+  eagerMs: number | null;
+  threads: number | null;
+  runs: number | null;
 }
 
 export interface ServerInfoParams {
@@ -232,6 +254,7 @@ export interface ServerSettings {
   pipelines: Record<string, string>;
   strictExport: boolean;
   cacheSizeMb?: number;
+  ireeArchs?: Record<string, string>; // an IREE target → its architecture, where not the default
 }
 
 /** The engine's state and counters; the worker's are absent while it is busy. */
@@ -273,6 +296,13 @@ export interface StatusParams {
   detail?: string | null;
 }
 
+/** A target needs a package the server's interpreter lacks (server → client, once per extra). */
+export interface MissingDependencyParams {
+  message: string; // what to install, in words
+  extra: string; // the package's extra that brings it: torch-mlir-lens[extra]
+  packages: string[];
+}
+
 export interface SetTrustedParams {
   trusted: boolean;
   folders?: string[] | null; // URIs; omitted: every workspace folder of the server
@@ -298,6 +328,7 @@ export interface ExportModuleResponse {
   path: string;
   uri: string;
   bytes: number | null;
+  leftOut?: string | null; // an IREE module compiled without weights: what was left out
 }
 
 export interface ExportReproArgs {
@@ -327,6 +358,28 @@ export interface ExportCodeResponse {
   rewrites: string[];
 }
 
+/** torchMlirLens.profile: time the module compiled for IREE CPU against eager, per line. */
+export interface ProfileArgs {
+  uri: string;
+  module: string;
+  target?: string | null; // default iree-cpu
+}
+
+export interface LineCost {
+  uri: string;
+  line: number; // 1-based
+  ms: number;
+  share: number; // of the compiled module's dispatch time, 0..1
+}
+
+export interface ProfileResponse {
+  module: string;
+  target: string;
+  speed: CompiledSpeed | null;
+  lineCosts: LineCost[]; // heaviest first
+  message: string | null; // why there is no profile
+}
+
 export interface SetTrustedResponse {
   trusted: boolean;
 }
@@ -350,6 +403,59 @@ export interface GraphResponse {
   graph: Record<string, unknown>;
 }
 
+/** The .onnx file to show, with verdicts at `targets` (backends; default: the diagnosed ones). */
+export interface OnnxModelParams {
+  uri: string;
+  targets?: string[] | null;
+}
+
+/** A graph input or output: each dim a size, a dynamic dim's name, or "?". */
+export interface OnnxValueInfo {
+  name: string;
+  dtype: string;
+  dims: (number | string)[];
+}
+
+export interface OnnxNodeVerdict {
+  target: string;
+  state: OnnxNodeState;
+  why: string | null;
+}
+
+/** One node: its 1-based position (the line of diagnostics and IR maps), what it is, its values' types, its verdicts. */
+export interface OnnxNodeRow {
+  index: number;
+  name: string;
+  opType: string;
+  domain: string;
+  opset: number;
+  inputs: string[]; // operand types as imported: "f32[2,3]", "none"
+  outputs: string[];
+  verdicts: OnnxNodeVerdict[];
+}
+
+export interface OnnxTargetSummary {
+  target: string;
+  ok: boolean;
+  partial: boolean;
+  rejected: number; // nodes it rejects
+  message: string | null; // why it failed when no node is to blame
+}
+
+/** The model's graph with each node's verdict per backend; `module` is what `lower` takes. */
+export interface OnnxModelResponse {
+  uri: string;
+  module: string;
+  graph: string;
+  opsets: Record<string, number>; // domain ("" ONNX's own) → version
+  inputs: OnnxValueInfo[];
+  outputs: OnnxValueInfo[];
+  nodes: OnnxNodeRow[];
+  targets: OnnxTargetSummary[];
+  fixes: string[];
+  error?: LowerError | null; // the model could not be read or imported
+}
+
 export const LowerRequest = new RequestType<LowerParams, LowerResponse, void>('torchMlirLens/lower');
 export const ModulesRequest = new RequestType<ModulesParams, ModulesResponse, void>('torchMlirLens/modules');
 export const VerifyRequest = new RequestType<VerifyParams, VerifyResponse, void>('torchMlirLens/verify');
@@ -357,6 +463,8 @@ export const ServerInfoRequest = new RequestType<ServerInfoParams, ServerInfoRes
 export const StatusNotification = new NotificationType<StatusParams>('torchMlirLens/status');
 export const GraphRequest = new RequestType<GraphParams, GraphResponse, void>('torchMlirLens/graph');
 export const SetTrustedNotification = new NotificationType<SetTrustedParams>('torchMlirLens/setTrusted');
+export const OnnxModelRequest = new RequestType<OnnxModelParams, OnnxModelResponse, void>('torchMlirLens/onnxModel');
+export const MissingDependencyNotification = new NotificationType<MissingDependencyParams>('torchMlirLens/missingDependency');
 
 export const LOWER = LowerRequest.method;
 export const MODULES = ModulesRequest.method;
@@ -364,6 +472,8 @@ export const VERIFY = VerifyRequest.method;
 export const GRAPH = GraphRequest.method;
 export const STATUS = StatusNotification.method;
 export const SET_TRUSTED = SetTrustedNotification.method;
+export const ONNX_MODEL = OnnxModelRequest.method;
+export const MISSING_DEPENDENCY = MissingDependencyNotification.method;
 
 /** Server-side commands (workspace/executeCommand), with their argument and answer types. */
 export const SERVER_COMMANDS = {
@@ -373,9 +483,12 @@ export const SERVER_COMMANDS = {
   verify: 'torchMlirLens.verify', // VerifyParams → VerifyResponse
   exportCode: 'torchMlirLens.exportCode', // ExportCodeArgs → ExportCodeResponse
   setTrusted: 'torchMlirLens.setTrusted', // SetTrustedParams → SetTrustedResponse
+  profile: 'torchMlirLens.profile', // ProfileArgs → ProfileResponse
 } as const;
 
-export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm'] as const;
+export const TARGETS = ['fx', 'raw', 'torch', 'linalg', 'tosa', 'stablehlo', 'llvm', 'iree-cpu', 'iree-cuda', 'iree-rocm', 'iree-vulkan'] as const;
+/** Targets IREE compiles (rules/iree_targets.py): their export is a compiled module (.vmfb). */
+export const IREE_TARGETS: readonly string[] = ['iree-cpu', 'iree-cuda', 'iree-rocm', 'iree-vulkan'];
 export const TARGET_TITLES: Record<string, string> = {
   fx: 'FX',
   raw: 'Raw',
@@ -384,6 +497,10 @@ export const TARGET_TITLES: Record<string, string> = {
   tosa: 'TOSA',
   stablehlo: 'StableHLO',
   llvm: 'LLVM',
+  'iree-cpu': 'IREE CPU',
+  'iree-cuda': 'IREE CUDA',
+  'iree-rocm': 'IREE ROCm',
+  'iree-vulkan': 'IREE Vulkan',
   custom: 'Custom',
 };
 

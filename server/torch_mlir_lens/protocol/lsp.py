@@ -22,8 +22,10 @@ MODULES = "torchMlirLens/modules"
 VERIFY = "torchMlirLens/verify"
 SERVER_INFO = "torchMlirLens/serverInfo"
 GRAPH = "torchMlirLens/graph"
+ONNX_MODEL = "torchMlirLens/onnxModel"
 STATUS = "torchMlirLens/status"  # server → client
 SET_TRUSTED = "torchMlirLens/setTrusted"  # client → server
+MISSING_DEPENDENCY = "torchMlirLens/missingDependency"  # server → client
 
 # Server commands (workspace/executeCommand; one argument object each).
 EXPORT_MODULE = "torchMlirLens.exportModule"
@@ -32,9 +34,11 @@ EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY_COMMAND = "torchMlirLens.verify"
 EXPORT_CODE = "torchMlirLens.exportCode"
 SET_TRUSTED_COMMAND = "torchMlirLens.setTrusted"  # as the notification, for any client
+PROFILE = "torchMlirLens.profile"
 
 ServerState = Literal["starting", "ready", "lowering", "error", "untrusted"]
 InputsStatus = Literal["comment", "convention", "settings", "derived", "inferred", "missing"]
+OnnxNodeState = Literal["ok", "rejected", "knock-on", "unknown"]
 
 
 # --- torchMlirLens/lower ---------------------------------------------------------------------
@@ -110,6 +114,19 @@ class LensDiagnostic:
     knock_on: list[KnockOn] | None
     cell: int | None = None  # a notebook cell's 1-based number
     reason: str | None = None  # why the backend refuses the op, when known
+    node: OnnxNodeRef | None = None  # in an `.onnx` file: the node (`line` is its index)
+
+
+@attrs.define
+class OnnxNodeRef:
+    """A node of an ONNX graph: its 1-based position in the graph (a result's `line`), its
+    name ("" when it has none), operator, domain ("" for ONNX's own) and opset."""
+
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    opset: int
 
 
 @attrs.define
@@ -183,6 +200,84 @@ class GraphResponse:
     graph: dict[str, Any]
 
 
+# --- torchMlirLens/onnxModel ------------------------------------------------------------------
+
+
+@attrs.define
+class OnnxModelParams:
+    """The `.onnx` file to show, with verdicts at `targets` (backends; default: the
+    `diagnosticTargets` setting's backends, else all three)."""
+
+    uri: str
+    targets: list[str] | None = None
+
+
+@attrs.define
+class OnnxValueInfo:
+    """A graph input or output: a dim is a size, a dynamic dim's name, or "?"."""
+
+    name: str
+    dtype: str
+    dims: list[int | str]
+
+
+@attrs.define
+class OnnxNodeVerdict:
+    """How one backend fares with one node: `ok`, `rejected` (it cannot lower the node),
+    `knock-on` (it fails only because of a rejected node), `unknown` (the lowering failed as
+    a whole); `why` in words."""
+
+    target: str
+    state: OnnxNodeState
+    why: str | None
+
+
+@attrs.define
+class OnnxNodeRow:
+    """One node as the model's view lists it: where it is (`index`: its 1-based position, the
+    `line` of diagnostics and IR maps), what it is, the types of its operands and results as
+    the imported IR has them (`f32[2,3]`, `none`), and its verdict per backend."""
+
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    opset: int
+    inputs: list[str]
+    outputs: list[str]
+    verdicts: list[OnnxNodeVerdict]
+
+
+@attrs.define
+class OnnxTargetSummary:
+    """One backend on the whole model: ok, partial (some nodes rejected), how many nodes it
+    rejects, and why it failed when no node is to blame."""
+
+    target: str
+    ok: bool
+    partial: bool
+    rejected: int
+    message: str | None
+
+
+@attrs.define
+class OnnxModelResponse:
+    """`onnxModel`: the model's graph (name, opsets by domain, inputs, outputs, nodes) with
+    each backend's verdict per node; `module` is what `lower` takes for its IR. A model that
+    cannot be read or imported answers `error` (and no nodes)."""
+
+    uri: str
+    module: str
+    graph: str
+    opsets: dict[str, int]
+    inputs: list[OnnxValueInfo]
+    outputs: list[OnnxValueInfo]
+    nodes: list[OnnxNodeRow]
+    targets: list[OnnxTargetSummary]
+    fixes: list[str]
+    error: LowerError | None = None
+
+
 # --- torchMlirLens/modules -------------------------------------------------------------------
 
 
@@ -224,7 +319,7 @@ class VerifyParams:
     module: str
     rtol: float | None = None
     atol: float | None = None
-    target: str | None = None  # the backend whose IR runs (default Linalg)
+    target: str | None = None  # the backend whose IR runs (default Linalg; IREE: its runtime)
 
 
 @attrs.define
@@ -334,6 +429,20 @@ class VerifyResponse:
     max_abs_err: float | str  # "inf" / "nan" as strings: JSON has no such numbers
     divergence: Divergence | None  # on a mismatch, when a diverging line was found
     sizes: list[VerifyAtSize]
+    speed: CompiledSpeed | None = None  # an IREE target's run: its time against eager's
+
+
+@attrs.define
+class CompiledSpeed:
+    """An IREE target's compiled module timed against eager PyTorch on the same inputs and
+    threads (Verify on IREE, a profile): milliseconds per call, best of `runs` batches."""
+
+    target: str
+    device: str
+    compiled_ms: float | None
+    eager_ms: float | None
+    threads: int | None
+    runs: int | None
 
 
 @attrs.define
@@ -368,6 +477,7 @@ class ServerSettings:
     pipelines: dict[str, str]
     strict_export: bool
     cache_size_mb: int = defaults.CACHE_SIZE_MB
+    iree_archs: dict[str, str] = attrs.Factory(dict)  # an IREE target → its architecture
 
 
 @attrs.define
@@ -413,6 +523,17 @@ class ServerInfoResponse:
 
 
 @attrs.define
+class MissingDependencyParams:
+    """`torchMlirLens/missingDependency` (server → client, once per missing extra): a target
+    needs a package the server's interpreter lacks; `message` says what to install, `extra`
+    is the package's extra that brings it (`torch-mlir-lens[iree]`)."""
+
+    message: str
+    extra: str
+    packages: list[str]
+
+
+@attrs.define
 class SetTrustedParams:
     """`torchMlirLens/setTrusted` (client → server): the trust of `folders` (URIs), or of
     every workspace folder when omitted, changed."""
@@ -437,8 +558,10 @@ class ExportModuleArgs:
     """`torchMlirLens.exportModule`: write the module's IR; never replaces unless asked.
 
     `output` (a path or `file:` URI; relative to the source file's folder) must be inside the
-    workspace folders and end in .mlir/.mlirbc unless `chosen_by_user`: the client sets it
-    only for a path from its save dialog. Never a source file (`project/write_policy.py`).
+    workspace folders and end in .mlir/.mlirbc (.vmfb: an IREE target's compiled module, for
+    the architecture of the `ireeArchs` setting; `bytecode` does not apply) unless
+    `chosen_by_user`: the client sets it only for a path from its save dialog. Never a source
+    file (`project/write_policy.py`).
     """
 
     uri: str
@@ -457,6 +580,7 @@ class ExportModuleResponse:
     path: str
     uri: str
     bytes: int | None
+    left_out: str | None = None  # an IREE module compiled without weights: what was left out
 
 
 @attrs.define
@@ -502,6 +626,37 @@ class ExportCodeResponse:
 
 
 @attrs.define
+class ProfileArgs:
+    """`torchMlirLens.profile`: time the module compiled for an IREE target (only IREE CPU
+    runs here) against eager, and each dispatch, mapped to its lines."""
+
+    uri: str
+    module: str
+    target: str | None = None  # default: iree-cpu
+
+
+@attrs.define
+class LineCost:
+    """A source line's share of the compiled module's dispatch time (`share` of 1)."""
+
+    uri: str
+    line: int
+    ms: float
+    share: float
+
+
+@attrs.define
+class ProfileResponse:
+    """The profile: the compiled time beside eager's, each line's cost (heaviest first)."""
+
+    module: str
+    target: str
+    speed: CompiledSpeed | None
+    line_costs: list[LineCost]
+    message: str | None  # why there is no profile (the module does not compile, ...)
+
+
+@attrs.define
 class SetTrustedResponse:
     """`torchMlirLens.setTrusted` (argument: `SetTrustedParams`): the trust now in effect."""
 
@@ -526,10 +681,12 @@ REQUESTS: dict[str, tuple[type, type]] = {
     VERIFY: (VerifyParams, VerifyResponse),
     SERVER_INFO: (ServerInfoParams, ServerInfoResponse),
     GRAPH: (GraphParams, GraphResponse),
+    ONNX_MODEL: (OnnxModelParams, OnnxModelResponse),
 }
 NOTIFICATIONS: dict[str, type] = {
     STATUS: StatusParams,
     SET_TRUSTED: SetTrustedParams,
+    MISSING_DEPENDENCY: MissingDependencyParams,
 }
 COMMANDS: dict[str, tuple[type, type]] = {
     EXPORT_MODULE: (ExportModuleArgs, ExportModuleResponse),
@@ -538,4 +695,5 @@ COMMANDS: dict[str, tuple[type, type]] = {
     VERIFY_COMMAND: (VerifyParams, VerifyResponse),
     EXPORT_CODE: (ExportCodeArgs, ExportCodeResponse),
     SET_TRUSTED_COMMAND: (SetTrustedParams, SetTrustedResponse),
+    PROFILE: (ProfileArgs, ProfileResponse),
 }
