@@ -15,6 +15,7 @@ from typing import Any
 
 from torch_mlir_lens.cli.common import CliError
 from torch_mlir_lens.cli.parser import EXIT_BAD_INPUT
+from torch_mlir_lens.findings import iree as iree_words
 from torch_mlir_lens.protocol.results import ErrorKind, LowerResult
 from torch_mlir_lens.rules.exit_codes import exit_code_for
 from torch_mlir_lens.rules.iree_targets import (
@@ -63,12 +64,9 @@ def arch_for(target: str, arch: str | None) -> str | None:
 
 
 def speed_words(speed: dict[str, Any]) -> str:
-    """`IREE CPU 0.21 ms · eager 0.35 ms (2 threads)`: a Verify's or profile's `speed`."""
-    def ms(value: Any) -> str:
-        return f"{value:.3g} ms" if isinstance(value, int | float) else "?"
-
-    return (f"{target_title(str(speed.get('target')))} {ms(speed.get('compiled_ms'))} · "
-            f"eager {ms(speed.get('eager_ms'))} ({speed.get('threads')} threads)")
+    """`IREE CPU 0.21 ms · eager 0.35 ms (2 threads)`: a Verify's or profile's `speed` (the
+    editor's words too: `findings/iree.py`)."""
+    return iree_words.speed_words(speed)
 
 
 def refusal(results: Iterable[LowerResult], path: str) -> CliError | None:

@@ -40,6 +40,7 @@ from torch_mlir_lens.lsp.features import (
     export_code,
     graph,
     hover,
+    iree_profile,
     lifecycle,
     notebook_sync,
     server_info,
@@ -110,6 +111,7 @@ ROUTES: tuple[Route, ...] = (
     Route(custom_requests.MODULES, custom_requests.modules, BACKGROUND),
     Route(custom_requests.VERIFY, custom_requests.verify, BACKGROUND),
     Route(graph.GRAPH, graph.graph, BACKGROUND),
+    Route(iree_profile.PROFILE, iree_profile.profile, BACKGROUND, command=True),
 )
 
 

@@ -16,7 +16,8 @@ The rules, each raising `WriteRefused` with the path and the reason:
   writes only inside the workspace folders (`roots`; a server with no folder: the source
   file's folder), compared after every symlink is resolved, so neither `..` nor a link out of
   the workspace escapes; and an export's name must end in `.mlir` or `.mlirbc` (what an
-  export is), so it cannot create or replace any other kind of file.
+  export is; `.vmfb` for an IREE target's compiled module), so it cannot create or replace any
+  other kind of file.
 - A path the user chose in a dialog may be anywhere (the rules of the first item still hold).
 - A relative path is relative to the source file's folder (else the first workspace folder).
 - The command line's `export -o OUT` is the user's own choice, typed in a terminal: anywhere,
@@ -40,6 +41,7 @@ from torch_mlir_lens.system.reading import is_nameable, read_head
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".ipynb")
 EXPORT_SUFFIXES = (".mlir", ".mlirbc")
+COMPILED_SUFFIXES = (".vmfb",)  # an IREE target's compiled module
 # In the docstring of every export code file (worker/rewrites/snippet.py): a file that has it
 # in its first lines was written by `export --emit-python` and may be written again.
 EXPORT_CODE_MARK = "Written by Torch-MLIR Lens; it needs only torch and torch-mlir."
@@ -145,16 +147,18 @@ def _refuse_outside(path: str, real: str, roots: Sequence[str], source: str | No
 
 
 def check_export(output: str, *, source: str | None, roots: Sequence[str],
-                 chosen_by_user: bool = False) -> str:
-    """The real path an editor's export request may write to (else WriteRefused)."""
+                 chosen_by_user: bool = False, compiled: bool = False) -> str:
+    """The real path an editor's export request may write to (else WriteRefused);
+    `compiled`: an IREE target's compiled module (`.vmfb`) rather than IR."""
     path = resolve(output, source=source, roots=roots)
     real = real_path(path)
     refuse_source(path, source=source)
     if not chosen_by_user:
         _refuse_outside(path, real, roots, source)
-        if not real.lower().endswith(EXPORT_SUFFIXES):
-            raise WriteRefused(path, "an export's name must end in .mlir or .mlirbc unless "
-                                     "chosen in a dialog")
+        suffixes = COMPILED_SUFFIXES if compiled else EXPORT_SUFFIXES
+        if not real.lower().endswith(suffixes):
+            raise WriteRefused(path, f"an export's name must end in {' or '.join(suffixes)} "
+                                     "unless chosen in a dialog")
     return real
 
 

@@ -22,10 +22,12 @@ IREE_VERSION = "3.13.0"  # the pinned version (pyproject's `iree` extra)
 COMPILER_DISTRIBUTION = "iree-base-compiler"
 RUNTIME_DISTRIBUTION = "iree-base-runtime"
 IREE_DISTRIBUTIONS = (COMPILER_DISTRIBUTION, RUNTIME_DISTRIBUTION)
+IREE_EXTRA = "iree"  # the package's extra that installs them (pyproject.toml)
 
 # What every message about a missing IREE says, in one place.
-IREE_INSTALL = (f"pip install 'torch-mlir-lens[iree]' (that is, {COMPILER_DISTRIBUTION}=="
-                f"{IREE_VERSION} and {RUNTIME_DISTRIBUTION}=={IREE_VERSION})")
+IREE_INSTALL = (f"pip install 'torch-mlir-lens[{IREE_EXTRA}]' (that is, "
+                f"{COMPILER_DISTRIBUTION}=={IREE_VERSION} and "
+                f"{RUNTIME_DISTRIBUTION}=={IREE_VERSION})")
 
 
 def missing_iree_message(title: str, missing: list[str]) -> str:

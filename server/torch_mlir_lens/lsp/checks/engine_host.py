@@ -21,6 +21,7 @@ from lsprotocol import types
 
 from torch_mlir_lens.engine.persistent_results import default_cache_dir
 from torch_mlir_lens.lsp.checks import cell_positions
+from torch_mlir_lens.lsp.checks.missing_dependencies import MissingDependencies
 from torch_mlir_lens.lsp.checks.output_budget import OutputBudget
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.lsp.state.trust import UNTRUSTED, holds, real_folder
@@ -58,6 +59,7 @@ class EngineHost:
         self._spawned: asyncio.Future[None] | None = None
         self._status = _Status()
         self._output_budget = OutputBudget(lambda line: log.info("%s", line))
+        self.missing = MissingDependencies(session.client)  # told to the client once each
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -255,8 +257,10 @@ class EngineHost:
         progress: bool = False,
         cancel_on_abandon: bool = True,
         inline_blocks: bool | None = None,
+        profile: bool = False,
     ) -> list[LowerResult]:
-        """Lower `module` of the document's current text, behind the trust gate.
+        """Lower `module` of the document's current text, behind the trust gate (the IREE
+        targets at their `ireeArchs` architectures; `profile`: IREE CPU timed, per line).
 
         The engine schedules it: callers asking for the same lowering share one job, a
         lowering of an older text is dropped or killed when a newer one is submitted, and a
@@ -272,16 +276,31 @@ class EngineHost:
                                token=progress_token, enabled=progress):
             with self._busy(f"lowering {what}"):
                 log.info("lowering %s", what)
-                return await engine.lower(
+                results = await engine.lower(
                     job, targets=list(targets or []), pipeline=pipeline,
                     print_after_all=print_after_all, cancel_on_abandon=cancel_on_abandon,
+                    # Every job names them (not only IREE ones): a check covers a hover's.
+                    iree_archs=dict(self._session.settings_for(doc.path).iree_archs),
+                    profile=profile,
                 )
+        for result in results:
+            for diag in result.diagnostics:
+                if diag.kind == ErrorKind.MISSING_DEPENDENCY:
+                    self.missing.tell(diag.message, diag.target or result.target)
+        return results
 
-    async def call(self, what: str, fn: Callable[[Engine], Awaitable[_T]]) -> _T:
-        """Run another engine call (export, repro, stats) behind the trust gate."""
+    async def call(self, what: str, fn: Callable[[Engine], Awaitable[_T]],
+                   target: str | None = None) -> _T:
+        """Run another engine call (export, repro, stats) behind the trust gate; `target`:
+        the one it is for, whose missing compiler the client is then told of."""
         engine = await self._engine_or_raise()
         with self._busy(what):
-            return await fn(engine)
+            try:
+                return await fn(engine)
+            except LensError as err:
+                if err.kind == ErrorKind.MISSING_DEPENDENCY and target:
+                    self.missing.tell(err.message, target)
+                raise
 
     async def stats(self, wait_s: float = 2.0) -> lens_types.EngineStats | None:
         """Engine and worker counters, or None when no engine runs (untrusted, not started).

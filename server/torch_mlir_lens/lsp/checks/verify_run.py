@@ -30,20 +30,21 @@ async def verify(session: Session,
     """
     doc, info, module = document_and_module(session, args.uri, args.module)
     job = module_job(session, doc, module)
-
+    target = args.target or "linalg"
     stamp = doc.stamp()
     try:
-        # Another backend's own IR is run when asked; Linalg's by default.
+        # Another backend's own IR is run when asked (an IREE target's compiled module on
+        # IREE's runtime); Linalg's by default.
         result: VerifyResult = await session.host.call(
             f"verifying {module}", lambda engine: engine.verify(
-                job, rtol=args.rtol, atol=args.atol, target=args.target or "linalg"))
+                job, rtol=args.rtol, atol=args.atol, target=target), target=target)
     except LensError as err:
         if err.kind != ErrorKind.CANCELLED:
             _show_verify(session, doc, info, module, stamp, VerifyResult(
                 module=module, ok=False, kind=err.kind, message=f"✗ {err.message}",
-                diagnostics=[err.to_diagnostic("llvm")]))
+                diagnostics=[err.to_diagnostic("llvm")]), target)
         raise lens_error(err) from None
-    _show_verify(session, doc, info, module, stamp, result)
+    _show_verify(session, doc, info, module, stamp, result, target)
     return answers.verify_response(result)
 
 
@@ -54,6 +55,7 @@ def _show_verify(
     module: str,
     stamp: Stamp,
     result: VerifyResult,
+    target: str,
 ) -> None:
     """Record a Verify result on the (open, unchanged) document: lens and diagnostics."""
     lines = doc.lines
@@ -63,7 +65,7 @@ def _show_verify(
         rng = convert.line_range(lines, 1)
     records = verify_view.verify_records(lines, doc.path, module, rng, result,
                                          info.line if info is not None else None)
-    if not doc.record_verify(stamp, module, result, records):
+    if not doc.record_verify(stamp, module, result, records, target):
         return  # closed or edited meanwhile: the verdict is of another text
     publish(session, doc)
     session.refresh_lenses()

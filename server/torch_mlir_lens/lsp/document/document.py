@@ -14,7 +14,7 @@ and dropped when their lines are edited, until the next check replaces them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NewType
 
 from torch_mlir_lens import discovery
@@ -57,6 +57,7 @@ class Document:
         self._errors: dict[str, LensError] = {}
         self._verdicts: dict[str, dict[str, Verdict]] = {}
         self._verify: dict[str, VerifyResult] = {}
+        self._verify_on: dict[str, str] = {}  # the target each Verify ran (linalg, iree-cpu)
         self._diagnostics: dict[str, list[DiagRecord]] = {}
         # Set by edits: the text the results were made for, and the modules that had errors
         # then. Which results survive is decided when they are next read (`_settle`), so a
@@ -204,10 +205,15 @@ class Document:
         self._settle()
         return dict(self._verdicts.get(module, {}))
 
-    def verify_result(self, module: str) -> VerifyResult | None:
-        """The last Verify result of `module` for the current text."""
+    def verify_result(self, module: str,
+                      on: Callable[[str], bool] | None = None) -> VerifyResult | None:
+        """The last Verify result of `module` for the current text (`on`: only when the
+        target it ran passes, e.g. an IREE target's run for IREE's lens)."""
         self._settle()
-        return self._verify.get(module)
+        result = self._verify.get(module)
+        if result is not None and on is not None and not on(self._verify_on.get(module, "")):
+            return None
+        return result
 
     def record_results(self, stamp: Stamp, module: str, results: Iterable[LowerResult], *,
                        verdicts: bool = True) -> bool:
@@ -244,6 +250,7 @@ class Document:
         self._errors.clear()
         self._verdicts.clear()
         self._verify.clear()
+        self._verify_on.clear()
 
     def _settle(self) -> None:
         """Keep the results of the modules whose fingerprint the edits since did not change."""
@@ -264,16 +271,19 @@ class Document:
         self._results = {k: v for k, v in self._results.items() if k[0] in kept}
         self._verdicts = {k: v for k, v in self._verdicts.items() if k in kept}
         self._verify = {k: v for k, v in self._verify.items() if k in kept}
+        self._verify_on = {k: v for k, v in self._verify_on.items() if k in kept}
 
     # -- Verify ---------------------------------------------------------------------------
 
     def record_verify(self, stamp: Stamp, module: str, result: VerifyResult,
-                      records: list[DiagRecord]) -> bool:
-        """Record a Verify verdict of `module` and its diagnostics. False when stale."""
+                      records: list[DiagRecord], target: str = "linalg") -> bool:
+        """Record a Verify verdict of `module` (run at `target`) and its diagnostics. False
+        when stale."""
         if not self.is_current(stamp):
             return False
         self._settle()
         self._verify[module] = result
+        self._verify_on[module] = target
         self._diagnostics[_VERIFY + module] = records
         return True
 

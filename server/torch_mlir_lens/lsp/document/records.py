@@ -37,6 +37,8 @@ class Verdict:
     unsupported: tuple[str, ...] = ()  # op names, one per unsupported op occurrence
     error: str | None = None  # export / worker failure that stopped the check
     rewrites: tuple[str, ...] = ()  # the rewrites it was lowered through
+    error_kind: str | None = None  # the kind of `error` (`missing-dependency`, ...)
+    not_run: bool = False  # an IREE target compiled for a device this machine lacks
 
 
 def verdict_of(result: LowerResult) -> Verdict:
@@ -45,8 +47,13 @@ def verdict_of(result: LowerResult) -> Verdict:
     The rule is rules/verdict.py's, the one `check` uses: the same count of ops, the same error.
     """
     verdict = backend_verdict(result)
-    error = None
+    error = kind = None
     if verdict.failed:
         error = verdict.error.message if verdict.error else "lowering failed"
+        kind = str(verdict.error.kind) if verdict.error else None
+    iree = result.stats.get("iree")
+    not_run = isinstance(iree, dict) and bool(iree.get("compiled")) and \
+        iree.get("ran_here") is False
     return Verdict(ok=verdict.ok, unsupported=tuple(d.op or "?" for d in verdict.culprits),
-                   error=error, rewrites=tuple(result.rewrites))
+                   error=error, rewrites=tuple(result.rewrites), error_kind=kind,
+                   not_run=not_run)

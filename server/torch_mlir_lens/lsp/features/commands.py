@@ -4,7 +4,8 @@ Arguments and answers are typed in `protocol.lsp` (`COMMANDS`): one argument obj
 structured here by the server's converter. Where an export or a reproducer may go is
 `project/write_policy.py`'s, checked here before any job is sent: never over a source, only
 inside the workspace folders unless `chosenByUser` (the path came from the client's dialog),
-relative paths against the source file's folder. An export never replaces an existing file
+relative paths against the source file's folder; an IREE target exports its compiled module
+(`.vmfb`, for the `ireeArchs` architecture). An export never replaces an existing file
 unless `overwrite` is true (the client asks the user first); without `output` the file goes
 next to the source under a name that is not taken yet. Verify's verdict also becomes the
 module's Verify lens and, when it fails, diagnostics. (`torchMlirLens.showIr` is the client's
@@ -28,6 +29,7 @@ from torch_mlir_lens.lsp.wire.request_io import REQUEST_FAILED, lens_error, sing
 from torch_mlir_lens.project import write_policy
 from torch_mlir_lens.protocol import lsp as lens_types
 from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.targets import TARGETS
 
 if TYPE_CHECKING:
@@ -59,11 +61,6 @@ def explain_inputs(session: Session, *args: Any) -> lens_types.ExplainInputsResp
 async def verify_module(session: Session, *args: Any) -> lens_types.VerifyResponse:
     """`torchMlirLens.verify`: run Verify and show its verdict."""
     return await verify(session, single_arg(session.client, args, lens_types.VerifyParams))
-
-
-
-
-
 
 
 def _target(session: Session, target: str | None) -> str:
@@ -122,17 +119,19 @@ async def export(session: Session,
     """Write the module's IR at a target to a file (atomic; no silent overwrite)."""
     doc, _info, module = document_and_module(session, args.uri, args.module)
     target = _target(session, args.target)
-    bytecode = args.bytecode
+    compiled = is_iree_target(target)  # IREE's compiled module (.vmfb), not IR
+    bytecode = args.bytecode and not compiled
     roots = workspace_roots(session)
     if args.output:
         requested = _as_path(args.output)
     else:
         stem = _default_stem(doc, module, target)
         requested = free_path(_default_folder(doc, roots, "output"), stem,
-                              ".mlirbc" if bytecode else ".mlir")
+                              ".vmfb" if compiled else ".mlirbc" if bytecode else ".mlir")
     try:
         output = write_policy.check_export(requested, source=doc.path, roots=roots,
-                                           chosen_by_user=args.chosen_by_user)
+                                           chosen_by_user=args.chosen_by_user,
+                                           compiled=compiled)
     except write_policy.WriteRefused as err:
         raise refused(err) from None
     if os.path.exists(output) and not args.overwrite:
@@ -141,17 +140,20 @@ async def export(session: Session,
             code=REQUEST_FAILED, data={"kind": "exists", "path": output},
         )
     job = module_job(session, doc, module)
-
+    arch = session.settings_for(doc.path).iree_archs.get(target) if compiled else None
     try:
         result = await session.host.call(
-            f"exporting {module}", lambda engine: engine.export(job, target, output, bytecode))
+            f"exporting {module}",
+            lambda engine: engine.export(job, target, output, bytecode, iree_arch=arch),
+            target=target)
     except LensError as err:
         raise lens_error(err) from None
     path = result.path
     log.info("exported %s (%s) to %s", module, target, path)
-    session.show(f"Exported {module} ({TARGETS[target].title}) to {path}")
+    left_out = f"; {result.left_out}" if result.left_out else ""
+    session.show(f"Exported {module} ({TARGETS[target].title}) to {path}{left_out}")
     return lens_types.ExportModuleResponse(path=path, uri=convert.path_to_uri(path),
-                                           bytes=result.bytes)
+                                           bytes=result.bytes, left_out=result.left_out)
 
 
 async def repro(session: Session,

@@ -3,7 +3,8 @@
 Any line whose ops map to it counts, at any depth of the user-frame chain: the line in a
 submodule's `forward` and the parent line that called the submodule both show the ops. A line
 that calls into library code (a wrapped `transformers` model) also gets a table of the library
-lines its ops come from (`library_hover.py`).
+lines its ops come from (`library_hover.py`); with an IREE target lowered, the dispatch regions
+the line landed in and, once timed, its share of the time (`iree_view.py`).
 Answers from the document's cached check results when it can; otherwise lowers the module
 under the cursor on demand (with work-done progress), at the default target only: the other
 backends' verdicts fill in when the check's follow-up stage is done. A line that produced
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.findings import iree as iree_words
 from torch_mlir_lens.lsp.checks import cell_positions, staging
 from torch_mlir_lens.lsp.document import Document
-from torch_mlir_lens.lsp.features import library_hover
+from torch_mlir_lens.lsp.features import iree_view, library_hover
 from torch_mlir_lens.lsp.wire import convert
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
@@ -240,6 +242,9 @@ def render(
     blocks = block_functions(result, [ir[n - 1] for n in kept])
     if blocks:
         parts.append(blocks)
+    iree = iree_view.hover_section(doc, module, line)
+    if iree:
+        parts.append(iree)
     verdict = verdict_line(session, doc, module, line)
     if verdict:
         parts.append(verdict)
@@ -292,10 +297,15 @@ def verdict_line(session: Session, doc: Document, module: str, line: int) -> str
         ]
         if ops:
             parts.append(f"{target} ✗ {', '.join(dict.fromkeys(ops))}")
+        elif verdict.failed and verdict.error is not None and \
+                verdict.error.kind == ErrorKind.MISSING_DEPENDENCY:
+            parts.append(f"{target} ✗ (not installed)")
         elif verdict.failed:
             parts.append(f"{target} ✗ (lowering failed)")
         elif result.rewrites:  # its IR marks the ops each rewrite made (`// rewrite NAME`)
             parts.append(f"{target} ✓ through rewrite {', '.join(result.rewrites)}")
+        elif iree_words.not_run_words(result.stats):
+            parts.append(f"{target} ✓ ({iree_words.not_run_words(result.stats)})")
         else:  # ok, or its unsupported ops are on other lines
             parts.append(f"{target} ✓")
     return " · ".join(parts)

@@ -59,4 +59,5 @@ def server_settings(settings: Settings) -> lens_types.ServerSettings:
         pipelines=dict(settings.pipelines),
         strict_export=settings.strict_export,
         cache_size_mb=settings.cache_size_mb,
+        iree_archs=dict(settings.iree_archs),
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torch_mlir_lens import defaults
+from torch_mlir_lens.rules.iree_targets import IREE_TARGETS, arch_error, default_arch
 from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 
 SECTION = "torchMlirLens"
@@ -32,7 +33,11 @@ _KEYS = {
     "cacheSizeMb": "cache_size_mb",
     "rewrites": "rewrites",
     "stitchBlocks": "stitch_blocks",
+    "ireeArchs": "iree_archs",
 }
+# What `diagnosticTargets` may name: the backends, and the IREE targets (compiled by IREE from
+# the Linalg IR: rules/iree_targets.py), which the check then compiles too.
+DIAGNOSED = (*BACKENDS, *IREE_TARGETS)
 # Not here: `python` and `colorBands` are the client's (the interpreter that runs this server,
 # the panes' colours); were `python` read, the settings pulled after start-up would differ from
 # the initialization options in every window that sets it, and re-check every open file.
@@ -55,6 +60,9 @@ class Settings:
     # Rewrites every module lowers through ("erfinv@tosa", "auto"), beyond its own comment.
     rewrites: tuple[str, ...] = ()
     stitch_blocks: bool = True  # repeated blocks as one function each (False: inline)
+    # An IREE target → the architecture it compiles for, where not its default
+    # (`defaults.IREE_ARCHS`): what each IREE lowering, Verify and export is sent.
+    iree_archs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def check_targets(self) -> tuple[str, ...]:
@@ -75,6 +83,7 @@ class Settings:
             self.strict_export,
             self.rewrites,
             self.stitch_blocks,
+            tuple(sorted(self.iree_archs.items())),
         )
 
 
@@ -100,7 +109,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "lens_targets":
         return _target_list(value, allowed=set(TARGETS))
     if name == "diagnostic_targets":
-        return _target_list(value, allowed=set(BACKENDS))
+        return _target_list(value, allowed=set(DIAGNOSED))
     if name == "diagnostics":
         return value if value in DIAGNOSTIC_MODES else None
     if name == "timeout_seconds":
@@ -118,7 +127,27 @@ def _coerce(name: str, value: Any) -> Any:
         return value if isinstance(value, bool) else None
     if name == "rewrites":
         return _rewrites(value)
+    if name == "iree_archs":
+        return _iree_archs(value)
     return None
+
+
+def _iree_archs(value: Any) -> dict[str, str] | None:
+    """`{"iree-cuda": "sm_86", ...}`: each an IREE target and one word of an architecture
+    (rules/iree_targets.py); an empty one or the default is left out (the target's default
+    then applies, and the job stays the one every other front end sends). None when one is
+    bad."""
+    given = _str_map(value)
+    if given is None:
+        return None
+    out = {}
+    for target, arch in given.items():
+        arch = arch.strip()
+        if target not in IREE_TARGETS or arch_error(target, arch):
+            return None
+        if arch and arch != default_arch(target):
+            out[target] = arch
+    return out
 
 
 def _rewrites(value: Any) -> tuple[str, ...] | None:

@@ -60,6 +60,9 @@ def lens_diagnostic(diag: LensDiagnostic) -> lens_types.LensDiagnostic:
             for k in diag.knock_on
         ] if diag.knock_on else None,
         reason=diag.reason,
+        node=None if diag.node is None else lens_types.OnnxNodeRef(
+            index=diag.node.index, name=diag.node.name, op_type=diag.node.op_type,
+            domain=diag.node.domain, opset=diag.node.opset),
     )
 
 
@@ -171,4 +174,25 @@ def verify_response(verdict: VerifyResult) -> lens_types.VerifyResponse:
         max_abs_err=json_number(verdict.max_abs_err),
         divergence=_divergence(verdict.divergence),
         sizes=[_at_size(c) for c in verdict.sizes],
+        speed=compiled_speed(verdict.speed),
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def compiled_speed(speed: Mapping[str, Any] | None) -> lens_types.CompiledSpeed | None:
+    """An IREE run's time against eager (`{target, device, compiled_ms, eager_ms, threads,
+    runs}`), typed; None when there is none."""
+    if not speed:
+        return None
+    return lens_types.CompiledSpeed(
+        target=str(speed.get("target", "")), device=str(speed.get("device", "")),
+        compiled_ms=_number(speed.get("compiled_ms")), eager_ms=_number(speed.get("eager_ms")),
+        threads=_count(speed.get("threads")), runs=_count(speed.get("runs")))

@@ -20,6 +20,7 @@ EXPLAIN_INPUTS = "torchMlirLens.explainInputs"
 VERIFY = "torchMlirLens.verify"
 SHOW_GRAPH = "torchMlirLens.showGraph"  # client-side command: the graph view beside the source
 SHOW_GRAPH_TITLE = "Show Graph"
+PROFILE = "torchMlirLens.profile"  # an IREE CPU module timed against eager, per line
 VERIFY_TITLE = "Verify"  # before any run; then the verdict (lsp/checks/verify_view.py)
 
 # (title, command, arguments) of one lens
@@ -52,10 +53,12 @@ def shows_lenses(info: discovery.ModuleInfo) -> bool:
 
 def module_lens_specs(uri: str, info: discovery.ModuleInfo, lens_targets: Sequence[str],
                       default_target: str, verify_title: str = VERIFY_TITLE,
-                      verdict: tuple[str, str] | None = None) -> list[LensSpec]:
+                      verdict: tuple[str, str] | None = None,
+                      iree: Sequence[LensSpec] = ()) -> list[LensSpec]:
     """The lenses of one module: "Set example inputs" alone when it has none; else "Show …
-    IR" per lens target, "Export…", "Verify" (or its last verdict), "Show Graph", and the
-    backends' verdict (`verdict`: its title and the target its click shows) once checked."""
+    IR" per lens target, "Export…", "Verify" (or its last verdict), the IREE lenses (`iree`:
+    Verify and time on IREE CPU, when it is checked), "Show Graph", and the backends' verdict
+    (`verdict`: its title and the target its click shows) once checked."""
     name = info.name
     if info.inputs == "missing":
         return [("Set example inputs", EXPLAIN_INPUTS, [{"uri": uri, "module": name}])]
@@ -63,6 +66,7 @@ def module_lens_specs(uri: str, info: discovery.ModuleInfo, lens_targets: Sequen
                            for t in lens_targets]
     out.append(("Export…", EXPORT, [{"uri": uri, "module": name, "target": default_target}]))
     out.append((verify_title, VERIFY, [{"uri": uri, "module": name}]))
+    out.extend(iree)
     out.append((SHOW_GRAPH_TITLE, SHOW_GRAPH, [uri, name]))
     if verdict is not None and verdict[0]:
         out.append((verdict[0], SHOW_IR, [uri, name, verdict[1]]))
