@@ -43,6 +43,7 @@ from torch_mlir_lens.lsp.features import (
     iree_profile,
     lifecycle,
     notebook_sync,
+    onnx_model,
     server_info,
     sync,
     trust_requests,
@@ -111,6 +112,7 @@ ROUTES: tuple[Route, ...] = (
     Route(custom_requests.MODULES, custom_requests.modules, BACKGROUND),
     Route(custom_requests.VERIFY, custom_requests.verify, BACKGROUND),
     Route(graph.GRAPH, graph.graph, BACKGROUND),
+    Route(onnx_model.ONNX_MODEL, onnx_model.onnx_model, BACKGROUND),
     Route(iree_profile.PROFILE, iree_profile.profile, BACKGROUND, command=True),
 )
 

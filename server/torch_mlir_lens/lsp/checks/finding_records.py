@@ -90,6 +90,32 @@ def error_records(doc: Document, info: discovery.ModuleInfo, err: LensError
                                            module_line=info.line))]
 
 
+def model_records(doc: Document, module: str, results: Iterable[LowerResult],
+                  diagnosed: Iterable[str]) -> list[DiagRecord]:
+    """The records of an `.onnx` model's lowering: each of the `diagnosed` backends' problems
+    at its node (the node's 1-based position is its line: Problems lists node N at line N),
+    a problem of the whole model at line 1."""
+    wanted = set(diagnosed)
+    path = doc.path or doc.uri
+    found = [f for f in make.of_results(results, module=module, module_file=path,
+                                        module_line=None)
+             if f.target is None or f.target in wanted]
+    return [DiagRecord(f, node_range(f.line)) for f in found]
+
+
+def model_error_records(doc: Document, module: str, err: LensError) -> list[DiagRecord]:
+    """The record of a model that could not be read or imported at all."""
+    finding = make.of_error(err, module=module, module_file=doc.path or doc.uri,
+                            module_line=None)
+    return [DiagRecord(finding, node_range(finding.line))]
+
+
+def node_range(line: int | None) -> types.Range:
+    """Where a finding about ONNX node `line` (1-based; None: the model) shows."""
+    at = types.Position(line=max((line or 1) - 1, 0), character=0)
+    return types.Range(start=at, end=at)
+
+
 def place(doc: Document, info: discovery.ModuleInfo, finding: Finding) -> DiagRecord:
     """A finding at its line of this document, else on the module's name."""
     lines = doc.lines

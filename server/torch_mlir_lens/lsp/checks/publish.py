@@ -76,3 +76,11 @@ def publish(session: SessionState, doc: Document) -> None:
     session.client.publish_diagnostics(
         types.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)
     )
+
+
+def publish_model(session: SessionState, doc: Document, records: list[DiagRecord]) -> None:
+    """Send an `.onnx` model's diagnostics: it is no open text document (its view is the
+    client's), so they go to its URI from here, not from the document's records."""
+    diagnostics = [] if session.settings.diagnostics == "off" else merged(records, doc)
+    session.client.publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics))

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from torch_mlir_lens.lsp.document.document import Document
 from torch_mlir_lens.lsp.wire.convert import uri_to_path
 from torch_mlir_lens.source.notebook_program import NotebookError, is_notebook, read_program
+from torch_mlir_lens.source.onnx_files import is_onnx, stand_in_text
 from torch_mlir_lens.system.reading import read_text
 
 
@@ -47,7 +48,8 @@ class DocumentStore:
 
 
 def load_document(store: DocumentStore, uri: str) -> Document:
-    """The open document, or a transient one read from disk (not kept, nothing cached).
+    """The open document, or a transient one read from disk (not kept, nothing cached); an
+    `.onnx` model's stands for it by its digest (`source/onnx_files.py`).
 
     Raises OSError when the file cannot be read.
     """
@@ -57,6 +59,11 @@ def load_document(store: DocumentStore, uri: str) -> Document:
     path = uri_to_path(uri)
     if path is None:
         raise OSError(f"not a file URI: {uri}")
+    if is_onnx(path):
+        # A model is no text: its digest stands for it in jobs (the worker reads the model,
+        # its weights only mapped, never loaded); no modules, no lines but its nodes'.
+        return Document(uri=uri, text=stand_in_text(path), version=None, path=path,
+                        transient=True)
     if is_notebook(path):
         try:
             program = read_program(path)
