@@ -5,6 +5,12 @@ into one (`merge.py`). The language server (`lsp/checks/finding_records.py`, `pu
 `check` (`repo_check/`) only render findings. No torch, no LSP types.
 """
 
-from torch_mlir_lens.findings.finding import MODULE_KINDS, WORKER_KINDS, Finding, Related
+from torch_mlir_lens.findings.finding import (
+    MODULE_KINDS,
+    NODE_KEY,
+    WORKER_KINDS,
+    Finding,
+    Related,
+)
 
-__all__ = ["MODULE_KINDS", "WORKER_KINDS", "Finding", "Related"]
+__all__ = ["MODULE_KINDS", "NODE_KEY", "WORKER_KINDS", "Finding", "Related"]

@@ -30,6 +30,9 @@ MODULE_KINDS = frozenset({
 })
 # Failures of the worker itself: shown on the module, not on a line.
 WORKER_KINDS = frozenset({ErrorKind.WORKER_CRASH, ErrorKind.TIMEOUT, ErrorKind.MEMORY_LIMIT})
+# How a baseline key's middle part names an ONNX node rather than a module ("node:conv1",
+# "node:#3" for an unnamed one): `Finding.baseline_key`, repo_check/baseline.py.
+NODE_KEY = "node:"
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,12 @@ class Finding:
 
     @property
     def baseline_key(self) -> tuple[str, str, str]:
-        """(module file, module, rule): stable under edits that only move lines."""
+        """(module file, module, rule): stable under edits that only move lines. In an ONNX
+        model, whose one graph is its module, a finding at a node is keyed by the node
+        instead: its name, else its position (`NODE_KEY`)."""
+        if self.node is not None:
+            where = self.node.name or f"#{self.node.index}"
+            return (self.module_file or self.file, NODE_KEY + where, self.rule)
         return (self.module_file or self.file, self.module or "", self.rule)
 
     def to_json(self) -> dict[str, Any]:
@@ -126,4 +134,4 @@ class Finding:
 _OPTIONAL = frozenset({"severity", "cause", "why", "related", "knock_on", "node",
                        "on_module"})
 
-__all__ = ["MODULE_KINDS", "WORKER_KINDS", "Finding", "Related"]
+__all__ = ["MODULE_KINDS", "NODE_KEY", "WORKER_KINDS", "Finding", "Related"]

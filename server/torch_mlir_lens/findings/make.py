@@ -15,6 +15,7 @@ from torch_mlir_lens.findings.wording import knock_on_message, op_message, with_
 from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, LensError, LowerResult
 from torch_mlir_lens.protocol.verify_results import VerifyResult, dims_text
 from torch_mlir_lens.rules import culprits
+from torch_mlir_lens.rules.targets import target_title
 
 Place = Callable[[str], str]
 
@@ -84,13 +85,19 @@ def _knock_on(diag: LensDiagnostic, place: Place) -> tuple[Related, ...]:
 
 
 def of_error(err: LensError, *, module: str, module_file: str, module_line: int | None,
-             place: Place = _same) -> Finding:
-    """A module whose job produced no result at all (load error, crash, time-out, ...)."""
+             place: Place = _same, target: str | None = None) -> Finding:
+    """A module whose job produced no result at all (load error, crash, time-out, ...); with
+    `target`, a job of that target alone (an IREE compile that timed out while the other
+    targets answered): the target's finding (`iree-cpu/timeout`), not the module's."""
     diag = err.to_diagnostic()
     if err.kind == ErrorKind.INPUTS_MISSING:
         diag.severity = "information"  # a module without inputs is a note, not a failure
-    return of_diagnostic(diag, "", module=module, module_file=module_file,
-                         module_line=module_line, place=place)
+    finding = of_diagnostic(diag, "", module=module, module_file=module_file,
+                            module_line=module_line, place=place)
+    if target is not None:
+        finding.rule, finding.target = f"{target}/{finding.kind}", target
+        finding.message = f"{target_title(target)}: {finding.message}"
+    return finding
 
 
 def missing_inputs(message: str, *, module: str, module_file: str, module_line: int | None,

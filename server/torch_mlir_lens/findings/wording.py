@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from torch_mlir_lens.findings.finding import Related
+from torch_mlir_lens.protocol.onnx_graphs import OnnxNode
 from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 MAX_NAMED = 3  # library lines named in a message; the related lines list them all
@@ -63,6 +64,11 @@ def with_library(message: str, related: Sequence[Related]) -> str:
     if len(missing) > MAX_NAMED:
         shown += f" and {len(missing) - MAX_NAMED} more"
     return f"{message} (in {shown})"
+
+
+def at_node(file: str, node: OnnxNode) -> str:
+    """Where a finding of an ONNX model is: `model.onnx: node 12 "conv1" (Conv, opset 9)`."""
+    return f"{file}: {node.label()}"
 
 
 def knock_on_message(op: str, cause: str) -> str:

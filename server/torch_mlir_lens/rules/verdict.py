@@ -39,12 +39,20 @@ def backend_verdict(result: LowerResult) -> BackendVerdict:
 
 
 def verdict_json(result: LowerResult) -> dict[str, Any]:
-    """The verdict as `check --json` and repository reports write it for one target."""
+    """The verdict as `check --json` and repository reports write it for one target. In an
+    ONNX model a line is a node's position: its node is beside it (`node`, `error_node`)."""
     verdict = backend_verdict(result)
-    return {
+    data: dict[str, Any] = {
         "ok": verdict.ok,
-        "unsupported": [{"op": d.op, "line": d.line, "cause": culprits.cause_of(d)}
-                        for d in verdict.culprits],
+        "unsupported": [_with_node({"op": d.op, "line": d.line, "cause": culprits.cause_of(d)},
+                                   "node", d) for d in verdict.culprits],
         "error": verdict.error.message if verdict.error else None,
         "error_line": verdict.error.line if verdict.error else None,
     }
+    return _with_node(data, "error_node", verdict.error)
+
+
+def _with_node(data: dict[str, Any], key: str, diag: LensDiagnostic | None) -> dict[str, Any]:
+    if diag is not None and diag.node is not None:
+        data[key] = diag.node.to_json()
+    return data
