@@ -99,7 +99,10 @@ def precision(req: dict[str, Any], cache: dict[str, dict[str, Any]]) -> dict[str
     """The product's culprits for each backend, each checked alone (does it lower alone?)."""
     from dataclasses import asdict
 
-    from torch_mlir_lens.worker.culprit_precision import culprit_precision
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.append(root)  # run by path, `bench` is not importable otherwise
+    from bench.culprit_precision import culprit_precision
 
     module, inputs, _build_s = build_module(req, cache)
     from torch_mlir_lens.worker.ir import crash_guard

@@ -16,7 +16,7 @@ For each architecture, one after another:
    editor's check does (one export); a worker crash, time-out or memory-limit error is recorded
    as such. It runs beside step 2 (separate processes);
 4. precision, where the product named culprits: each culprit op lowered alone with its types
-   (`worker.culprit_precision`, in a third process): a culprit that lowers alone is a
+   (`bench/culprit_precision.py`, in a third process): a culprit that lowers alone is a
    false one.
 
 With `--rewrites`, each backend the product does not lower gets the proven rewrites (the

@@ -16,24 +16,27 @@ WORKER_DIR = PACKAGE_DIR / "worker"
 # Bottom up (worker/__init__.py says what each holds). Packages on one layer do not import
 # each other; the worker's own top-level modules (`main`, the job handlers) are the top.
 LAYERS = {
-    f"{WORKER}.ir": 0,
-    f"{WORKER}.shims": 1,
-    f"{WORKER}.loading": 1,
-    f"{WORKER}.rewrites": 2,
-    f"{WORKER}.inputs": 2,
-    f"{WORKER}.culprits": 3,
-    f"{WORKER}.stages": 4,
-    f"{WORKER}.blocks": 5,
-    f"{WORKER}.lowering": 6,
-    f"{WORKER}.verify": 7,
-    f"{WORKER}.graph": 7,
-    f"{WORKER}.rewrite_jobs": 8,
-    f"{WORKER}.iree": 8,
-    f"{WORKER}.onnx": 9,  # an ONNX model's IREE targets are compiled by iree/
-    WORKER: 10,
+    f"{WORKER}.process": 0,
+    f"{WORKER}.ir": 1,
+    f"{WORKER}.shims": 2,
+    f"{WORKER}.loading": 2,
+    f"{WORKER}.rewrites": 3,
+    f"{WORKER}.inputs": 3,
+    f"{WORKER}.culprits": 4,
+    f"{WORKER}.stages": 5,
+    f"{WORKER}.blocks": 6,
+    f"{WORKER}.lowering": 7,
+    f"{WORKER}.verify": 8,
+    f"{WORKER}.graph": 8,
+    f"{WORKER}.rewrite_jobs": 9,
+    f"{WORKER}.iree": 9,
+    f"{WORKER}.onnx": 10,  # an ONNX model's IREE targets are compiled by iree/
+    WORKER: 11,
 }
 
-MAX_TOP_LEVEL_MODULES = 12
+# What sits at worker/'s top, subpackages and modules together: a newcomer reads this many
+# names before finding anything.
+MAX_TOP_LEVEL_ENTRIES = 17
 
 
 def _worker_graph() -> dict[str, set[str]]:
@@ -59,9 +62,14 @@ def test_no_import_cycle_inside_the_worker() -> None:
     assert cycles == [], f"import cycles in worker/: {cycles}"
 
 
-def test_the_worker_keeps_few_top_level_modules() -> None:
-    top = sorted(p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py")
-    assert len(top) <= MAX_TOP_LEVEL_MODULES, f"{len(top)} modules at worker/'s top: {top}"
+def test_the_worker_keeps_few_top_level_entries() -> None:
+    """Subpackages count as much as modules: eleven subpackages and twelve modules were once
+    "twelve at the top"."""
+    modules = [p.stem for p in WORKER_DIR.glob("*.py") if p.name != "__init__.py"]
+    packages = [p.parent.name for p in WORKER_DIR.glob("*/__init__.py")]
+    top = sorted(modules + packages)
+    assert packages and modules, "the count must see both kinds"
+    assert len(top) <= MAX_TOP_LEVEL_ENTRIES, f"{len(top)} entries at worker/'s top: {top}"
 
 
 def test_the_order_reversed_is_seen_as_crossings() -> None:

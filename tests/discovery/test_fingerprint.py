@@ -136,7 +136,7 @@ def test_truncated_files_never_raise(cut: int) -> None:
 
 def test_worker_keys_programs_by_the_fingerprint_the_engine_sent(tmp_path):
     from torch_mlir_lens.discovery.fingerprint import job_fingerprint
-    from torch_mlir_lens.worker.job_handlers import program_key
+    from torch_mlir_lens.protocol.programs import program_key
 
     path = tmp_path / "m.py"
     path.write_text(SRC)

@@ -2,7 +2,8 @@
 
 Each is wrapped in a user's module, as people use them: every op of the model is at the one
 user line that calls it, so the line-level reference (line_isolation.py) says only whether
-the model fails; which ops fail is checked op by op (culprit_precision.culprits_lowering_alone).
+the model fails; which ops fail is checked op by op (culprits_lowering_alone, in
+bench/culprit_precision.py).
 Tiny configs (two blocks, a few channels, 8x8 latents), random weights: nothing is downloaded.
 Both fail on TOSA and StableHLO only at `F.interpolate` in `diffusers/models/upsampling.py`.
 """

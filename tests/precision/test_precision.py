@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 import torch
+from bench.culprit_precision import culprits_lowering_alone
 
 from torch_mlir_lens.protocol.results import LowerResult
-from torch_mlir_lens.worker.culprit_precision import culprits_lowering_alone
 from torch_mlir_lens.worker.ir.locations import LocationResolver
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 

@@ -20,6 +20,7 @@ from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.system import cache_key, disk_cache
 from torch_mlir_lens.worker import job_handlers
 from torch_mlir_lens.worker.blocks import block_cache
+from torch_mlir_lens.worker.lowering import programs
 
 MODELS = Path(__file__).resolve().parent / "models" / "repeated_blocks.py"
 PARENT_EDIT = ("return self.head(x) * 2.0  # parent: head",
@@ -107,7 +108,7 @@ def _counters() -> dict[str, Any]:
 def _new_worker() -> None:
     """What a restarted server's worker has: nothing in memory."""
     block_cache.clear()
-    job_handlers.forget_programs()
+    programs.forget_programs()
 
 
 def test_a_block_traced_by_one_worker_is_read_from_disk_by_the_next(

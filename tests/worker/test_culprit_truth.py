@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from bench.culprit_precision import culprit_precision, culprits_lowering_alone
 from tests.worker.models import library_calls
 from torch import nn
 from torch.export import Dim
@@ -23,7 +24,6 @@ from torch_mlir import ir
 
 from torch_mlir_lens.protocol.results import LensDiagnostic, LowerResult
 from torch_mlir_lens.rules import culprits
-from torch_mlir_lens.worker.culprit_precision import culprit_precision, culprits_lowering_alone
 from torch_mlir_lens.worker.culprits import op_isolation
 from torch_mlir_lens.worker.lowering import ProgramLowerer, export_program
 

@@ -205,7 +205,8 @@ def test_missing_file():
 def test_modules_loaded_before_any_user_file_are_skipped_by_the_scans(tmp_path, monkeypatch):
     # The worker marks everything imported before the first job (torch: thousands of modules)
     # as never the user's; a sibling the user's file imports afterwards is still found.
-    monkeypatch.setattr(loader, "_preloaded", loader._preloaded)
+    state = loader._state()
+    monkeypatch.setattr(state, "preloaded", state.preloaded)
     loader.mark_preloaded()
     assert "torch" not in dict(loader.modules_loaded_since_start())
     _write(tmp_path / "proj" / "late_sibling.py", "FACTOR = 3\n")

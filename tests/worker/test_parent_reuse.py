@@ -14,6 +14,7 @@ from torch_mlir_lens.protocol.jobs import LowerJob
 from torch_mlir_lens.protocol.results import LowerResult
 from torch_mlir_lens.worker import job_handlers
 from torch_mlir_lens.worker.blocks import block_cache, parent_cache
+from torch_mlir_lens.worker.lowering import programs
 
 MODELS = Path(__file__).resolve().parent / "models" / "repeated_blocks.py"
 DOWN = "return x + self.down(h)  # block: down"
@@ -25,7 +26,7 @@ OTHER_TYPE = "return (x + self.down(h)).double()  # block: down"
 def _forget() -> None:
     block_cache.clear()
     parent_cache.clear()
-    job_handlers.forget_programs()
+    programs.forget_programs()
 
 
 @pytest.fixture

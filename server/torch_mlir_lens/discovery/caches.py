@@ -13,13 +13,13 @@ from __future__ import annotations
 import ast
 import copy
 import os
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from torch_mlir_lens.discovery.model import ModuleInfo
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.system.reading import read_text
 
 # Per-node results, valid as long as the node object is alive in the chunk cache: the entry
@@ -42,9 +42,9 @@ def node_cache_put(node: ast.AST, what: str, value: Any) -> None:
 
 
 # A small LRU of results, invalidated when a sibling file that was consulted changed on disk.
-_RESULT_CACHE: OrderedDict[tuple[Any, ...], tuple[list[ModuleInfo], dict[str, tuple[int, int]]]]
-_RESULT_CACHE = OrderedDict()
 _RESULT_CACHE_SIZE = 32
+_RESULT_CACHE: BoundedCache[tuple[Any, ...], tuple[list[ModuleInfo], dict[str, tuple[int, int]]]]
+_RESULT_CACHE = BoundedCache(_RESULT_CACHE_SIZE)
 _CONSULTED: ContextVar[dict[str, tuple[int, int]] | None] = ContextVar("consulted", default=None)
 
 
@@ -70,7 +70,6 @@ def cached_result(key: tuple[Any, ...]) -> list[ModuleInfo] | None:
     """Copies of the stored result for `key`, unless a file it consulted changed since."""
     cached = _RESULT_CACHE.get(key)
     if cached is not None and _siblings_unchanged(cached[1]):
-        _RESULT_CACHE.move_to_end(key)
         return [copy.copy(m) for m in cached[0]]
     return None
 
@@ -79,9 +78,7 @@ def store_result(
     key: tuple[Any, ...], infos: list[ModuleInfo], consulted: dict[str, tuple[int, int]],
 ) -> None:
     """Keep copies of `infos` for `key`, with the stamps they depend on."""
-    _RESULT_CACHE[key] = ([copy.copy(m) for m in infos], consulted)
-    if len(_RESULT_CACHE) > _RESULT_CACHE_SIZE:
-        _RESULT_CACHE.popitem(last=False)
+    _RESULT_CACHE.put(key, ([copy.copy(m) for m in infos], consulted))
 
 
 def _siblings_unchanged(consulted: dict[str, tuple[int, int]]) -> bool:

@@ -17,15 +17,15 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torch_mlir_lens import discovery
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 
 _IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-_CACHE: OrderedDict[tuple[object, ...], _File] = OrderedDict()
 _CACHE_SIZE = 8
+_CACHE: BoundedCache[tuple[object, ...], _File] = BoundedCache(_CACHE_SIZE)
 
 
 def _sha(text: str) -> str:
@@ -230,11 +230,8 @@ def _file(text: str, path: str | None, settings: dict[str, str] | None,
     key = (_sha(text), path, tuple(sorted((settings or {}).items())), workspace)
     cached = _CACHE.get(key)
     if cached is None:
-        cached = _CACHE[key] = _File(text, path, settings, workspace)
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
+        cached = _File(text, path, settings, workspace)
+        _CACHE.put(key, cached)
     return cached
 
 

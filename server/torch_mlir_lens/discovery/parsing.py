@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections import OrderedDict
 from collections.abc import Iterator
+
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -132,8 +133,8 @@ def _blocked_lines(text: str) -> set[int]:
 
 
 # Parsed top-level chunks keyed by (first line, chunk text): an edit re-parses only its chunk.
-_CHUNK_CACHE: OrderedDict[tuple[int, str], list[ast.stmt]] = OrderedDict()
 _CHUNK_CACHE_SIZE = 4096
+_CHUNK_CACHE: BoundedCache[tuple[int, str], list[ast.stmt]] = BoundedCache(_CHUNK_CACHE_SIZE)
 
 
 def _parse_chunked(text: str) -> list[ast.stmt] | None:
@@ -155,11 +156,7 @@ def _parse_chunked(text: str) -> list[ast.stmt] | None:
             # Shift to the chunk's real lines (padding with newlines instead made parsing a
             # big file quadratic).
             stmts = ast.increment_lineno(tree, start).body
-            _CHUNK_CACHE[key] = stmts
-            if len(_CHUNK_CACHE) > _CHUNK_CACHE_SIZE:
-                _CHUNK_CACHE.popitem(last=False)
-        else:
-            _CHUNK_CACHE.move_to_end(key)
+            _CHUNK_CACHE.put(key, stmts)
         body.extend(stmts)
     return body
 

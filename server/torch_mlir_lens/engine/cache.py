@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 
 
 def content_key(parts: dict[str, Any]) -> str:
@@ -34,25 +35,23 @@ class ResultCache:
     """A bounded LRU map from content key to a value, remembering which file each came from."""
 
     def __init__(self, max_entries: int = 256) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self._entries: BoundedCache[str, _Entry] = BoundedCache(max_entries)
+
+    @property
+    def hits(self) -> int:
+        return self._entries.hits
+
+    @property
+    def misses(self) -> int:
+        return self._entries.misses
 
     def get(self, key: str) -> Any | None:
         entry = self._entries.get(key)
-        if entry is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return entry.value
+        return entry.value if entry is not None else None
 
     def put(self, key: str, path: str, value: Any, depends: Iterable[str] = ()) -> None:
-        self._entries[key] = _Entry(path, value, frozenset(os.path.realpath(d) for d in depends))
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self._entries.put(key, _Entry(path, value,
+                                      frozenset(os.path.realpath(d) for d in depends)))
 
     def invalidate(self, path: str) -> set[str]:
         """Drop results of `path`, of the files next to it (they may import it) and of every
@@ -60,30 +59,21 @@ class ResultCache:
         path = os.path.abspath(path)
         folder = os.path.dirname(path)
         real = os.path.realpath(path)
-        doomed = [
-            key for key, entry in self._entries.items()
-            if entry.path == path or os.path.dirname(entry.path) == folder
-            or real in entry.depends
-        ]
-        files = {self._entries[key].path for key in doomed}
-        for key in doomed:
-            del self._entries[key]
-        return files
+        return self._drop(lambda entry: entry.path == path
+                          or os.path.dirname(entry.path) == folder or real in entry.depends)
 
     def drop_files(self, paths: set[str]) -> set[str]:
         """Drop the results of these files (absolute paths); the files dropped."""
-        doomed = [key for key, entry in self._entries.items() if entry.path in paths]
-        files = {self._entries[key].path for key in doomed}
-        for key in doomed:
-            del self._entries[key]
-        return files
+        return self._drop(lambda entry: entry.path in paths)
 
     def drop_if(self, predicate: Any) -> int:
         """Drop every entry whose value satisfies predicate(value)."""
-        doomed = [key for key, entry in self._entries.items() if predicate(entry.value)]
-        for key in doomed:
-            del self._entries[key]
-        return len(doomed)
+        return len(self._entries.drop_if(lambda _key, entry: predicate(entry.value)))
+
+    def _drop(self, doomed: Callable[[_Entry], bool]) -> set[str]:
+        files = {entry.path for _key, entry in self._entries.items() if doomed(entry)}
+        self._entries.drop_if(lambda _key, entry: doomed(entry))
+        return files
 
     def clear(self) -> None:
         self._entries.clear()

@@ -4,9 +4,10 @@ A job is a JSON-ready dict (docs/contracts.md, "Worker jobs"); the reply is
 `{"id", "ok": True, "result"}` or `{"id", "ok": False, "error": LensError json}`. Nothing here
 talks to a pipe, so the same function runs in the worker process and in tests in-process.
 
-The expensive step is the export (torch.export + FX import). A small per-process cache of
-`ProgramLowerer`s keyed by everything that decides the exported program (file text, module,
-inputs, strict) lets several targets and several jobs on the same module export once.
+Each handler asks `lowering/programs.py` for the job's exported program (held there, so several
+targets and several jobs on one module export once) and hands it to the layer doing the job:
+lowering, verify, rewrite proofs, IREE, the graph view. An `.onnx` file's jobs are
+worker/onnx/jobs.py's.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ import contextlib
 import dataclasses
 import os
 import sys
-import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,62 +37,14 @@ from torch_mlir_lens.protocol.jobs import (
     VerifyJob,
     parse_job,
 )
-from torch_mlir_lens.protocol.programs import program_key
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.source.onnx_files import is_onnx
-from torch_mlir_lens.system.disk_cache import shadowed
 from torch_mlir_lens.worker.loading.job_fields import read_text
 from torch_mlir_lens.worker.loading.provenance import provenance
-
-MAX_CACHED_PROGRAMS = 4  # each holds a module's weights: keep few
-
-_stats: dict[str, int] = {"jobs_run": 0, "exports_run": 0, "proof_jobs": 0, "proof_exports": 0}
-
-
-@dataclass
-class _Program:
-    """An exported program, ready to lower to any target."""
-
-    lowerer: Any  # worker.lowering.ProgramLowerer
-    inputs_source: str | None
-    timings: dict[str, float] = field(default_factory=dict)
-    fn: Any = None  # the module instance (or function) that was exported: verify runs it
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    user_files: list[str] = field(default_factory=list)
-    construction: dict[str, Any] = field(default_factory=dict)  # construct.Construction.stats()
-    # The modules its job loaded by path (its file, a parent giving it inputs): a later job
-    # lowering this program depends on them too (provenance.py).
-    loaded: frozenset[str] = frozenset()
-    # The other user files its export read, with their digests: reused only while they hold
-    # (a module imported from another folder, edited and saved).
-    read: dict[str, str] = field(default_factory=dict)
-    # The names its imports looked for in vain in the user's folders before finding them
-    # elsewhere: reused only while no file of those names appeared there (a shadowing package).
-    absent: dict[str, list[str]] = field(default_factory=dict)
-    dynamic_shapes: Any = None  # the spec it was exported with: Verify names its dims
-    variants: Any = None  # rewrite_jobs.variants.Variants: its lowerers with rewrites
-
-
-_programs: OrderedDict[str, _Program] = OrderedDict()
-# Programs pushed out of the cache, freed by `release_evicted` once the reply is written:
-# freeing one (an MLIR context, a module's weights) takes milliseconds nobody should wait for.
-_evicted: list[_Program] = []
-
-
-def forget_programs() -> None:
-    """Drop every exported program held, as a new worker has none (the traced blocks are
-    `blocks.block_cache`'s to forget)."""
-    _evicted.extend(_programs.values())
-    _programs.clear()
-    release_evicted()
-
-
-def release_evicted() -> None:
-    """Free the programs the cache let go of (the worker calls this after each reply)."""
-    _evicted.clear()
+from torch_mlir_lens.worker.lowering import programs
+from torch_mlir_lens.worker.lowering.programs import Program, ProgramRequest
 
 
 def run_job(data: dict[str, Any]) -> dict[str, Any]:
@@ -108,28 +59,29 @@ def run(data: dict[str, Any]) -> Reply:
     try:
         job = parse_job(data)
         if not isinstance(job, ModuleJob | ModulesJob):
-            return Reply(job_id, True, _HANDLERS[job.op](job), programs=held_programs())
+            return Reply(job_id, True, _HANDLERS[job.op](job), programs=programs.held_programs())
         # A proof of rewrites runs in the background after checks: counted apart from the
         # jobs that lower (whose count says how much an edit cost).
-        _stats["proof_jobs" if isinstance(job, RewritesJob) else "jobs_run"] += 1
+        programs.count("proof_jobs" if isinstance(job, RewritesJob) else "jobs_run")
         _begin_job()
-        release_evicted()  # when run in-process, nobody called it after the last job
+        programs.release_evicted()  # when run in-process, nobody called it after the last job
         try:
             with _restored_process_state():
                 _add_import_root(job)
                 result = _handler(job)(job)
         finally:
             _end_job()
-        return Reply(job_id, True, result, programs=held_programs())
+        return Reply(job_id, True, result, programs=programs.held_programs())
     except LensError as exc:
         if exc.kind != ErrorKind.MEMORY_LIMIT and _out_of_memory(exc):
             # A lower layer wrapped the allocation failure (e.g. "constructing X failed").
             exc = LensError(ErrorKind.MEMORY_LIMIT, f"out of memory: {exc.message}",
                             file=exc.file, line=exc.line)
         exc.depends = _files_read(job_path(data))  # a fix in one of them ends the failure
-        return Reply(job_id, False, error=exc.to_json(), programs=held_programs())
+        return Reply(job_id, False, error=exc.to_json(), programs=programs.held_programs())
     except BaseException as exc:  # the user's code can raise anything, even SystemExit
-        return Reply(job_id, False, error=_unexpected(exc).to_json(), programs=held_programs())
+        return Reply(job_id, False, error=_unexpected(exc).to_json(),
+                     programs=programs.held_programs())
 
 
 def _handler(job: ModuleJob | ModulesJob) -> Callable[[Any], dict[str, Any]]:
@@ -174,14 +126,6 @@ def _end_job() -> None:
     from torch_mlir_lens.worker.loading import loader
 
     loader.stamp_imported_modules()
-
-
-def held_programs() -> list[str]:
-    """The keys (`protocol.programs.program_key`) of the exported programs held, oldest first.
-
-    Sent in every reply, so the engine knows which jobs only lower and need no export.
-    """
-    return list(dict.fromkeys(key.rpartition(":")[0] for key in _programs))
 
 
 def _out_of_memory(exc: BaseException) -> bool:
@@ -238,113 +182,20 @@ def _restored_process_state() -> Iterator[None]:
 # --- module jobs -----------------------------------------------------------------------------
 
 
-def _program(job: ModuleJob, need_weights: str | None = None, *,
-             keep: bool = True) -> _Program:
-    """The exported program of the job's module: cached, else load → inputs → export.
+def _program(job: ModuleJob, need_weights: str | None = None, *, keep: bool = True) -> Program:
+    """The exported program of the job's module (lowering/programs.py), with what the job's
+    rewrites ask of it.
 
-    Built without its weights (construct.py) unless `need_weights` names what needs them;
-    a program with real weights serves every job, one without serves only those that elide.
     `keep` False (a proof of rewrites, in the background): a program it has to build is not
-    cached, so that it pushes out none of those the lowerings use (counted apart).
+    held. Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
+    stitched program has not: a proof, or a module asking for rewrites, has an inline program
+    of its own, never the stitched one a plain lowering keeps.
     """
-    from torch_mlir_lens.worker import blocks, lowering
-    from torch_mlir_lens.worker import inputs as inputs_mod
-    from torch_mlir_lens.worker.loading import construct, file_states, loader
-
-    path = job.path
-    text = job.text if job.text is not None else read_text(path)
-    name = job.module
-    policy = job.construct
-    pinned = _pins(job, text)  # applied at export: they need the tensors' values
-    if pinned and not need_weights:
-        need_weights = "pinned tensors"
-    # Rewrites decompose the program torch.export made whole (rewrites/apply.py), which a
-    # stitched program has not: a proof, or a module asking for rewrites, has an inline
-    # program of its own, never the stitched one a plain lowering keeps.
+    text = job.text if job.text is not None else read_text(job.path)
     why_inline = ("inline: proving rewrites" if not keep
                   else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
-    fields = job.module_fields().to_json()
-    if why_inline:
-        fields["inline_blocks"] = True
-    base = program_key(fields, text)
-    real_key, any_key = f"{base}:real", f"{base}:{policy}"
-    for key in ([real_key] if need_weights else [any_key, real_key]):
-        cached = _programs.get(key)
-        if cached is not None and (not file_states.unchanged(cached.read)
-                                   or shadowed(cached.absent)):
-            _evicted.append(_programs.pop(key))  # a file it read changed: export again
-            cached = None
-        if cached is not None:
-            _programs.move_to_end(key)
-            return cached
-
-    timings: dict[str, float] = {}
-    start = time.perf_counter()
-    mod = loader.load_definitions(path, text)
-    timings["load"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    shapes_only = None if need_weights or policy == construct.REAL else policy
-    with inputs_mod.recording_without_weights(shapes_only):
-        resolved = inputs_mod.resolve_inputs(
-            mod, name, path=path, text=text,
-            inputs_expr=job.inputs, inputs_file=job.inputs_file,
-            init_expr=job.init, settings_inputs=job.settings_inputs,
-            workspace=job.workspace,
-        )
-    timings["inputs"] = time.perf_counter() - start
-
-    user_files = loader.user_files_for(path)
-    start = time.perf_counter()
-
-    def build_real() -> Any:
-        given = resolved.instance
-        if given is not None and construct.is_fake_module(given):
-            resolved.instance = None  # never hand a weightless module to a job needing values
-        return inputs_mod.instantiate(mod, name, resolved)
-
-    blocks_stats: dict[str, Any] = {}
-
-    def export(fn: Any) -> Any:
-        _stats["exports_run" if keep else "proof_exports"] += 1
-
-        def inline() -> Any:
-            from torch_mlir_lens.worker.rewrites.pins import pinned as pinned_in
-
-            with pinned_in(fn, pinned) if pinned else contextlib.nullcontext():
-                return lowering.export_program(
-                    fn, resolved.args, resolved.kwargs, user_files=user_files,
-                    strict=job.strict, dynamic_shapes=resolved.dynamic_shapes,
-                    dynamic_at=resolved.dynamic_at,
-                )
-
-        program, outcome = blocks.export(fn, resolved, inline, job, user_files, text,
-                                         why_inline=why_inline)
-        blocks_stats.clear()
-        blocks_stats.update(outcome.stats())
-        return program
-
-    program, built = construct.construct_and_export(
-        inputs_mod.lookup(mod, name), resolved, build_real=build_real, export=export,
-        need_weights=need_weights, policy=policy)
-    lowerer = lowering.ProgramLowerer(program, module_name=name, user_files=user_files)
-    timings["export"] = time.perf_counter() - start
-
-    entry = _Program(lowerer=lowerer, inputs_source=resolved.source, timings=timings,
-                     fn=built.fn, args=tuple(resolved.args),
-                     kwargs=dict(resolved.kwargs or {}), user_files=user_files,
-                     construction={**built.stats(), **blocks_stats},
-                     dynamic_shapes=resolved.dynamic_shapes,
-                     loaded=frozenset(loader.touched))
-    read = provenance(path, entry.loaded, libraries=False)
-    entry.read, entry.absent = read["files"], read["absent"]
-    key = real_key if built.path == construct.REAL else any_key
-    if not keep:
-        return entry
-    _programs[key] = entry
-    while len(_programs) > MAX_CACHED_PROGRAMS:
-        _evicted.append(_programs.popitem(last=False)[1])
-    return entry
+    return programs.program_for(ProgramRequest(
+        job, need_weights, keep=keep, pinned=_pins(job, text), why_inline=why_inline))
 
 
 def _lower_options(job: LowerJob | None) -> Any:
@@ -457,7 +308,7 @@ def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None
     return None
 
 
-def _rewriting(job: ModuleJob, program: _Program) -> Any:
+def _rewriting(job: ModuleJob, program: Program) -> Any:
     """The rewrites the job's module asks for (its comment, the job's), on this program."""
     from torch_mlir_lens.worker.rewrite_jobs.rewriting import Rewriting
     from torch_mlir_lens.worker.rewrite_jobs.variants import Variants, requested
@@ -522,18 +373,18 @@ def _lowered_as(target: str) -> str:
     return "linalg" if target == "llvm" or is_iree_target(target) else target
 
 
-def _weightless(program: _Program) -> bool:
+def _weightless(program: Program) -> bool:
     """Whether the program was built without its weights (construct.py's meta path)."""
     return program.construction.get("construction") == "meta"
 
 
-def _eager(program: _Program) -> Any:
+def _eager(program: Program) -> Any:
     from torch_mlir_lens.worker.iree.lowering import Eager
 
     return Eager(program.fn, program.args, program.kwargs, program.dynamic_shapes)
 
 
-def _iree_lower(job: LowerJob, program: _Program, lowerer: Any, target: str,
+def _iree_lower(job: LowerJob, program: Program, lowerer: Any, target: str,
                 options: Any) -> LowerResult:
     """An IREE target's result: the Linalg IR compiled by IREE (worker/iree/)."""
     from torch_mlir_lens.worker.iree.lowering import lower_target
@@ -556,7 +407,7 @@ def _iree_export(job: ExportJob) -> dict[str, Any]:
                        weightless=_weightless(program))
 
 
-def _iree_code(job: ExportCodeJob, program: _Program) -> dict[str, Any]:
+def _iree_code(job: ExportCodeJob, program: Program) -> dict[str, Any]:
     """Python that runs the module's exported .vmfb with iree.runtime alone."""
     from torch_mlir_lens.rules.targets import target_title
     from torch_mlir_lens.worker.iree.export import python_snippet
@@ -724,7 +575,7 @@ def _ping(job: Job) -> dict[str, Any]:
 def _stats_job(job: Job) -> dict[str, Any]:
     from torch_mlir_lens.worker.blocks import counters
 
-    return {**_stats, **counters(), "pid": os.getpid(), "cached_programs": len(_programs)}
+    return {**programs.stats(), **counters(), "pid": os.getpid()}
 
 
 def _jsonable(value: Any) -> Any:

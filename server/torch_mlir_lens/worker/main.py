@@ -188,8 +188,9 @@ def _job_waiting(fd: int, within: float = 0.0) -> bool:
 
 def serve(in_fd: int, out_fd: int) -> int:
     """Read jobs from in_fd, run them one at a time, write replies to out_fd; 0 at EOF."""
-    from torch_mlir_lens.worker.job_handlers import release_evicted, run
+    from torch_mlir_lens.worker.job_handlers import run
     from torch_mlir_lens.worker.loading import file_states, hygiene, import_graph
+    from torch_mlir_lens.worker.lowering.programs import release_evicted
 
     # Imports are recorded from here on (what an answer depends on: provenance.py); before
     # the baseline, so that restoring the standard library after a job keeps the recorder.

@@ -8,14 +8,14 @@ modification time, so an upgraded package is read again.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.system.reading import read_text
 
 MAX_FILES = 64
 MAX_BYTES = 4 * 1024 * 1024  # a bigger "source" is not worth showing lines of
 
-_cache: OrderedDict[tuple[str, int, int], list[str] | None] = OrderedDict()
+_cache: BoundedCache[tuple[str, int, int], list[str] | None] = BoundedCache(MAX_FILES)
 
 
 def lines_of(path: str) -> list[str] | None:
@@ -26,16 +26,13 @@ def lines_of(path: str) -> list[str] | None:
         return None
     key = (path, st.st_size, st.st_mtime_ns)
     if key in _cache:
-        _cache.move_to_end(key)
-        return _cache[key]
+        return _cache.get(key)
     lines: list[str] | None = None
     try:
         lines = read_text(path, MAX_BYTES).splitlines()  # a FIFO or device is not read
     except (OSError, UnicodeDecodeError):
         lines = None
-    _cache[key] = lines
-    while len(_cache) > MAX_FILES:
-        _cache.popitem(last=False)
+    _cache.put(key, lines)
     return lines
 
 

@@ -72,7 +72,7 @@ def counters() -> dict[str, int]:
     written to disk; parent exports re-used."""
     from torch_mlir_lens.worker.blocks import block_cache, parent_cache
 
-    return {**block_cache.counters, **parent_cache.counters}
+    return {**block_cache.counters(), **parent_cache.counters()}
 
 
 __all__ = ["counters", "export"]

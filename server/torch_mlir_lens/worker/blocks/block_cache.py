@@ -27,16 +27,17 @@ import hashlib
 import logging
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.discovery.fingerprint import code_fingerprint
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.system.disk_cache import DiskCache, file_digest
 from torch_mlir_lens.system.environment import environment_key
 from torch_mlir_lens.system.reading import read_bytes
 from torch_mlir_lens.worker.ir.locations import UserFiles
+from torch_mlir_lens.worker.process import WORKER
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,6 @@ DISK_MAX_BYTES = 128 * 1024 * 1024  # the blocks' share of the persistent cache
 DISK_SUBFOLDER = "blocks"  # beside the engine's replies, in the persistent cache's folder
 _FILE = re.compile(r'File "([^"]+)", line \d+')
 
-_entries: OrderedDict[str, Traced] = OrderedDict()
-_disk: DiskCache | None = None
-counters: dict[str, int] = {"block_traces": 0, "block_cache_hits": 0, "block_disk_hits": 0,
-                            "block_disk_writes": 0}
 
 
 @dataclass
@@ -155,13 +152,32 @@ def _holds(entry: Traced, users: UserFiles) -> bool:
             and not any(path in users for path in entry.foreign))
 
 
+@dataclass
+class _Blocks:
+    """The traced blocks this worker holds, its disk tier and its counts (the worker's part)."""
+
+    entries: BoundedCache[str, Traced] = field(default_factory=lambda: BoundedCache(MAX_ENTRIES))
+    disk: DiskCache | None = None
+    counters: dict[str, int] = field(default_factory=lambda: {
+        "block_traces": 0, "block_cache_hits": 0, "block_disk_hits": 0, "block_disk_writes": 0})
+
+
+def _blocks() -> _Blocks:
+    return WORKER.part(_Blocks)
+
+
+def counters() -> dict[str, int]:
+    """How many blocks were traced, found in memory or on disk, and written to disk."""
+    return dict(_blocks().counters)
+
+
 def use_folder(folder: str | None) -> None:
     """Keep traced blocks on disk in `folder`'s blocks subfolder (None: in memory only)."""
-    global _disk
+    blocks = _blocks()
     root = os.path.join(folder, DISK_SUBFOLDER) if folder else None
-    if _disk is not None and root is not None and str(_disk.folder.parent) == root:
+    if blocks.disk is not None and root is not None and str(blocks.disk.folder.parent) == root:
         return
-    _disk = DiskCache(root, DISK_MAX_BYTES, purpose="blocks", validate=_stored_block_ok,
+    blocks.disk = DiskCache(root, DISK_MAX_BYTES, purpose="blocks", validate=_stored_block_ok,
                       top=folder) if root is not None else None
 
 
@@ -186,27 +202,28 @@ def lookup(key: str | None, users: UserFiles) -> tuple[Traced | None, str]:
     found ("memory" or "disk"; "" when it was not)."""
     if key is None:
         return None, ""
-    entry = _entries.get(key)
+    blocks = _blocks()
+    entry = blocks.entries.get(key)
     if entry is not None and not _holds(entry, users):
-        del _entries[key]
+        blocks.entries.pop(key)
         entry = None
     if entry is not None:
-        _entries.move_to_end(key)
-        counters["block_cache_hits"] += 1
+        blocks.counters["block_cache_hits"] += 1
         return entry, "memory"
     entry = _from_disk(key)
     if entry is None or not _holds(entry, users):
         return None, ""
-    _keep(key, entry)
-    counters["block_disk_hits"] += 1
+    blocks.entries.put(key, entry)
+    blocks.counters["block_disk_hits"] += 1
     return entry, "disk"
 
 
 def _from_disk(key: str) -> Traced | None:
-    disk_key = _disk_key(key) if _disk is not None else None
-    if _disk is None or disk_key is None:
+    disk = _blocks().disk
+    disk_key = _disk_key(key) if disk is not None else None
+    if disk is None or disk_key is None:
         return None
-    stored = _disk.get(disk_key)  # None unless whole, of this key, and its files unchanged
+    stored = disk.get(disk_key)  # None unless whole, of this key, and its files unchanged
     raw = stored.get("raw") if stored else None
     files = stored.get("files") if stored else None
     foreign = stored.get("foreign") if stored else None
@@ -229,40 +246,35 @@ def class_file(cls: type) -> str | None:
 def store(key: str | None, entry: Traced, users: UserFiles, class_file: str | None) -> None:
     """Keep a block traced in this worker under `key` (the oldest entries go past
     MAX_ENTRIES); its raw MLIR must be made first."""
-    counters["block_traces"] += 1
+    blocks = _blocks()
+    blocks.counters["block_traces"] += 1
     if key is None:
         return
     entry.files, entry.foreign = _frame_files(entry.program, users, class_file)
-    _keep(key, entry)
+    blocks.entries.put(key, entry)
     _to_disk(key, entry)
 
 
-def _keep(key: str, entry: Traced) -> None:
-    _entries[key] = entry
-    _entries.move_to_end(key)
-    while len(_entries) > MAX_ENTRIES:
-        _entries.popitem(last=False)
-
-
 def _to_disk(key: str, entry: Traced) -> None:
-    disk_key = _disk_key(key) if _disk is not None else None
-    if _disk is None or disk_key is None or entry.raw is None or entry.constants:
+    blocks = _blocks()
+    disk_key = _disk_key(key) if blocks.disk is not None else None
+    if blocks.disk is None or disk_key is None or entry.raw is None or entry.constants:
         return
     reply = {"raw": base64.b64encode(entry.raw).decode("ascii"), "files": entry.files,
              "foreign": entry.foreign}
     # The files are checked again by the disk tier at each read (they are its provenance).
-    _disk.put(disk_key, reply, {"files": entry.files, "libraries": {}})
-    counters["block_disk_writes"] += 1
+    blocks.disk.put(disk_key, reply, {"files": entry.files, "libraries": {}})
+    blocks.counters["block_disk_writes"] += 1
 
 
 def forget(key: str) -> None:
     """Drop the entry under `key` from memory (its disk entry is replaced at the next store)."""
-    _entries.pop(key, None)
+    _blocks().entries.pop(key)
 
 
 def clear() -> None:
     """Forget every traced block held in memory (the disk tier stays)."""
-    _entries.clear()
+    _blocks().entries.clear()
 
 
 __all__ = ["DISK_MAX_BYTES", "MAX_ENTRIES", "Traced", "class_file", "clear", "counters",

@@ -33,24 +33,23 @@ import functools
 import hashlib
 import io
 import os
-from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.blocks.prove import Chain, Group
 from torch_mlir_lens.worker.blocks.reads import attribute_key, original_class
 from torch_mlir_lens.worker.blocks.record import TensorMeta, _plain
 from torch_mlir_lens.worker.blocks.stub import GroupKernel, attribute
+from torch_mlir_lens.worker.process import WORKER
 
 MAX_ENTRIES = 4
 _TABLES = ("_parameters", "_buffers", "_modules")
 
-_entries: OrderedDict[str, Entry] = OrderedDict()
-counters: dict[str, int] = {"parent_exports_reused": 0}
 
 
 @dataclass
@@ -71,6 +70,24 @@ class Entry:
         if self._state is None:
             self._state = module_state(self.root)
         return self._state
+
+
+@dataclass
+class _Parents:
+    """The parent exports this worker keeps, and how often one was re-used (the worker's
+    part)."""
+
+    entries: BoundedCache[str, Entry] = field(default_factory=lambda: BoundedCache(MAX_ENTRIES))
+    reused: int = 0
+
+
+def _parents() -> _Parents:
+    return WORKER.part(_Parents)
+
+
+def counters() -> dict[str, int]:
+    """How many parent exports were re-used."""
+    return {"parent_exports_reused": _parents().reused}
 
 
 def _sha(*parts: Any) -> str:
@@ -198,13 +215,12 @@ def forwards_watched(classes: list[type]) -> Iterator[list[str]]:
 
 def lookup(entry_key: str | None, root: torch.nn.Module) -> Entry | None:
     """The parent export kept under `entry_key` from a module whose state is `root`'s."""
-    entry = _entries.get(entry_key) if entry_key is not None else None
-    if entry is None:
+    parents = _parents()
+    entry = parents.entries.peek(entry_key) if entry_key is not None else None
+    if entry is None or entry.state() != module_state(root):
         return None
-    if entry.state() != module_state(root):
-        return None
-    _entries.move_to_end(entry_key)  # type: ignore[arg-type]
-    counters["parent_exports_reused"] += 1
+    parents.entries.get(entry_key)  # type: ignore[arg-type]  # now the most recently used
+    parents.reused += 1
     return entry
 
 
@@ -216,10 +232,8 @@ def store(entry_key: str, root: torch.nn.Module, parent: Any, raw_op: Any, weigh
     raw_op.operation.write_bytecode(buf)
     groups = [(k.number, {site: k.paths.get(id(module), "")
                           for site, (module, _names) in k.sites.items()}) for k in kernels]
-    _entries[entry_key] = Entry(parent, buf.getvalue(), weight_bytes, groups, chained, root)
-    _entries.move_to_end(entry_key)
-    while len(_entries) > MAX_ENTRIES:
-        _entries.popitem(last=False)
+    _parents().entries.put(
+        entry_key, Entry(parent, buf.getvalue(), weight_bytes, groups, chained, root))
 
 
 def kernels_for(entry: Entry, root: torch.nn.Module,
@@ -243,7 +257,7 @@ def kernels_for(entry: Entry, root: torch.nn.Module,
 
 def clear() -> None:
     """Forget every kept parent export."""
-    _entries.clear()
+    _parents().entries.clear()
 
 
 __all__ = ["MAX_ENTRIES", "Entry", "clear", "counters", "forwards_watched", "kernels_for",

@@ -19,32 +19,47 @@ from __future__ import annotations
 import contextlib
 import types
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from torch_mlir_lens.worker.blocks.record import TensorMeta, _plain
+from torch_mlir_lens.worker.process import WORKER
 
 Reads = dict[tuple[str, str], None]  # (module path in the block, attribute name), in order
 
-_watched: dict[type, type] = {}  # class → its watching subclass
-_originals: dict[type, type] = {}  # watching subclass → class
-_active: list[tuple[dict[int, str], Reads]] = []  # (id(module) → path, reads) while watching
 _MISSING = ("missing",)
+
+
+@dataclass
+class _Watch:
+    """The watching subclasses made so far and the watches running (the worker's part)."""
+
+    watched: dict[type, type] = field(default_factory=dict)  # class → its watching subclass
+    originals: dict[type, type] = field(default_factory=dict)  # watching subclass → class
+    # (id(module) → path, reads) of each watch running, innermost last
+    active: list[tuple[dict[int, str], Reads]] = field(default_factory=list)
+
+
+def _watch() -> _Watch:
+    return WORKER.part(_Watch)
 
 
 def _watching_class(cls: type) -> type:
     """The subclass of `cls` that notes attribute reads while a watch is active."""
-    known = _watched.get(cls)
+    watch = _watch()
+    known = watch.watched.get(cls)
     if known is not None:
         return known
 
     base_lookup: Any = cls.__getattribute__
+    active = watch.active  # bound once: every attribute read of a watched module comes here
 
     def __getattribute__(self: Any, name: str) -> Any:
-        if _active and not name.startswith("__"):
-            paths, reads = _active[-1]
+        if active and not name.startswith("__"):
+            paths, reads = active[-1]
             path = paths.get(id(self))
             if path is not None:
                 reads[(path, name)] = None
@@ -53,7 +68,7 @@ def _watching_class(cls: type) -> type:
     namespace = {"__getattribute__": __getattribute__, "__module__": cls.__module__,
                  "__qualname__": cls.__qualname__}
     made = types.new_class(cls.__name__, (cls,), {}, lambda ns: ns.update(namespace))
-    _watched[cls], _originals[made] = made, cls
+    watch.watched[cls], watch.originals[made] = made, cls
     return made
 
 
@@ -79,11 +94,12 @@ def watching(block: torch.nn.Module) -> Iterator[Reads | None]:
         yield None
         return
     reads: Reads = {}
-    _active.append((paths, reads))
+    active = _watch().active
+    active.append((paths, reads))
     try:
         yield reads
     finally:
-        _active.pop()
+        active.pop()
         for module, cls in swapped:
             module.__class__ = cls
 
@@ -96,7 +112,7 @@ def _state_value(value: Any, depth: int = 0) -> Any:
         return ("tensor", TensorMeta.of(value))
     if isinstance(value, torch.nn.Module):
         cls = type(value)
-        return ("module", _originals.get(cls, cls))
+        return ("module", _watch().originals.get(cls, cls))
     if isinstance(value, types.MethodType):
         return ("method", id(value.__func__))  # the same function, whichever block it is bound to
     if isinstance(value, dict):
@@ -123,7 +139,7 @@ def attribute_key(name: str, value: Any) -> Any:
 
 def original_class(cls: type) -> type:
     """The class itself, for a module whose class is watched at the moment."""
-    return _originals.get(cls, cls)
+    return _watch().originals.get(cls, cls)
 
 
 def _submodule(block: torch.nn.Module, path: str, found: dict[str, Any]) -> Any:
@@ -146,7 +162,7 @@ def state_key(block: torch.nn.Module, reads: Reads, args: tuple[Any, ...],
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     cls = type(block)
     parts: list[Any] = [
-        _originals.get(cls, cls), spec,
+        _watch().originals.get(cls, cls), spec,
         tuple(TensorMeta.of(v) if isinstance(v, torch.Tensor) else _plain(v) for v in leaves),
         tuple(next(j for j, u in enumerate(tensors) if u is t) for t in tensors),
     ]

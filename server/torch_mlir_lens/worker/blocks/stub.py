@@ -51,14 +51,26 @@ from torch_mlir_lens.worker.blocks.record import (
     call_key,
     rebuild_output,
 )
+from torch_mlir_lens.worker.process import WORKER
 
 NAMESPACE = "torch_mlir_lens_blocks"
 IMPORTED_PREFIX = f"torch.{NAMESPACE}."  # the name torch-mlir gives an unknown op
 
-_library: torch.library.Library | None = None
-_defined: set[str] = set()
-_numbers = itertools.count(1)
-_kernels: weakref.WeakValueDictionary[int, GroupKernel] = weakref.WeakValueDictionary()
+
+
+@dataclass
+class _Ops:
+    """The stub ops' library and the live group kernels (the worker's part)."""
+
+    library: torch.library.Library | None = None
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # groups'
+    sites: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # call sites'
+    kernels: weakref.WeakValueDictionary[int, GroupKernel] = field(
+        default_factory=weakref.WeakValueDictionary)
+
+
+def _ops() -> _Ops:
+    return WORKER.part(_Ops)
 
 
 @dataclass(eq=False)
@@ -86,13 +98,14 @@ class GroupKernel:
 
 def new_kernel(out_metas: list[TensorMeta]) -> GroupKernel:
     """A group's entry, under a number unique in the process."""
-    kernel = GroupKernel(next(_numbers), list(out_metas))
-    _kernels[kernel.number] = kernel
+    ops = _ops()
+    kernel = GroupKernel(next(ops.numbers), list(out_metas))
+    ops.kernels[kernel.number] = kernel
     return kernel
 
 
 def _kernel(number: int) -> GroupKernel:
-    kernel = _kernels.get(number)
+    kernel = _ops().kernels.get(number)
     if kernel is None:
         raise RuntimeError(f"no stitched block group {number} in this process")
     return kernel
@@ -137,35 +150,38 @@ def _chain_eager(number: int, site: int, count: int, carried: int,
 def chain_op_for(inputs: int) -> Any:
     """The op running a chain: group, first site, count, carried position, `inputs` tensors."""
     name = f"chain_{inputs}"
-    if name not in _defined:
+    if not _defined(name):
         library = _library_defined()
         params = ", ".join(f"Tensor t{i}" for i in range(inputs))
         library.define(f"{name}(int group, int site, int count, int carried, {params}) -> Tensor")
         torch.library.register_fake(f"{NAMESPACE}::{name}", _chain_fake, lib=library)
         library.impl(name, _chain_eager, "CompositeExplicitAutograd")
-        _defined.add(name)
     return getattr(getattr(torch.ops, NAMESPACE), name).default
 
 
+def _defined(name: str) -> bool:
+    """Whether torch knows the op (asked of torch's registry, which outlives any worker part)."""
+    return hasattr(getattr(torch.ops, NAMESPACE), name)
+
+
 def _library_defined() -> torch.library.Library:
-    global _library
-    if _library is None:
-        _library = torch.library.Library(NAMESPACE, "FRAGMENT")
-    return _library
+    ops = _ops()
+    if ops.library is None:
+        ops.library = torch.library.Library(NAMESPACE, "FRAGMENT")
+    return ops.library
 
 
 def op_for(inputs: int, results: int) -> Any:
     """The op taking a group and a site number and `inputs` tensors, returning `results`
     tensors."""
     name = f"call_{inputs}_{results}"
-    if name not in _defined:
+    if not _defined(name):
         library = _library_defined()
         params = ", ".join(f"Tensor t{i}" for i in range(inputs))
         returns = "Tensor" if results == 1 else "(" + ", ".join(["Tensor"] * results) + ")"
         library.define(f"{name}(int group, int site, {params}) -> {returns}")
         torch.library.register_fake(f"{NAMESPACE}::{name}", _fake, lib=library)
         library.impl(name, _eager, "CompositeExplicitAutograd")
-        _defined.add(name)
     return getattr(getattr(torch.ops, NAMESPACE), name).default
 
 
@@ -220,10 +236,10 @@ def _chained(module: torch.nn.Module, place: InChain, args: tuple[Any, ...],
         raise ChainBroken(f"block {place.index} of a chain called out of turn")
     chain.position += 1
     if place.index == 0:
-        first = next(_sites)
+        first = next(_ops().sites)
         chain.kernel.sites[first] = (module, list(chain.call.weights))
         for offset, member in enumerate(chain.modules[1:], start=1):
-            site = next(_sites)
+            site = next(_ops().sites)
             if site != first + offset:
                 raise ChainBroken("the sites of a chain are not consecutive")
             chain.kernel.sites[site] = (member, list(chain.call.weights))
@@ -248,7 +264,7 @@ def _stub(module: torch.nn.Module, plans: dict[str, StubbedCall | InChain],
         if isinstance(planned, InChain):
             return _chained(module, planned, args, kwargs)
         rep, kernel = planned.call, planned.kernel
-        site = next(_sites)
+        site = next(_ops().sites)
         kernel.sites[site] = (module, list(rep.weights))
         leaves = pytree.tree_leaves((tuple(args), dict(kwargs)))
         tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
@@ -258,9 +274,6 @@ def _stub(module: torch.nn.Module, plans: dict[str, StubbedCall | InChain],
         return rebuild_output(rep.outputs, rep.out_spec, results, tensors)
 
     return forward
-
-
-_sites = itertools.count(1)
 
 
 @contextlib.contextmanager

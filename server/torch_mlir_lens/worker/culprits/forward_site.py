@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torch_mlir_lens.system.reading import read_text
+from torch_mlir_lens.worker.process import WORKER
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class ForwardSite:
         return self.return_lines[-1] if self.return_lines else self.def_line
 
 
-_parsed: dict[tuple[str, float], ast.Module | None] = {}
+_MAX_PARSED = 64
 
 
 def _tree(path: str) -> ast.Module | None:
@@ -38,13 +39,14 @@ def _tree(path: str) -> ast.Module | None:
         stamp = os.stat(path).st_mtime
     except OSError:
         return None
+    parsed = WORKER.cache(f"{__name__}.parsed", _MAX_PARSED)  # (path, mtime) → tree or None
     key = (path, stamp)
-    if key not in _parsed:
+    if key not in parsed:
         try:
-            _parsed[key] = ast.parse(read_text(path), filename=path)
+            parsed.put(key, ast.parse(read_text(path), filename=path))
         except (OSError, SyntaxError, ValueError):
-            _parsed[key] = None
-    return _parsed[key]
+            parsed.put(key, None)
+    return parsed.peek(key)  # type: ignore[no-any-return]
 
 
 def _class(tree: ast.Module, dotted: str) -> ast.ClassDef | None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,9 +32,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_d
 
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, TORCH_BACKEND_PIPELINE, target_title
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.culprits.reasons import explained
 from torch_mlir_lens.worker.ir import crash_guard
 from torch_mlir_lens.worker.ir.mlir_diagnostics import Diag, pipeline_errors
+from torch_mlir_lens.worker.process import WORKER
 
 LOWERS = ""  # the verdict of an op the backend lowers alone
 UNKNOWN = None  # no verdict: the op cannot be copied out, or the time budget ran out
@@ -264,33 +265,30 @@ class VerdictCache:
     """Verdicts per (isolation key, backend), oldest dropped first beyond `size`."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
-        self.size = size
-        self._verdicts: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.hits = 0
+        self._verdicts: BoundedCache[tuple[str, str], str] = BoundedCache(size)
         self.runs = 0
 
+    @property
+    def hits(self) -> int:
+        return self._verdicts.hits
+
     def get(self, key: str, target: str) -> Verdict:
-        verdict = self._verdicts.get((key, target))
-        if verdict is not None:
-            self._verdicts.move_to_end((key, target))
-            self.hits += 1
-        return verdict
+        return self._verdicts.get((key, target))
 
     def peek(self, key: str, target: str) -> Verdict:
         """The verdict if known, without counting a hit."""
-        return self._verdicts.get((key, target))
+        return self._verdicts.peek((key, target))
 
     def put(self, key: str, target: str, verdict: str) -> None:
-        self._verdicts[(key, target)] = verdict
-        self._verdicts.move_to_end((key, target))
-        while len(self._verdicts) > self.size:
-            self._verdicts.popitem(last=False)
+        self._verdicts.put((key, target), verdict)
 
     def __len__(self) -> int:
         return len(self._verdicts)
 
 
-CACHE = VerdictCache()  # the worker's: one process, one job at a time
+def worker_verdicts() -> VerdictCache:
+    """The worker's verdicts (one process, one job at a time)."""
+    return WORKER.part(VerdictCache)
 
 
 BATCH_MIN = 4  # fewer ops than this are tried one by one
@@ -344,7 +342,7 @@ def verdicts(ops: Sequence[Any], target: str, budget_s: float | None = None,
     on `target`: LOWERS, the backend's message, or UNKNOWN (it cannot be copied out, or
     `budget_s` ran out); and whether every op got a try (False: the budget ran out). Ops not
     decided yet are tried in batches first (`_in_batches`), then one by one."""
-    cache = CACHE if cache is None else cache
+    cache = worker_verdicts() if cache is None else cache
     deadline = None if budget_s is None else time.perf_counter() + budget_s
     keys = [isolation_key(op) for op in ops]
     pending: dict[str, _Item] = {}
@@ -384,6 +382,5 @@ def _lowers_as(op: Any, target: str) -> Callable[[Callable[[str], str]], bool]:
     return lowers
 
 
-__all__ = ["CACHE", "LOWERS", "UNKNOWN", "Verdict", "VerdictCache",
-           "first_line", "is_constant",
-           "isolate", "isolation_key", "run_alone", "verdicts"]
+__all__ = ["LOWERS", "UNKNOWN", "Verdict", "VerdictCache", "first_line", "is_constant",
+           "isolate", "isolation_key", "run_alone", "verdicts", "worker_verdicts"]

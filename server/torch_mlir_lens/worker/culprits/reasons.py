@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,8 @@ from torch_mlir import ir
 
 from torch_mlir_lens.rules.refusals import OpFacts, dynamic_fact, explains, reasons
 from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.system.bounded_cache import BoundedCache
+from torch_mlir_lens.worker.process import WORKER
 
 
 def _constant(value: Any) -> str | None:
@@ -54,9 +55,13 @@ def op_facts(op: Any) -> OpFacts:
     )
 
 
-# (op key, backend, whether the backend said why) → reason
-_CHECKED: OrderedDict[tuple[str, str, bool], str] = OrderedDict()
 _CHECKED_SIZE = 5000
+
+
+def _checked() -> BoundedCache[tuple[str, str, bool], str]:
+    """(op key, backend, whether the backend said why) → reason."""
+    return WORKER.cache(f"{__name__}.checked", _CHECKED_SIZE)
+
 
 # Whether the op lowers alone once its IR text is changed so (op_isolation provides it).
 LowersAs = Callable[[Callable[[str], str]], bool]
@@ -69,34 +74,37 @@ def explained(verdict: str, op: Any, backend: str, key: str | None = None,
     backend's own words when it says why, else a fact of the backend a rule finds in the op.
     `key` (the op's isolation key) keeps the answer per op."""
     own = explains(verdict)
-    try:
-        cache_key = (key, backend, own) if key is not None else None
-        if cache_key is None or cache_key not in _CHECKED:
-            # The backend's own words stand, unless a likely cause is proven (the op lowers
-            # alone without it): a verifier's complaint about an op the conversion made
-            # ("operand and result must have the same size") says less than "its result has
-            # a dynamic size", shown to be the cause.
-            facts = op_facts(op)
-            found = next((said for said, instead in reasons(facts, backend)
-                          if (instead is None and not own)
-                          or (instead is not None and lowers_as is not None
-                              and lowers_as(instead))),
-                         "")
-            fact = dynamic_fact(facts) if own and not found and backend == "tosa" else None
-            if fact and not _names_types(verdict):
-                # A verifier's words about an op the conversion made ("operand and result
-                # must have the same size and dtype") say nothing of this op's types: the
-                # dynamic size it has is said beside them, not as the proven cause.
-                found = f"{fact}, and {target_title(backend)}'s conversion fails: {verdict}"
-            if cache_key is None:
-                return found or verdict
-            _CHECKED[cache_key] = found
-            while len(_CHECKED) > _CHECKED_SIZE:
-                _CHECKED.popitem(last=False)
-        found = _CHECKED[cache_key]
-    except Exception:  # an op whose operands cannot be read: no reason, the verdict stands
-        return verdict
+    cache_key = (key, backend, own) if key is not None else None
+    checked = _checked()
+    found = checked.get(cache_key) if cache_key is not None else None
+    if found is None:
+        try:
+            found = _reason(verdict, op, backend, own, lowers_as)
+        except Exception:  # an op whose operands cannot be read: no reason, the verdict stands
+            return verdict
+        if cache_key is not None:
+            checked.put(cache_key, found)
     return found or verdict
+
+
+def _reason(verdict: str, op: Any, backend: str, own: bool, lowers_as: LowersAs | None) -> str:
+    """The reason `explained` adds to `verdict` ("" for none)."""
+    # The backend's own words stand, unless a likely cause is proven (the op lowers alone
+    # without it): a verifier's complaint about an op the conversion made ("operand and
+    # result must have the same size") says less than "its result has a dynamic size",
+    # shown to be the cause.
+    facts = op_facts(op)
+    found = next((said for said, instead in reasons(facts, backend)
+                  if (instead is None and not own)
+                  or (instead is not None and lowers_as is not None and lowers_as(instead))),
+                 "")
+    fact = dynamic_fact(facts) if own and not found and backend == "tosa" else None
+    if fact and not _names_types(verdict):
+        # A verifier's words about an op the conversion made ("operand and result must have
+        # the same size and dtype") say nothing of this op's types: the dynamic size it has
+        # is said beside them, not as the proven cause.
+        found = f"{fact}, and {target_title(backend)}'s conversion fails: {verdict}"
+    return found
 
 
 def _names_types(message: str) -> bool:

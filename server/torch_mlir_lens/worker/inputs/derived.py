@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import types
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from torch_mlir_lens.discovery import ModuleInfo
 from torch_mlir_lens.discovery.fingerprint import fingerprint
 from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.inputs.construction import lookup
 from torch_mlir_lens.worker.inputs.recording import Recorded, clone, record, weights_policy
 from torch_mlir_lens.worker.inputs.result import ResolvedInputs
 from torch_mlir_lens.worker.loading import loader
 from torch_mlir_lens.worker.loading.file_states import read_source
+from torch_mlir_lens.worker.process import WORKER
 
 # Resolves a parent's inputs from its own sources only (no derived inputs): the precedence of
 # `resolve.py`, passed in because that precedence is what asks for derived inputs.
@@ -27,10 +28,13 @@ ResolveOwn = Callable[
     [types.ModuleType, str, str, str, dict[str, str], str | None], ResolvedInputs,
 ]
 
-# (path, parent's fingerprint, parent, settings, workspace, weights policy) → what the
-# parent's submodules received.
-_recordings: OrderedDict[tuple[str, ...], dict[str, Recorded] | LensError] = OrderedDict()
 _MAX_RECORDINGS = 16
+
+
+def _recordings() -> BoundedCache[tuple[str, ...], dict[str, Recorded] | LensError]:
+    """(path, parent's fingerprint, parent, settings, workspace, weights policy) → what the
+    parent's submodules received."""
+    return WORKER.cache(f"{__name__}.recordings", _MAX_RECORDINGS)
 
 
 def _ancestors(info: ModuleInfo, by_name: dict[str, ModuleInfo]) -> Iterator[str]:
@@ -108,15 +112,13 @@ def _recording(
     fp = fingerprint(text, parent, path, settings_inputs=settings, workspace=workspace)
     key = (path, fp, parent, repr(sorted(settings.items())), workspace or "",
            str(weights_policy()))
-    if key in _recordings:
-        _recordings.move_to_end(key)
-        return _recordings[key]
+    recordings = _recordings()
+    if key in recordings:
+        return recordings.get(key)  # type: ignore[return-value]
     try:
         resolved = resolve_own(mod, parent, path, text, settings, workspace)
         result: dict[str, Recorded] | LensError = record(mod, parent, resolved, path)
     except LensError as exc:
         result = exc
-    _recordings[key] = result
-    while len(_recordings) > _MAX_RECORDINGS:
-        _recordings.popitem(last=False)
+    recordings.put(key, result)
     return result

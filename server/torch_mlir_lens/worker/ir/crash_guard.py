@@ -43,9 +43,12 @@ import sys
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from torch_mlir import ir
+
+from torch_mlir_lens.worker.process import WORKER
 
 T = TypeVar("T")
 
@@ -63,13 +66,25 @@ _CRASH_WORDS = re.compile(r"(crashed torch-mlir|torch-mlir crashed) \([^)]+\)")
 # (`std::bad_alloc` → MemoryError, others → RuntimeError). A crash by another name.
 THROWN = (MemoryError, RuntimeError)
 
-# Weight bytes imported into each context (literals' hooks report them; see `note_weights`).
-_weights: weakref.WeakKeyDictionary[ir.Context, int] = weakref.WeakKeyDictionary()
-# Pipelines whose dialects each context has loaded (load_dialects runs once per pair).
-_loaded: weakref.WeakKeyDictionary[ir.Context, set[str]] = weakref.WeakKeyDictionary()
-# Children that answered and are still exiting: a torch-sized process takes ~50 ms to tear
-# down, which nobody needs to wait for; reaped later (reap_pending).
-_pending: list[int] = []
+
+@dataclass
+class _Guard:
+    """What the guard keeps between steps (the worker's part; see worker/process/)."""
+
+    # Weight bytes imported into each context (literals' hooks report them; `note_weights`).
+    weights: weakref.WeakKeyDictionary[ir.Context, int] = field(
+        default_factory=weakref.WeakKeyDictionary)
+    # Pipelines whose dialects each context has loaded (load_dialects runs once per pair).
+    loaded: weakref.WeakKeyDictionary[ir.Context, set[str]] = field(
+        default_factory=weakref.WeakKeyDictionary)
+    # Children that answered and are still exiting: a torch-sized process takes ~50 ms to tear
+    # down, which nobody needs to wait for; reaped later (reap_pending).
+    pending: list[int] = field(default_factory=list)
+    guarding: bool = False  # inside `guarded()`
+
+
+def _guard() -> _Guard:
+    return WORKER.part(_Guard)
 
 
 class Crash(Exception):
@@ -102,39 +117,37 @@ def is_crash_message(message: str) -> bool:
 
 def note_weights(ctx: ir.Context, nbytes: int) -> None:
     """Record that modules of `ctx` carry `nbytes` of weight data (the importer's count)."""
-    _weights[ctx] = _weights.get(ctx, 0) + nbytes
+    weights = _guard().weights
+    weights[ctx] = weights.get(ctx, 0) + nbytes
 
 
 def noted_weights(ctx: ir.Context) -> int:
     """The weight bytes noted for `ctx` so far."""
-    return _weights.get(ctx, 0)
-
-
-_guarding = False  # inside `guarded()`
+    return _guard().weights.get(ctx, 0)
 
 
 def guarding_passes() -> bool:
     """Whether each pass pipeline runs in a child of its own: in a worker started after a
     crash, or inside `guarded()`."""
-    return _guarding or bool(os.environ.get(GUARD_PASSES_ENV))
+    return _guard().guarding or bool(os.environ.get(GUARD_PASSES_ENV))
 
 
 @contextlib.contextmanager
 def guarded() -> Iterator[None]:
     """Each pass pipeline run inside this block (and in children forked from it) forks."""
-    global _guarding
-    before, _guarding = _guarding, True
+    guard = _guard()
+    before, guard.guarding = guard.guarding, True
     try:
         yield
     finally:
-        _guarding = before
+        guard.guarding = before
 
 
 def worth_forking(ctx: ir.Context) -> bool:
     """Whether steps on modules of `ctx` run in a child (see the module docstring)."""
     if os.environ.get(NO_FORK_ENV) or not hasattr(os, "fork"):
         return False
-    return _weights.get(ctx, 0) <= MAX_FORKED_WEIGHT_BYTES
+    return _guard().weights.get(ctx, 0) <= MAX_FORKED_WEIGHT_BYTES
 
 
 def _telling_line(stderr: bytes) -> str:
@@ -203,7 +216,7 @@ def run_forked(fn: Callable[[], T], *, step: str) -> T:
             data = results.read()  # until the child closes it: its answer, or its death
         answer = _unpickled(data)
         if answer is not None:
-            _pending.append(pid)  # it answered: let it exit in its own time
+            _guard().pending.append(pid)  # it answered: let it exit in its own time
         else:
             _, status = os.waitpid(pid, 0)
             err.seek(0)
@@ -219,13 +232,14 @@ def run_forked(fn: Callable[[], T], *, step: str) -> T:
 
 def reap_pending(block: bool = True) -> None:
     """Collect the children that answered and are exiting (all of them when `block`)."""
-    for pid in list(_pending):
+    pending = _guard().pending
+    for pid in list(pending):
         try:
             done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
         except ChildProcessError:
             done = pid
         if done:
-            _pending.remove(pid)
+            pending.remove(pid)
 
 
 def run_in_place(module_op: Any, body: Callable[[], T], *, step: str,
@@ -284,7 +298,7 @@ def load_dialects(pipeline: str, ctx: ir.Context) -> None:
     what a child's result holds must parse here. Errors are ignored (loading comes first)."""
     from torch_mlir.passmanager import PassManager
 
-    done = _loaded.setdefault(ctx, set())
+    done = _guard().loaded.setdefault(ctx, set())
     if pipeline in done:
         return
     done.add(pipeline)

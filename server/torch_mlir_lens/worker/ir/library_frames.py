@@ -17,6 +17,8 @@ import os
 import sysconfig
 from collections.abc import Sequence
 
+from torch_mlir_lens.worker.process import WORKER
+
 _TORCH_PACKAGES = ("torch", "torch_mlir", "functorch", "torchgen", "torch_mlir_lens")
 
 
@@ -65,12 +67,6 @@ class LibraryFiles:
         return in_packages or not any(real.startswith(d) for d in self._stdlib)
 
 
-_default: LibraryFiles | None = None
-
-
 def library_files() -> LibraryFiles:
-    """The process-wide classifier (package folders do not move while the worker runs)."""
-    global _default
-    if _default is None:
-        _default = LibraryFiles()
-    return _default
+    """The worker's classifier (package folders do not move while the worker runs)."""
+    return WORKER.part(LibraryFiles)

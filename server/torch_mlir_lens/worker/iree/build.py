@@ -13,13 +13,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.iree.compile_input import write_input
 from torch_mlir_lens.worker.iree.compiler import Compiled, compile_module
 from torch_mlir_lens.worker.iree.tools import Install
+from torch_mlir_lens.worker.process import WORKER
 
 KEPT = 8  # compiled modules held in the worker, all programs together
 
@@ -31,13 +32,18 @@ class _Entry:
     finalizer: Any  # removes the folder when the lowerer goes
 
 
-_held: OrderedDict[tuple[int, str, str | None, bool], _Entry] = OrderedDict()
+_Key = tuple[int, str, str | None, bool]  # (id of the lowerer, target, arch, weightless)
 
 
-def _drop(key: tuple[int, str, str | None, bool]) -> None:
-    entry = _held.pop(key, None)
-    if entry is not None:
-        entry.finalizer()
+def _held() -> BoundedCache[_Key, _Entry]:
+    """The compiled modules held, all programs together (an evicted one's folder goes)."""
+    return WORKER.part(_Held).entries
+
+
+@dataclass
+class _Held:
+    entries: BoundedCache[_Key, _Entry] = field(
+        default_factory=lambda: BoundedCache(KEPT, on_evict=lambda _key, entry: entry.finalizer()))
 
 
 def compiled_for(install: Install, lowerer: Any, linalg: Any, target: str, arch: str | None,
@@ -45,9 +51,9 @@ def compiled_for(install: Install, lowerer: Any, linalg: Any, target: str, arch:
     """`linalg` (the lowerer's Linalg module) compiled for `target` at `arch`: from the
     lowerer's earlier compile when there is one."""
     key = (id(lowerer), target, arch or None, weightless)
-    entry = _held.get(key)
+    held = _held()
+    entry = held.get(key)
     if entry is not None and entry.finalizer.alive:
-        _held.move_to_end(key)
         return entry.compiled
     folder = tempfile.mkdtemp(prefix="torch-mlir-lens-iree-")
     finalizer = weakref.finalize(lowerer, shutil.rmtree, folder, True)
@@ -57,10 +63,8 @@ def compiled_for(install: Install, lowerer: Any, linalg: Any, target: str, arch:
     except BaseException:
         finalizer()
         raise
-    _held[key] = _Entry(compiled, folder, finalizer)
-    weakref.finalize(lowerer, _held.pop, key, None)
-    while len(_held) > KEPT:
-        _drop(next(iter(_held)))
+    held.put(key, _Entry(compiled, folder, finalizer))
+    weakref.finalize(lowerer, held.pop, key)
     return compiled
 
 

@@ -22,9 +22,16 @@ import numpy as np
 import torch
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.worker.process import WORKER
 
 _LOCK = threading.Lock()
-_threads: list[int] = []  # the CPU driver's thread count, once set
+
+
+@dataclass
+class _Driver:
+    """The CPU driver's thread count, once set (IREE's flags are the process's)."""
+
+    threads: int = 0
 
 
 def _rt() -> Any:
@@ -36,11 +43,12 @@ def _rt() -> Any:
 def cpu_threads() -> int:
     """How many threads the CPU driver runs on (torch's count when IREE first ran here)."""
     with _LOCK:
-        if not _threads:
+        driver = WORKER.part(_Driver)
+        if not driver.threads:
             count = max(1, torch.get_num_threads())
             _rt().flags.parse_flags(f"--task_topology_max_group_count={count}")
-            _threads.append(count)
-        return _threads[0]
+            driver.threads = count
+        return driver.threads
 
 
 def device_error(driver: str) -> str | None:

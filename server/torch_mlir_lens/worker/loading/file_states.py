@@ -22,13 +22,24 @@ import importlib.machinery
 import os
 import types
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.system.reading import digest_of, read_bytes
 from torch_mlir_lens.worker.loading.hygiene import is_library_file
+from torch_mlir_lens.worker.process import WORKER
 
-_digests: dict[str, str] = {}  # absolute path → sha256 of the bytes executed
-_installed = False
+
+@dataclass
+class _Executed:
+    """The digest of each user file the worker executed, and whether imports are watched."""
+
+    digests: dict[str, str] = field(default_factory=dict)  # absolute path → sha256
+    installed: bool = False
+
+
+def _executed() -> _Executed:
+    return WORKER.part(_Executed)
 
 
 def module_file(module: Any) -> str | None:
@@ -57,7 +68,7 @@ def is_product_file(path: str) -> bool:
 
 def record(path: str, data: bytes) -> None:
     """`path` was read as `data`, to be executed."""
-    _digests[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
+    _executed().digests[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
 
 
 def read_source(path: str) -> str:
@@ -69,7 +80,7 @@ def read_source(path: str) -> str:
 
 def digest(path: str) -> str | None:
     """The digest of `path` as it was executed, if the worker read it."""
-    return _digests.get(os.path.abspath(path))
+    return _executed().digests.get(os.path.abspath(path))
 
 
 def changed_since_read(path: str) -> bool:
@@ -90,8 +101,8 @@ def changed(paths: Iterable[str]) -> list[str]:
 
 def install() -> None:
     """Record every user source file the import system executes, before it executes it."""
-    global _installed
-    if _installed:
+    executed = _executed()
+    if executed.installed:
         return
     loader_class = importlib.machinery.SourceFileLoader
     original = loader_class.exec_module
@@ -105,4 +116,4 @@ def install() -> None:
         original(self, module)
 
     loader_class.exec_module = exec_module  # type: ignore[method-assign]
-    _installed = True
+    executed.installed = True

@@ -15,6 +15,7 @@ cwd, sys.path and the std streams are restored by job_handlers.py around each jo
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import site
@@ -22,9 +23,11 @@ import sys
 import sysconfig
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir_lens.protocol.frames import in_installed_package
+from torch_mlir_lens.worker.process import WORKER
 
 # Namespaces whose attributes user code is likely to patch, by import name.
 _NAMESPACES = (
@@ -82,6 +85,7 @@ class Baseline:
                 and _runs_user_code(t, frames.get(t.ident or 0))]
 
 
+@functools.cache
 def _library_roots() -> tuple[str, ...]:
     """Folders of installed code: the standard library and every site-packages."""
     paths = sysconfig.get_paths()
@@ -92,9 +96,6 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
 
 
-_LIBRARY_ROOTS: tuple[str, ...] | None = None
-
-
 def is_library_file(filename: str) -> bool:
     """True for installed code (stdlib, site-packages) and interpreter pseudo-files
     (`<frozen ...>`); False for everything else, the user's files and editable checkouts.
@@ -102,13 +103,10 @@ def is_library_file(filename: str) -> bool:
     A site-packages folder that the interpreter's own `site` does not list counts too: a venv
     that reads another's packages through a `.pth` file, or packages on PYTHONPATH, are still
     installed code (the same rule as `frames.in_installed_package`)."""
-    global _LIBRARY_ROOTS
     if filename.startswith("<"):
         return True
-    if _LIBRARY_ROOTS is None:
-        _LIBRARY_ROOTS = _library_roots()
     real = os.path.realpath(filename)
-    return real.startswith(_LIBRARY_ROOTS) or in_installed_package(real)
+    return real.startswith(_library_roots()) or in_installed_package(real)
 
 
 def _code_file(fn: Any) -> str | None:
@@ -149,7 +147,11 @@ def _owners() -> list[Any]:
     return owners
 
 
-_subreaper = False  # set by become_subreaper()
+@dataclass
+class _Process:
+    """What the worker knows of itself."""
+
+    subreaper: bool = False  # set by become_subreaper()
 
 
 def become_subreaper() -> bool:
@@ -158,19 +160,19 @@ def become_subreaper() -> bool:
     The parent kills the worker's whole family (group + descendants); without this, a child of
     a child whose parent exited would be re-parented to init and escape. True on success.
     """
-    global _subreaper
+    process = WORKER.part(_Process)
     with contextlib.suppress(Exception):
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        _subreaper = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    return _subreaper
+        process.subreaper = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    return process.subreaper
 
 
 def _may_have_descendants() -> bool:
     """False only when this process provably has no descendant: it has no child at all
     (living or unreaped) and, as a child subreaper, every orphaned descendant would be one."""
-    if not _subreaper:
+    if not WORKER.part(_Process).subreaper:
         return True
     try:
         # WNOWAIT: only look, leave any exited child to reap_children.

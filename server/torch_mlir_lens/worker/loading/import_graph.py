@@ -17,17 +17,29 @@ import importlib
 import sys
 import types
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-_edges: dict[str, set[str]] = {}
-_preloaded: frozenset[str] = frozenset()
-_job_start: frozenset[str] = frozenset()
-_installed = False
+from torch_mlir_lens.worker.process import WORKER
+
+
+@dataclass
+class _Imports:
+    """Who imported whom since start-up, and what was there before."""
+
+    edges: dict[str, set[str]] = field(default_factory=dict)
+    preloaded: frozenset[str] = frozenset()  # the start-up's modules: they record nothing
+    job_start: frozenset[str] = frozenset()  # sys.modules when the current job began
+    installed: bool = False
+
+
+def _imports() -> _Imports:
+    return WORKER.part(_Imports)
 
 
 def installed() -> bool:
     """Whether the worker records imports (a job run in-process by a test does not)."""
-    return _installed
+    return _imports().installed
 
 
 def install(preloaded: Iterable[str]) -> None:
@@ -36,10 +48,10 @@ def install(preloaded: Iterable[str]) -> None:
     Installed before the hygiene baseline is taken, so restoring the standard library after a
     job keeps the recorder.
     """
-    global _installed, _preloaded
-    if _installed:
+    state = _imports()
+    if state.installed:
         return
-    _preloaded = frozenset(preloaded)
+    state.preloaded = frozenset(preloaded)
     real_import = builtins.__import__
     real_import_module = importlib.import_module
 
@@ -47,25 +59,25 @@ def install(preloaded: Iterable[str]) -> None:
                       fromlist: Any = (), level: int = 0) -> types.ModuleType:
         module = real_import(name, globals, locals, fromlist, level)
         importer = globals.get("__name__") if isinstance(globals, dict) else None
-        if isinstance(importer, str) and importer not in _preloaded:
+        if isinstance(importer, str) and importer not in state.preloaded:
             _record(importer, module, name if level == 0 else None, fromlist)
         return module
 
     def traced_import_module(name: str, package: str | None = None) -> types.ModuleType:
         module = real_import_module(name, package)
         importer = sys._getframe(1).f_globals.get("__name__")
-        if isinstance(importer, str) and importer not in _preloaded:
+        if isinstance(importer, str) and importer not in state.preloaded:
             _record(importer, module, module.__name__, ())
         return module
 
     builtins.__import__ = traced_import
     importlib.import_module = traced_import_module  # type: ignore[assignment]
-    _installed = True
+    state.installed = True
 
 
 def _record(importer: str, module: types.ModuleType, absolute: str | None,
             fromlist: Any) -> None:
-    targets = _edges.setdefault(importer, set())
+    targets = _imports().edges.setdefault(importer, set())
     targets.add(module.__name__)
     if absolute:
         targets.add(absolute)  # `import a.b`: the module a.b, not only the package a
@@ -77,13 +89,13 @@ def _record(importer: str, module: types.ModuleType, absolute: str | None,
 
 def begin_job() -> None:
     """A job starts: modules that appear from now on without an edge count for it."""
-    global _job_start
-    _job_start = frozenset(sys.modules)
+    _imports().job_start = frozenset(sys.modules)
 
 
 def reached_from(roots: Iterable[str]) -> set[str]:
     """The modules `roots` import, directly or not (with the roots and their packages), plus
     the modules that appeared since `begin_job` (none escapes: imports by other means)."""
+    state = _imports()
     seen: set[str] = set()
     todo = [r for r in roots]
     while todo:
@@ -91,8 +103,8 @@ def reached_from(roots: Iterable[str]) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(_edges.get(name, ()))
+        todo.extend(state.edges.get(name, ()))
         parent = name.rpartition(".")[0]
         if parent:
             todo.append(parent)  # a module's package __init__ ran to import it
-    return seen | (set(sys.modules) - _job_start - _preloaded)
+    return seen | (set(sys.modules) - state.job_start - state.preloaded)

@@ -34,13 +34,14 @@ import re
 import sys
 import traceback
 import types
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch_mlir_lens.protocol.frames import in_installed_package
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.loading import search_path
 from torch_mlir_lens.worker.loading.file_states import is_user_source, module_file, read_source
+from torch_mlir_lens.worker.process import WORKER
 
 USER_PACKAGE = "torch_mlir_lens_user"
 SKIPPED_ATTR = "__torch_mlir_lens_skipped__"  # [(line, message)] of assignments that failed
@@ -60,15 +61,33 @@ class _Loaded:
     siblings: dict[str, tuple[str, int, int]]
 
 
-_cache: OrderedDict[tuple[str, str], _Loaded] = OrderedDict()
-# The module names `load_definitions` was asked for since `begin_job` (what a job loaded by
-# path: its own file, a parent's): the roots of what its answer depends on (provenance.py).
-touched: set[str] = set()
+@dataclass
+class _LoaderState:
+    """What the loader keeps between jobs."""
+
+    # Executions by (path, sha256(text)), the most recent `_MAX_CACHED` of them.
+    cache: BoundedCache[tuple[str, str], _Loaded] = field(
+        default_factory=lambda: BoundedCache(_MAX_CACHED))
+    # The module names `load_definitions` was asked for since `begin_job` (what a job loaded
+    # by path: its own file, a parent's): the roots of what its answer depends on.
+    touched: set[str] = field(default_factory=set)
+    # The user modules' file stamps when they were imported (a change makes them go).
+    import_stamps: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    preloaded: frozenset[str] = frozenset()  # sys.modules before any user code ran
+
+
+def _state() -> _LoaderState:
+    return WORKER.part(_LoaderState)
+
+
+def touched() -> frozenset[str]:
+    """The modules loaded by path since the job began (provenance.py's roots)."""
+    return frozenset(_state().touched)
 
 
 def begin_job() -> None:
     """A job starts: forget what the last one loaded."""
-    touched.clear()
+    _state().touched.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,23 +205,20 @@ def _stamp(file: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-_preloaded: frozenset[str] = frozenset()
-
-
 def mark_preloaded() -> None:
     """Remember the modules loaded so far as never the user's (call before any user code runs).
 
     The scans below look for the user's modules among sys.modules, which holds thousands of
     torch's; skipping those makes each scan take microseconds instead of milliseconds.
     """
-    global _preloaded
-    _preloaded = frozenset(sys.modules)
+    _state().preloaded = frozenset(sys.modules)
 
 
 def modules_loaded_since_start() -> list[tuple[str, types.ModuleType]]:
     """(name, module) of sys.modules, minus what was there at `mark_preloaded`."""
     modules = sys.modules
-    return [(name, modules[name]) for name in modules.keys() - _preloaded if name in modules]
+    preloaded = _state().preloaded
+    return [(name, modules[name]) for name in modules.keys() - preloaded if name in modules]
 
 
 def _user_siblings(folder: str, exclude: str) -> dict[str, tuple[str, int, int]]:
@@ -235,13 +251,13 @@ def _drop_changed_siblings(folder: str, exclude: str) -> bool:
             continue
         if name.startswith(USER_PACKAGE + ".") and name.count(".") >= 2 and _is_loaded(name):
             continue  # files loaded by us are keyed by their text, not their disk state
-        recorded = _import_stamps.get(name)
+        recorded = _state().import_stamps.get(name)
         current = _stamp(file)
         if recorded is None:
-            _import_stamps[name] = current
+            _state().import_stamps[name] = current
         elif recorded != current:
             del sys.modules[name]
-            _import_stamps.pop(name, None)
+            _state().import_stamps.pop(name, None)
             dropped = True
     return _drop_shadowed(folder) or dropped
 
@@ -255,12 +271,12 @@ def stamp_imported_modules() -> None:
     """
     for name, module in modules_loaded_since_start():
         file = module_file(module)
-        if name in _import_stamps or not isinstance(file, str):
+        if name in _state().import_stamps or not isinstance(file, str):
             continue
         if name.startswith(USER_PACKAGE + ".") and _is_loaded(name):
             continue  # keyed by its text, not its disk state
         if file.endswith(".py") and not in_installed_package(file):
-            _import_stamps[name] = _stamp(file)
+            _state().import_stamps[name] = _stamp(file)
 
 
 def _drop_shadowed(folder: str) -> bool:
@@ -269,7 +285,7 @@ def _drop_shadowed(folder: str) -> bool:
     its own file of that name (two projects with a `layers.py` each), and any top-level module
     (an installed `einops`) when a user's folder searched before its own now offers one."""
     dropped = _drop_shadowed_top_level()
-    for name in list(_import_stamps):
+    for name in list(_state().import_stamps):
         module = sys.modules.get(name)
         file = module_file(module)
         if module is None or not isinstance(file, str) or _in_tree(file, folder):
@@ -277,7 +293,7 @@ def _drop_shadowed(folder: str) -> bool:
         base = os.path.join(folder, *name.split("."))
         if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
             del sys.modules[name]
-            _import_stamps.pop(name, None)
+            _state().import_stamps.pop(name, None)
             dropped = True
     return dropped
 
@@ -296,15 +312,12 @@ def _drop_shadowed_top_level() -> bool:
     for name in doomed:
         for loaded in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
             del sys.modules[loaded]
-            _import_stamps.pop(loaded, None)
+            _state().import_stamps.pop(loaded, None)
     return bool(doomed)
 
 
-_import_stamps: dict[str, tuple[int, int] | None] = {}
-
-
 def _is_loaded(name: str) -> bool:
-    return any(entry.module.__name__ == name for entry in _cache.values())
+    return any(entry.module.__name__ == name for entry in _state().cache.values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,22 +349,19 @@ def load_definitions(path: str, text: str | None = None) -> types.ModuleType:
         text = _read(path)
     folder = os.path.dirname(path)
     name = module_name_for(path)
-    touched.add(name)
+    _state().touched.add(name)
     key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
     _put_first_on_sys_path(folder)
     dropped = _drop_changed_siblings(folder, exclude=name)
-    entry = _cache.get(key)
+    entry = _state().cache.get(key)
     if entry is not None and not dropped and not _siblings_changed(entry):
-        _cache.move_to_end(key)
         sys.modules[name] = entry.module
         return entry.module
     module = _execute(path, text, name)
     siblings = _user_siblings(folder, exclude=name)
     for sib_name, (_file, mtime, size) in siblings.items():
-        _import_stamps.setdefault(sib_name, (mtime, size))
-    _cache[key] = _Loaded(module, folder, siblings)
-    while len(_cache) > _MAX_CACHED:
-        _cache.popitem(last=False)
+        _state().import_stamps.setdefault(sib_name, (mtime, size))
+    _state().cache.put(key, _Loaded(module, folder, siblings))
     return module
 
 

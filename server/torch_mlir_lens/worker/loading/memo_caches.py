@@ -24,17 +24,22 @@ import functools
 import sys
 import types
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir_lens.worker.loading import loader
+from torch_mlir_lens.worker.process import WORKER
 
 _LRU_TYPE: type = type(functools.lru_cache(maxsize=None)(lambda: None))
 
 # Caches of these packages hold no user tensors; clearing them would only cost their work.
 _NEVER = ("torch", "torch_mlir", "torch_mlir_lens", "functorch", "sympy", "numpy")
 
-# module name → (id of the module, its namespace's size, the caches found in it)
-_found: dict[str, tuple[int, int, tuple[Any, ...]]] = {}
+@dataclass
+class _Found:
+    """module name → (id of the module, its namespace's size, the caches found in it)."""
+
+    modules: dict[str, tuple[int, int, tuple[Any, ...]]] = field(default_factory=dict)
 
 
 def _cache_of(value: Any) -> Any | None:
@@ -68,6 +73,7 @@ def caches() -> list[Any]:
     """Every lru cache in the namespaces of modules loaded after the worker started."""
     found: list[Any] = []
     alive: set[str] = set()
+    seen = WORKER.part(_Found).modules
     for name, module in loader.modules_loaded_since_start():
         if not _ours(name) or not isinstance(module, types.ModuleType):
             continue
@@ -76,13 +82,13 @@ def caches() -> list[Any]:
             namespace = vars(module)  # never getattr: a lazy module would import on it
         except TypeError:
             continue
-        known = _found.get(name)
+        known = seen.get(name)
         if known is None or known[0] != id(module) or known[1] != len(namespace):
             known = (id(module), len(namespace), tuple(_scan(dict(namespace), name)))
-            _found[name] = known
+            seen[name] = known
         found.extend(known[2])
-    for gone in _found.keys() - alive:
-        del _found[gone]
+    for gone in seen.keys() - alive:
+        del seen[gone]
     return found
 
 

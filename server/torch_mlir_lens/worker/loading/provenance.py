@@ -82,7 +82,7 @@ def _depended_on(job_path: str, loaded_by_path: Iterable[str]) -> list[tuple[str
     if not import_graph.installed():
         return loaded
     reached = import_graph.reached_from(
-        {module_name_for(job_path), *loader.touched, *loaded_by_path})
+        {module_name_for(job_path), *loader.touched(), *loaded_by_path})
     return [(name, module) for name, module in loaded if name in reached]
 
 

@@ -22,8 +22,8 @@ from torch_mlir_lens.worker.culprits import op_isolation, partial
 from torch_mlir_lens.worker.culprits.illegal_ops import FoundOp, display_name, op_name, walk_ops
 from torch_mlir_lens.worker.ir.mlir_diagnostics import Diag, pipeline_errors
 from torch_mlir_lens.worker.onnx.node_diags import Rejected
+from torch_mlir_lens.worker.process import WORKER
 
-_ALONE: dict[str, str | None] = {}  # isolation key → None (converts) or the first error line
 _CACHE_SIZE = 4096
 
 
@@ -72,9 +72,8 @@ def _fails_alone(op: Any) -> str | None:
     """None when the node converts alone, else the conversion's first error line."""
     meta = _meta(op)
     key = f"{sorted((k, str(v)) for k, v in meta.items())}|{op_isolation.isolation_key(op)}"
-    if key not in _ALONE:
-        if len(_ALONE) >= _CACHE_SIZE:
-            _ALONE.clear()
+    alone_verdicts = WORKER.cache(f"{__name__}.alone", _CACHE_SIZE)  # key → None or why not
+    if key not in alone_verdicts:
         why: str | None = None
         try:
             alone = _isolated(op, meta)
@@ -85,8 +84,8 @@ def _fails_alone(op: Any) -> str | None:
                 why = "left unconverted"  # no pattern took it (its result unused alone)
         except Exception:  # a node the isolation cannot copy: judged in its context
             why = None
-        _ALONE[key] = why
-    return _ALONE[key]
+        alone_verdicts.put(key, why)
+    return alone_verdicts.get(key)  # type: ignore[no-any-return]
 
 
 def _feeders(op: Any) -> list[Any]:

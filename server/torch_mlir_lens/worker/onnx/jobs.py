@@ -13,7 +13,6 @@ Linalg IR with IREE (iree_targets.py) beside the other targets' answers.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -26,21 +25,22 @@ from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, CUSTOM_TARGET
 from torch_mlir_lens.source.onnx_files import THE_GRAPH
+from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.lowering.options import LowerOptions
 from torch_mlir_lens.worker.onnx import fixes
 from torch_mlir_lens.worker.onnx.checks import verify_model
 from torch_mlir_lens.worker.onnx.iree_targets import lower_iree
 from torch_mlir_lens.worker.onnx.lowerer import OnnxLowerer
 from torch_mlir_lens.worker.onnx.model_file import read_model
+from torch_mlir_lens.worker.process import WORKER
 from torch_mlir_lens.worker.stages import artifacts
 
 MAX_LOWERERS = 2
-_lowerers: OrderedDict[str, tuple[OnnxLowerer, onnx.ModelProto]] = OrderedDict()
 
 
-def forget() -> None:
-    """Drop every kept lowerer (a new worker has none)."""
-    _lowerers.clear()
+def _lowerers() -> BoundedCache[str, tuple[OnnxLowerer, onnx.ModelProto]]:
+    """The last models' lowerers, by path, text, fixes, dims and backends."""
+    return WORKER.cache(f"{__name__}.lowerers", MAX_LOWERERS)
 
 
 def fix_names(job: ModuleJob) -> list[str]:
@@ -70,9 +70,9 @@ def lowerer_for(job: ModuleJob, backends: list[str] | None = None,
     """The job's lowerer (its fixes applied) and the model as the file has it."""
     names = fix_names(job)
     key = repr((job.path, job.text, names, sorted(job.dims.items()), backends))
-    if key in _lowerers:
-        _lowerers.move_to_end(key)
-        return _lowerers[key]
+    kept = _lowerers().get(key)
+    if kept is not None:
+        return kept
     model = _model(job)
     name = model.graph.name or os.path.basename(job.path)
     if "auto" in names:
@@ -80,9 +80,7 @@ def lowerer_for(job: ModuleJob, backends: list[str] | None = None,
     else:
         fixed, done = fixes.applied(model, names, job.dims)
     lowerer = OnnxLowerer(fixed, path=job.path, module_name=name, fixes=done)
-    _lowerers[key] = (lowerer, model)
-    while len(_lowerers) > MAX_LOWERERS:
-        _lowerers.popitem(last=False)
+    _lowerers().put(key, (lowerer, model))
     return lowerer, model
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +35,18 @@ from torch_mlir_lens.protocol.rewrite_results import Accuracy, RewriteCheck
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.rules import culprits
 from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.system.bounded_cache import BoundedCache
+from torch_mlir_lens.worker.process import WORKER
 from torch_mlir_lens.worker.rewrites import apply, capture
 from torch_mlir_lens.worker.rewrites.table import Rewrite, table_of
 
 MAX_NODES = 4  # distinct uses of one op tried alone (a model repeats the same call per layer)
-# (a)'s verdicts: ("" when it lowers, else why; the ops still rejected)
-_ALONE: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
 _ALONE_SIZE = 2000
+
+
+def _alone() -> BoundedCache[tuple[str, str, str], tuple[str, list[str]]]:
+    """(a)'s verdicts: ("" when it lowers, else why; the ops still rejected)."""
+    return WORKER.cache(f"{__name__}.alone", _ALONE_SIZE)
 
 
 # --- comparing values -------------------------------------------------------------------------
@@ -336,7 +340,7 @@ class Prover:
 
         names = "+".join(r.name for r in together)
         key = (names, _signature(cut, values), backend)
-        found = _ALONE.get(key)
+        found = _alone().get(key)
         if found is None:
             lowerer = ProgramLowerer(rewritten, module_name="rewritten", user_files=[])
             result = lowerer.lower(backend)
@@ -344,9 +348,7 @@ class Prover:
                 result.diagnostics) for op in (d.ops or [d.op or ""])]
             found = ("" if result.ok else culprits.summary(result.diagnostics, backend),
                      rejected)
-            _ALONE[key] = found
-            while len(_ALONE) > _ALONE_SIZE:
-                _ALONE.popitem(last=False)
+            _alone().put(key, found)
         verdict, rejected = found
         if verdict:
             title = target_title(backend)

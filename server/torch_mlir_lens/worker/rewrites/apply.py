@@ -16,22 +16,34 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.worker.process import WORKER
 from torch_mlir_lens.worker.rewrites.table import Rewrite, table_of
 
-_EXPORTED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_FRAMES: dict[tuple[str, int], str] = {}  # (file, line) of a rewrite's frame → its name
+
+@dataclass
+class _Made:
+    """What each program was exported from, and the rewrites' frames (the worker's part)."""
+
+    exported: weakref.WeakKeyDictionary[Any, Any] = field(
+        default_factory=weakref.WeakKeyDictionary)
+    frames: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) → rewrite
+
+
+def _made() -> _Made:
+    return WORKER.part(_Made)
 
 
 def remember(decomposed: Any, exported: Any) -> None:
     """Keep what torch.export made of a module, before decompositions, beside the result."""
-    _EXPORTED[decomposed] = exported
+    _made().exported[decomposed] = exported
 
 
 def exported_of(program: Any) -> Any | None:
     """The program before decompositions, when torch_export.py kept it."""
-    return _EXPORTED.get(program)
+    return _made().exported.get(program)
 
 
 def _frame(rewrite: Rewrite, fn: Any) -> str:
@@ -41,7 +53,7 @@ def _frame(rewrite: Rewrite, fn: Any) -> str:
     line = code.co_firstlineno if code is not None else 1
     if not file:
         return ""
-    _FRAMES[(file, line)] = rewrite.name
+    _made().frames[(file, line)] = rewrite.name
     return f'  File "{file}", line {line}, in {fn.__name__}\n    rewrite {rewrite.name}\n'
 
 
@@ -87,7 +99,7 @@ def rewritten(program: Any, rewrites: list[Rewrite]) -> tuple[Any, set[str]]:
 def made_by(frames: Iterable[tuple[str, int]]) -> str | None:
     """The rewrite whose frame is among an op's frames (file, line), or None."""
     for frame in frames:
-        name = _FRAMES.get(frame)
+        name = _made().frames.get(frame)
         if name is not None:
             return name
     return None

@@ -28,7 +28,7 @@ from torch_mlir_lens.source.dynamic_dims import (
     suggested_fixes,
     too_small_message,
 )
-from torch_mlir_lens.worker.ir.library_frames import LibraryFiles
+from torch_mlir_lens.worker.ir.library_frames import library_files
 from torch_mlir_lens.worker.ir.locations import UserFiles
 from torch_mlir_lens.worker.stages import export_problems, export_reasons
 from torch_mlir_lens.worker.stages.dynamic_spec import named_dims
@@ -38,14 +38,6 @@ _VIOLATED = re.compile(r"Constraints violated \(([^)]*)\)!?")
 _NOISE = (re.compile(r"\s*For more information, run with TORCH_LOGS=\S+\.?"),)
 _TRAILER = "The error above occurred when calling torch.export.export"
 MAX_RELATED = 6
-_library: LibraryFiles | None = None
-
-
-def _libraries() -> LibraryFiles:
-    global _library
-    if _library is None:
-        _library = LibraryFiles()
-    return _library
 
 
 def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any],
@@ -65,7 +57,7 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
         return LensError(err.kind, message, file=file, line=line)
     related = _library_frames(exc, text, users)
     def is_code(file: str) -> bool:
-        return file in users or _libraries().is_library(file)
+        return file in users or library_files().is_library(file)
 
     why = export_reasons.reason_of(exc, fn, is_code)
     if why is not None:
@@ -224,7 +216,7 @@ def _library_frames(exc: BaseException, text: str, users: UserFiles) -> list[Rel
     if last_user is None:
         return []
     inside = [(f, n) for f, n in frames[last_user + 1:]
-              if f not in users and _libraries().is_library(f)]
+              if f not in users and library_files().is_library(f)]
     out: list[RelatedLocation] = []
     for i, (file, line) in enumerate(reversed(inside[-MAX_RELATED:])):
         message = "raised here" if i == 0 else "called from here"
