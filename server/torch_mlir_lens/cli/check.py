@@ -4,7 +4,8 @@ it prints.
 The settings are resolved by `repo_check` (command line, else `[tool.torch-mlir-lens]` of the
 closest pyproject.toml, else the defaults); then every check, of a repository or of one file's
 module with the inputs named here (`--inputs`...), runs through `repo_check.run`, and its
-report goes to stdout or to `-o`.
+report goes to stdout or to `-o`. An IREE target asked for without IREE installed is one line
+saying what to install (exit 3), before any file is collected.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import os
 import sys
 from typing import Any
 
-from torch_mlir_lens.cli.common import add_cache, add_inputs
+from torch_mlir_lens.cli import iree_options
+from torch_mlir_lens.cli.common import add_cache, add_inputs, dim_sizes
 from torch_mlir_lens.cli.report_output import as_cli_error, emit
 from torch_mlir_lens.project import limits
 from torch_mlir_lens.rules.targets import BACKENDS
@@ -53,6 +55,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     check.add_argument("--list", action="store_true",
                        help="print the modules this run (or shard) would check, one "
                             "`file::Module` a line, and exit without lowering anything")
+    check.add_argument("--iree-arch", action="append", default=[], metavar="TARGET=ARCH",
+                       help="the architecture an IREE target compiles for (iree-cuda=sm_86, "
+                            "iree-rocm=gfx90a; ARCH alone with one IREE target); repeatable "
+                            "(default: `ireeArchs` in pyproject.toml, else each target's)")
     check.add_argument("--config", metavar="PYPROJECT",
                        help="read [tool.torch-mlir-lens] from this file (default: the "
                             "closest pyproject.toml that has it)")
@@ -69,9 +75,12 @@ async def run(args: argparse.Namespace) -> int:
 
     with as_cli_error():
         cwd = os.getcwd()
+        values = {**vars(args), "dims": dim_sizes(args.dim)}
         settings = repo_check.resolve_settings(
-            repo_check.CommandLine.from_values(vars(args)),
+            repo_check.CommandLine.from_values(values),
             repo_check.read_project_config(args.config, cwd), cwd)
+        if not settings.list_only:
+            iree_options.require(settings.targets)
         result = await repo_check.run(settings)
         emit(result.text(settings.fmt, settings.root), settings.output)
     if result.cache_note:

@@ -6,7 +6,8 @@ settings also have keep the editor's names (`timeoutSeconds`, `memoryLimitMb`,
 (both spellings are accepted). The rest only concern `check`: `paths`, `exclude`, `baseline`,
 `jobs`. Paths in the file are relative to the folder holding it. `rewrites` lists the rewrites
 every module lowers through, as a module's `rewrites=` comment does (`["erfinv@tosa"]`,
-`["auto"]`; rules/rewrite_specs.py).
+`["auto"]`; rules/rewrite_specs.py). `ireeArchs` is the architecture each IREE target compiles
+for, where not its default (`{"iree-cuda" = "sm_86"}`; rules/iree_targets.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from torch_mlir_lens.project import limits
+from torch_mlir_lens.rules.iree_targets import parse_archs
 from torch_mlir_lens.rules.rewrite_specs import parse_specs
 from torch_mlir_lens.rules.targets import BACKENDS, TARGETS
 from torch_mlir_lens.system.reading import PROJECT_FILE, read_head, read_text
@@ -31,7 +33,8 @@ FILENAME = "pyproject.toml"
 EDITOR_ONLY = ("defaultTarget", "lensTargets", "diagnostics", "pipelines", "python",
                "colorBands")
 KNOWN_KEYS = ("targets", "diagnosticTargets", "exampleInputs", "exclude", "paths",
-              "timeoutSeconds", "memoryLimitMb", "strictExport", "baseline", "jobs", "rewrites")
+              "timeoutSeconds", "memoryLimitMb", "strictExport", "baseline", "jobs", "rewrites",
+              "ireeArchs")
 
 
 class ConfigError(Exception):
@@ -58,6 +61,7 @@ class ProjectConfig:
     baseline: str | None = None  # absolute
     jobs: int | None = None
     rewrites: tuple[str, ...] = ()  # "erfinv@tosa", "auto": every module lowers through them
+    iree_archs: Mapping[str, str] = field(default_factory=dict)  # IREE target → architecture
 
     @property
     def root(self) -> str | None:
@@ -79,6 +83,8 @@ class ProjectConfig:
             layer["strictExport"] = self.strict_export
         if self.rewrites:
             layer["rewrites"] = list(self.rewrites)
+        if self.iree_archs:
+            layer["ireeArchs"] = dict(self.iree_archs)
         return layer
 
 
@@ -270,7 +276,22 @@ def parse_table(table: Mapping[str, Any], path: str) -> ProjectConfig:
             values["rewrites"] = tuple(str(s) for s in parse_specs(items))
         except ValueError as exc:
             raise ConfigError(f"[tool.torch-mlir-lens] rewrites: {exc}", path) from None
+    if "ireeArchs" in table:
+        values["iree_archs"] = _iree_archs(table["ireeArchs"], path)
     return ProjectConfig(path=os.path.abspath(path), **values)
+
+
+def _iree_archs(value: Any, path: str) -> dict[str, str]:
+    """`ireeArchs = {"iree-cuda" = "sm_86"}`: each an IREE target and one word of an
+    architecture."""
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError('[tool.torch-mlir-lens] ireeArchs: expected a table of "TARGET" = '
+                          '"ARCH" (such as "iree-cuda" = "sm_86")', path)
+    try:
+        return parse_archs([f"{k}={v}" for k, v in value.items()])
+    except ValueError as exc:
+        raise ConfigError(f"[tool.torch-mlir-lens] ireeArchs: {exc}", path) from None
 
 
 def load_config(path: str | os.PathLike[str]) -> ProjectConfig:

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from torch_mlir_lens.findings import Finding, make
-from torch_mlir_lens.repo_check.baseline import Baseline
+from torch_mlir_lens.repo_check.baseline import Baseline, of_modules
 from torch_mlir_lens.repo_check.plan import FileProblem, ModuleTask, Plan
 from torch_mlir_lens.repo_check.report import Report, module_key
 from torch_mlir_lens.repo_check.run_identity import plan_json
@@ -28,9 +28,9 @@ def assemble_report(*, targets: list[str], plan: Plan, tasks: list[ModuleTask],
         plan=plan_json(t.key for t in plan.tasks))
     findings = all_findings(outcomes)
     if applied is not None:
-        checked = {(t.rel, t.name) for t in tasks}
+        checked = of_modules(tasks)
         report.baseline = os.path.relpath(applied.path, root)
-        report.fixed = [list(k) for k in applied.apply(findings) if (k[0], k[1]) in checked]
+        report.fixed = [list(k) for k in applied.apply(findings) if checked(k)]
     for o in outcomes:
         o.entry["findings"] = [f.to_json() for f in o.findings]
         report.modules.append(o.entry)

@@ -3,18 +3,24 @@
 An entry is (module file, module, rule), e.g. ("models/heads.py", "QuantileHead",
 "tosa/aten.erfinv"): moving code around, adding lines or calling the same op again in that
 module keeps it baselined; the op appearing in another module, or for another backend, is new.
-The file is JSON, sorted, one entry per line-ish, so its diffs review well.
+In an ONNX model (one graph) a finding at a node is keyed by the node instead, its name or, for
+a node without one, its position: ("models/resnet.onnx", node "conv1", "tosa/onnx.Conv"),
+written `{"file", "node": "conv1", "rule"}` (`"node": "#3"`), so a node keeps its entry when
+nodes are added around it. The file is JSON, sorted, one entry per line-ish, so its diffs review
+well.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from torch_mlir_lens.findings import Finding
+from torch_mlir_lens.findings import NODE_KEY, Finding
 from torch_mlir_lens.repo_check.outputs import write_text_atomically
+from torch_mlir_lens.repo_check.plan import ModuleTask
+from torch_mlir_lens.source.onnx_files import is_onnx
 from torch_mlir_lens.system.reading import BASELINE, read_text
 
 VERSION = 1
@@ -62,23 +68,42 @@ def read_baseline(path: str) -> Baseline:
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list) or data.get("version") != VERSION:
         raise BaselineError(f"not a torch-mlir-lens baseline (version {VERSION})", path)
-    keys: set[Key] = set()
-    for e in entries:
-        if not (isinstance(e, dict) and all(isinstance(e.get(k), str)
-                                            for k in ("file", "module", "rule"))):
-            raise BaselineError(f"malformed entry {e!r}", path)
-        keys.add((e["file"], e["module"], e["rule"]))
-    return Baseline(os.path.abspath(path), keys)
+    return Baseline(os.path.abspath(path), {_key(e, path) for e in entries})
+
+
+def _key(entry: object, path: str) -> Key:
+    """An entry's key: (file, module, rule), or (file, NODE_KEY + node, rule)."""
+    if isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("file", "rule")):
+        if isinstance(entry.get("module"), str) and "node" not in entry:
+            return (entry["file"], entry["module"], entry["rule"])
+        if isinstance(entry.get("node"), str) and "module" not in entry:
+            return (entry["file"], NODE_KEY + entry["node"], entry["rule"])
+    raise BaselineError(f"malformed entry {entry!r}", path)
+
+
+def _entry(key: Key) -> dict[str, str]:
+    file, where, rule = key
+    if where.startswith(NODE_KEY):
+        return {"file": file, "node": where.removeprefix(NODE_KEY), "rule": rule}
+    return {"file": file, "module": where, "rule": rule}
 
 
 def write_baseline(path: str, findings: list[Finding], keep: set[Key] | None = None) -> int:
     """Write every finding's key, and the entries of `keep`, to `path` (atomically); return
     the number of entries."""
     keys = sorted({f.baseline_key for f in findings} | (keep or set()))
-    entries = [{"file": k[0], "module": k[1], "rule": k[2]} for k in keys]
+    entries = [_entry(k) for k in keys]
     body = {"version": VERSION, "tool": "torch-mlir-lens", "entries": entries}
     write_text_atomically(path, json.dumps(body, indent=1) + "\n")
     return len(entries)
+
+
+def of_modules(tasks: Iterable[ModuleTask]) -> Callable[[Key], bool]:
+    """Whether an entry is of one of these modules (`ModuleTask`s): its file and module, or
+    any entry of an ONNX model among them (a model's one graph is the whole file)."""
+    modules = {(t.rel, t.name) for t in tasks}
+    models = {t.rel for t in tasks if is_onnx(t.rel)}
+    return lambda k: (k[0], k[1]) in modules or k[0] in models
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torch_mlir_lens import defaults
@@ -30,8 +30,10 @@ from torch_mlir_lens.repo_check.baseline import DEFAULT_NAME
 from torch_mlir_lens.repo_check.errors import CheckInputError
 from torch_mlir_lens.repo_check.plan import parse_shard
 from torch_mlir_lens.repo_check.runner import default_jobs
+from torch_mlir_lens.rules.iree_targets import default_arch, is_iree_target, parse_archs
 from torch_mlir_lens.rules.rewrite_specs import command_line_items
 from torch_mlir_lens.rules.targets import BACKENDS, parse_targets
+from torch_mlir_lens.source.onnx_files import is_onnx
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class CommandLine:
     inputs: str | None = None
     inputs_file: str | None = None
     init: str | None = None
+    # `--iree-arch TARGET=ARCH` items as typed (a bare ARCH when one IREE target is checked).
+    iree_arch: tuple[str, ...] = ()
+    dims: Mapping[str, int] = field(default_factory=dict)  # an ONNX model's `--dim NAME=SIZE`
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> CommandLine:
@@ -70,8 +75,9 @@ class CommandLine:
         renamed = {"list": "list_modules"}
         names = {f.name for f in fields(cls)}
         given = {renamed.get(k, k): v for k, v in values.items() if renamed.get(k, k) in names}
-        for key in ("paths", "exclude"):
+        for key in ("paths", "exclude", "iree_arch"):
             given[key] = tuple(given.get(key) or ())
+        given["dims"] = dict(given.get("dims") or {})
         return cls(**given)
 
 
@@ -103,6 +109,10 @@ class CheckSettings:
     inline_blocks: bool
     notes: tuple[str, ...] = ()  # what resolving changed of what was asked (a capped -j)
     given_inputs: GivenInputs | None = None  # the command line's, for one module
+    # The IREE targets checked → the architecture each compiles for where not its default
+    # (`defaults.IREE_ARCHS`): the command line's, else the project's `ireeArchs`.
+    iree_archs: Mapping[str, str] = field(default_factory=dict)
+    dims: Mapping[str, int] = field(default_factory=dict)  # ONNX models' dynamic dims
 
 
 def read_project_config(path: str | None, cwd: str) -> ProjectConfig:
@@ -131,10 +141,11 @@ def resolve_settings(given: CommandLine, cfg: ProjectConfig, cwd: str) -> CheckS
     write_to = None
     if given.write_baseline:
         write_to = baseline or os.path.join(root, DEFAULT_NAME)
+    targets = _targets(given.targets, cfg)
     return CheckSettings(
         root=root, paths=given.paths or tuple(cfg.paths),
         exclude=(*cfg.exclude, *given.exclude), module=given.module,
-        targets=_targets(given.targets, cfg),
+        targets=targets,
         fmt=given.format or ("json" if given.json else "text"), output=given.output,
         timeout_s=given.timeout or cfg.timeout_seconds or defaults.TIMEOUT_S,
         memory_mb=memory, jobs=jobs, shard=_shard(given),
@@ -145,7 +156,8 @@ def resolve_settings(given: CommandLine, cfg: ProjectConfig, cwd: str) -> CheckS
         rewrites=tuple(_rewrites(given.rewrites) or cfg.rewrites),
         prove_rewrites=(given.rewrites or "").strip() != "off",
         inline_blocks=given.inline_blocks, notes=(note,) if note else (),
-        given_inputs=_given_inputs(given))
+        given_inputs=_given_inputs(given),
+        iree_archs=_iree_archs(given.iree_arch, cfg.iree_archs, targets), dims=given.dims)
 
 
 def _given_inputs(given: CommandLine) -> GivenInputs | None:
@@ -157,6 +169,10 @@ def _given_inputs(given: CommandLine) -> GivenInputs | None:
     if len(given.paths) != 1 or not os.path.isfile(given.paths[0]):
         raise CheckInputError("--inputs, --inputs-file and --init name one module's inputs: "
                               "give one FILE (and --module when it holds several)")
+    if is_onnx(given.paths[0]):
+        raise CheckInputError("an ONNX model declares its inputs: --inputs, --inputs-file and "
+                              "--init are for a PyTorch module (give a dynamic dim's size "
+                              "with --dim NAME=SIZE)", given.paths[0])
     if inputs.inputs_file and not os.path.isfile(inputs.inputs_file):
         raise CheckInputError("no such file (--inputs-file)", given.inputs_file)
     return inputs
@@ -169,6 +185,28 @@ def _targets(text: str | None, cfg: ProjectConfig) -> tuple[str, ...]:
         return tuple(parse_targets(text))
     except ValueError as exc:
         raise CheckInputError(str(exc)) from exc
+
+
+def _iree_archs(items: tuple[str, ...], project: Mapping[str, str],
+               targets: tuple[str, ...]) -> dict[str, str]:
+    """The architecture of each IREE target checked where it is not the default: the command
+    line's `--iree-arch` items, else the project's; CheckInputError for an item that names no
+    IREE target checked or no architecture."""
+    checked = [t for t in targets if is_iree_target(t)]
+    given: dict[str, str] = {}
+    for item in items:
+        if "=" not in item and len(checked) == 1:  # one IREE target: its architecture alone
+            item = f"{checked[0]}={item}"
+        try:
+            given.update(parse_archs([item]))
+        except ValueError as exc:
+            raise CheckInputError(f"--iree-arch: {exc}") from None
+    for target in given:
+        if target not in checked:
+            raise CheckInputError(f"--iree-arch {target}=...: {target} is not among the "
+                                  f"targets checked ({', '.join(targets)})")
+    archs = {**{t: a for t, a in project.items() if t in checked}, **given}
+    return {t: a for t, a in archs.items() if a and a != default_arch(t)}
 
 
 def _jobs(wanted: int | None, memory_mb: int) -> tuple[int, str | None]:

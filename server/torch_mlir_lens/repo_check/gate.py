@@ -37,6 +37,7 @@ from torch_mlir_lens.repo_check.runner import (
 )
 from torch_mlir_lens.repo_check.text_formats import summary_line
 from torch_mlir_lens.rules.exit_codes import EXIT_BAD_INPUT, EXIT_OK, exit_code_for
+from torch_mlir_lens.rules.iree_targets import arch_title, is_iree_target
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ async def run(settings: CheckSettings, log: TextIO | None = None) -> CheckResult
     _warn_if_memory_short(settings.jobs, settings.memory_mb, out)
     opts = _run_options(settings)
     outcomes = await _lower_all(tasks, plan, opts, out)
+    _refuse_architecture(outcomes)
     if settings.given_inputs:
         _refuse_given_inputs(outcomes)
     config = config_json(timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb,
@@ -87,6 +89,11 @@ async def run(settings: CheckSettings, log: TextIO | None = None) -> CheckResult
                          baseline_keys=None if applied is None else applied.keys)
     if opts.rewrites:  # what the findings depend on (merge compares it); absent: as before
         config["rewrites"] = list(opts.rewrites)
+    iree = [t for t in settings.targets if is_iree_target(t)]
+    if iree:  # the architecture each compiled for, defaults named
+        config["ireeArchs"] = {t: arch_title(t, opts.iree_archs.get(t)) for t in iree}
+    if opts.dims:
+        config["dims"] = dict(sorted(opts.dims.items()))
     report = assemble_report(targets=list(settings.targets), plan=plan, tasks=tasks,
                              outcomes=outcomes, shard=settings.shard, config=config,
                              applied=applied, root=settings.root)
@@ -112,7 +119,8 @@ def _run_options(settings: CheckSettings) -> RunOptions:
         example_inputs=dict(settings.example_inputs), strict_export=settings.strict_export,
         require_inputs=settings.require_inputs, cache_dir=settings.cache_dir,
         rewrites=list(settings.rewrites), prove_rewrites=settings.prove_rewrites,
-        inline_blocks=settings.inline_blocks, given_inputs=settings.given_inputs)
+        inline_blocks=settings.inline_blocks, given_inputs=settings.given_inputs,
+        iree_archs=dict(settings.iree_archs), dims=dict(settings.dims))
 
 
 def _collect(settings: CheckSettings, out: TextIO) -> Collected:
@@ -156,6 +164,15 @@ def _refuse_given_inputs(outcomes: list[ModuleOutcome]) -> None:
                 raise CheckInputError(f"{f.message}", where)
 
 
+def _refuse_architecture(outcomes: list[ModuleOutcome]) -> None:
+    """An architecture IREE has no target for (this build's CUDA sm_90) is the run's bad
+    input: one line, exit 2 (the lanes stopped taking modules once one said so)."""
+    refused = next((o for o in outcomes if o.refusal), None)
+    if refused is not None:
+        raise CheckInputError(f"{refused.refusal} (--iree-arch, or `ireeArchs` in "
+                              "pyproject.toml)")
+
+
 def _read_baseline(path: str | None, writing: bool) -> baselines.Baseline | None:
     """The baseline to apply; when writing, the one to update (None if it does not exist
     yet), read before the run so a broken one stops it at once."""
@@ -190,8 +207,7 @@ def _checked_by(settings: CheckSettings, tasks: list[ModuleTask],
     """Which baseline entries this run checked (and so replaces): its modules with
     `--module`, else every entry of the files it collected."""
     if settings.module:
-        modules = {(t.rel, t.name) for t in tasks}
-        return lambda k: (k[0], k[1]) in modules
+        return baselines.of_modules(tasks)
     files = {rel_path(f, settings.root) for f in collected.files}
     return lambda k: k[0] in files
 

@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.findings.wording import at_node
+from torch_mlir_lens.protocol.onnx_graphs import OnnxNode
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.views.html_page import escape, page
@@ -49,7 +51,11 @@ class Culprit:
     rewrite: str = ""  # the proven rewrite's spec, or why none
 
 
-def _link(file: str, line: int | None) -> str:
+def _link(file: str, line: int | None, node: dict[str, Any] | OnnxNode | None = None) -> str:
+    """A link to a file's line; in an ONNX model, to the file, labelled with the node."""
+    if node:
+        label = at_node(file, node if isinstance(node, OnnxNode) else OnnxNode.from_json(node))
+        return f'<a href="{escape(file)}">{escape(label)}</a>'
     where = f"{file}:{line}" if line else file
     return f'<a href="{escape(file)}{f"#L{line}" if line else ""}">{escape(where)}</a>'
 
@@ -85,7 +91,7 @@ def _culprits(report: Report) -> list[Culprit]:
                 cause = str(u.get("cause") or u.get("op") or "?")
                 c = found.setdefault((target, cause), Culprit(target, cause, ""))
                 c.modules.add(module)
-                c.places.append(_link(str(entry.get("file")), u.get("line")))
+                c.places.append(_link(str(entry.get("file")), u.get("line"), u.get("node")))
                 rewrite = u.get("rewrite") or {}
                 if rewrite.get("spec") and not c.rewrite.startswith("✓"):
                     c.rewrite = f"✓ {rewrite['spec']}: {rewrite.get('verify') or 'proven'}"
@@ -141,12 +147,12 @@ def _cell(entry: dict[str, Any], target: str) -> str:
     if verdict.get("ok"):
         return '<td class="ok">✓</td>'
     causes = [f"<code>{escape(u.get('cause') or u.get('op'))}</code> "
-              f"{_link(str(entry.get('file')), u.get('line'))}"
+              f"{_link(str(entry.get('file')), u.get('line'), u.get('node'))}"
               for u in verdict.get("unsupported") or []]
     if verdict.get("error"):
+        at = _link(str(entry.get("file")), verdict.get("error_line"), verdict.get("error_node"))
         causes.append(escape(str(verdict["error"]).splitlines()[0])
-                      + (f" {_link(str(entry.get('file')), verdict.get('error_line'))}"
-                         if verdict.get("error_line") else ""))
+                      + (f" {at}" if verdict.get("error_line") else ""))
     return f'<td class="bad">✗ {"<br>".join(causes)}</td>'
 
 
@@ -162,7 +168,8 @@ def _baseline(report: Report) -> str:
     if report.baseline is None:
         return ""
     new = report.new_findings()
-    items = "".join(f"<li>{escape(f.message)} {_link(f.file, f.line)}</li>" for f in new)
+    items = "".join(f"<li>{escape(f.message)} {_link(f.file, f.line, f.node)}</li>"
+                    for f in new)
     fixed = "".join(f"<li>{escape(' · '.join(str(k) for k in key))}</li>"
                     for key in report.fixed)
     return (f"<h2>Since the baseline <small>{escape(report.baseline)}</small></h2>"

@@ -3,18 +3,23 @@ unsupported op at its line; the wording of the single-file `check FILE`.
 
 It reads report entries only (so `merge` can print shards' JSON without the sources): a
 notebook's lines carry their cell beside them (`cell`, `error_cell`) and read
-`cell C line L`.
+`cell C line L`; an ONNX model's carry their node (`node`, `error_node`) and read
+`node N "name" (Op, opset K)`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from torch_mlir_lens.protocol.onnx_graphs import OnnxNode
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 
 
-def line_text(line: int | None, cell: int | None = None) -> str:
-    """`line N`, or `cell C line L` in a notebook."""
+def line_text(line: int | None, cell: int | None = None,
+              node: dict[str, Any] | None = None) -> str:
+    """`line N`, `cell C line L` in a notebook, the node's label in an ONNX model."""
+    if node:
+        return OnnxNode.from_json(node).label()
     return f"cell {cell} line {line}" if cell else f"line {line}"
 
 
@@ -55,12 +60,15 @@ def _module_lines(entry: dict[str, Any]) -> list[str]:
     out = [f"{head}: " + ", ".join(marks)]
     for target, v in entry["targets"].items():
         for u in v["unsupported"]:
-            at = line_text(u["line"], u.get("cell")) if u["line"] else "no line"
-            out.append(f"    {target}: {u.get('cause') or u['op']} at {at}")
+            if u.get("node"):  # the node's label names its operator: it is the cause
+                out.append(f"    {target}: {line_text(u['line'], node=u['node'])}")
+            else:
+                at = line_text(u["line"], u.get("cell")) if u["line"] else "no line"
+                out.append(f"    {target}: {u.get('cause') or u['op']} at {at}")
             if (u.get("rewrite") or {}).get("rewrites"):  # a proven one (JSON: also why none)
                 out.append(f"      {rewrite_note(u['rewrite'])}")
         if v["error"] and not v["unsupported"]:
-            at = f" ({line_text(v['error_line'], v.get('error_cell'))})" \
+            at = f" ({line_text(v['error_line'], v.get('error_cell'), v.get('error_node'))})" \
                 if v["error_line"] else ""
             out.append(f"    {target}{at}: {_indented(v['error'], '      ')}")
     return out

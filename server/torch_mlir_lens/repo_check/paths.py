@@ -1,4 +1,5 @@
-"""From the PATHs of `check` to the Python files and notebooks to look at, in a fixed order.
+"""From the PATHs of `check` to the Python files, notebooks and ONNX models to look at, in a
+fixed order.
 
 Files, folders (walked recursively) and globs (`models/**/*.py`, expanded here so quoting
 does not matter). Folders skip what a repository does not track: `.gitignore` rules (of the
@@ -29,7 +30,7 @@ from torch_mlir_lens.repo_check.ignore import (
 )
 
 _SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", ".ipynb_checkpoints"}
-_SUFFIXES = (".py", ".ipynb")  # Python files and Jupyter notebooks
+_SUFFIXES = (".py", ".ipynb", ".onnx")  # Python files, Jupyter notebooks, ONNX models
 _GLOB_CHARS = set("*?[")
 
 
@@ -207,7 +208,7 @@ def _expand(named: str, out: Collected) -> list[str]:
 
 
 def collect(paths: list[str], exclude: list[str], root: str) -> Collected:
-    """The Python files and notebooks under `paths`; `exclude` patterns are relative to
+    """The Python files, notebooks and ONNX models under `paths`; `exclude` patterns are relative to
     `root`. A file reached by several names (links) is checked once, under the name it has
     without links when it has one."""
     ex = [p for p in (compile_pattern(line, root) for line in exclude) if p is not None]

@@ -3,7 +3,8 @@
 Static only (the AST, no user code), so every shard of a CI matrix computes the same list
 from the same checkout and takes a disjoint, contiguous slice of it. A notebook is planned as
 the program of its code cells (`repo_check.notebook_modules`); its modules' lines are program lines
-here (the order and the jobs), cell lines in the report.
+here (the order and the jobs), cell lines in the report. An ONNX model is one module, its graph,
+named from the file's bytes (`source/onnx_header.py`, no onnx), with no line (0).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch_mlir_lens.repo_check.onnx_models import INPUTS, is_model
 from torch_mlir_lens.repo_check.paths import rel_path
 
 
@@ -22,9 +24,9 @@ class ModuleTask:
 
     path: str  # absolute
     rel: str  # relative to the project root, '/'-separated (report and baseline key)
-    name: str
-    line: int  # for a notebook: the line of its cells' program
-    inputs: str  # discovery's status: "comment", "convention", ..., "missing"
+    name: str  # an ONNX model's: its graph's
+    line: int  # for a notebook: the line of its cells' program; an ONNX model: 0 (none)
+    inputs: str  # discovery's status: "comment", "convention", ..., "missing"; "model" (ONNX)
 
     @property
     def key(self) -> str:
@@ -55,10 +57,13 @@ class Plan:
     notebooks: dict[str, Any] = field(default_factory=dict)  # path → NotebookSource
     cell_warnings: list[FileProblem] = field(default_factory=list)
 
-    def text_of(self, task: ModuleTask) -> str:
-        """The text `task`'s module is lowered from (in a notebook: the cells up to its own)."""
+    def text_of(self, task: ModuleTask) -> str | None:
+        """The text `task`'s module is lowered from (in a notebook: the cells up to its own);
+        None for an ONNX model (the engine keys its job by the model's digest)."""
         source = self.notebooks.get(task.path)
-        return source.module_text(task.name) if source is not None else self.texts[task.path]
+        if source is not None:
+            return source.module_text(task.name)
+        return self.texts.get(task.path)
 
 
 def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
@@ -72,6 +77,11 @@ def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
     plan = Plan(tasks, problems, texts)
     for path in files:
         rel = rel_path(path, root)
+        if is_model(path):
+            graph = _graph(path, rel, plan)
+            if graph is not None and module in (None, graph):
+                tasks.append(ModuleTask(path, rel, graph, 0, INPUTS))
+            continue
         text = _read(path, rel, plan)
         if text is None:
             continue
@@ -84,6 +94,20 @@ def plan_modules(files: list[str], root: str, example_inputs: dict[str, str],
                 tasks.append(ModuleTask(path, rel, info.name, info.line, info.inputs))
     tasks.sort(key=lambda t: (t.rel, t.line, t.name))
     return plan
+
+
+def _graph(path: str, rel: str, plan: Plan) -> str | None:
+    """An ONNX model's graph name, or None after recording why the file is no model."""
+    from torch_mlir_lens.source.onnx_header import NotAModel, graph_name
+
+    try:
+        return graph_name(path)
+    except NotAModel as exc:
+        plan.problems.append(FileProblem(path, rel, None, "load-error", exc.message))
+    except OSError as exc:
+        plan.problems.append(FileProblem(path, rel, None, "load-error",
+                                         f"cannot read the file: {exc}"))
+    return None
 
 
 def _read(path: str, rel: str, plan: Plan) -> str | None:

@@ -2,9 +2,11 @@
 
 Each of the N lanes owns an `Engine` (one worker process, its own time-out and memory limit):
 a module that crashes, hangs or blows its memory fails alone, its lane gets a fresh worker and
-goes on. One lowering job per module covers every target, so the module is exported once.
-A lane prefers the next module of the file it just did (the worker has that file loaded).
-A notebook's modules run the same way; their outcomes are then given in cell lines.
+goes on. One lowering job per module covers torch-mlir's targets, so the module is exported
+once; each IREE target is a job of its own, with its own time-out (`target_jobs`). A lane prefers
+the next module of the file it just did (the worker has that file loaded). A notebook's modules
+run the same way; their outcomes are then given in cell lines. An ONNX model is one module, its
+graph (`onnx_models`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from torch_mlir_lens.engine.module_jobs import GivenInputs
 from torch_mlir_lens.findings import Finding, make
 from torch_mlir_lens.project.limits import usable_cpus
 from torch_mlir_lens.protocol.results import LensError, LowerResult
+from torch_mlir_lens.repo_check import onnx_models, target_jobs
 from torch_mlir_lens.repo_check.plan import ModuleTask, Plan
+from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.system.reading import SYSTEM_FILE, read_text
 
 MISSING_INPUTS_NOTE = ("no example inputs (add a '# torch-mlir-lens: inputs=(...)' comment "
@@ -45,6 +49,8 @@ class RunOptions:
     inline_blocks: bool = False  # repeated blocks inline, not one function each
     # The example inputs the command line named (`--inputs`...): the one module checked.
     given_inputs: GivenInputs | None = None
+    iree_archs: dict[str, str] = field(default_factory=dict)  # IREE target → arch (not default)
+    dims: dict[str, int] = field(default_factory=dict)  # ONNX models' dynamic dims
     # What the persistent cache did, summed over the lanes' engines once they stop.
     cache_hits: int = 0
     cache_lookups: int = 0
@@ -61,6 +67,7 @@ class ModuleOutcome:
     task: ModuleTask
     entry: dict[str, Any]
     findings: list[Finding]
+    refusal: str | None = None  # an architecture IREE has no target for (the run's bad input)
 
 
 def memory_available_mb() -> int | None:
@@ -87,13 +94,6 @@ def default_jobs(memory_limit_mb: int) -> tuple[int, str]:
     return cpus, f"{cpus} CPUs"
 
 
-def _entry_for_results(task: ModuleTask, results: list[LowerResult]) -> dict[str, Any]:
-    # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
-    from torch_mlir_lens.rules.verdict import verdict_json
-
-    return {t.target: verdict_json(t) for t in results}
-
-
 STATS_TIMEOUT_S = 10.0
 
 
@@ -109,11 +109,12 @@ async def _count_blocks(engine: Any, opts: RunOptions) -> None:
     opts.blocks_stored += counters.block_disk_hits
 
 
-async def _check_one(engine: Any, task: ModuleTask, text: str,
+async def _check_one(engine: Any, task: ModuleTask, text: str | None,
                      opts: RunOptions) -> ModuleOutcome:
     from torch_mlir_lens.engine import JobSettings, module_job
 
-    entry: dict[str, Any] = {"file": task.rel, "name": task.name, "line": task.line,
+    model = onnx_models.is_model(task.path)
+    entry: dict[str, Any] = {"file": task.rel, "name": task.name, "line": task.line or None,
                              "inputs": task.inputs, "targets": {}}
     if task.inputs == "missing":
         entry["skipped"] = MISSING_INPUTS_NOTE
@@ -123,31 +124,40 @@ async def _check_one(engine: Any, task: ModuleTask, text: str,
                                             module=task.name, module_file=task.rel,
                                             module_line=task.line, severity="error")]
         return ModuleOutcome(task, entry, findings)
-    job = module_job(task.path, task.name, text=text, workspace=opts.root,
+    job = module_job(task.path, onnx_models.job_module(task.path, task.name), text=text,
+                     workspace=opts.root,
                      settings=JobSettings(example_inputs=dict(opts.example_inputs),
                                           strict_export=opts.strict_export,
-                                          rewrites=tuple(opts.rewrites),
+                                          rewrites=onnx_models.rewrites_for(task.path,
+                                                                            opts.rewrites),
                                           inline_blocks=opts.inline_blocks),
-                     given=opts.given_inputs)
+                     given=opts.given_inputs, dims=opts.dims if model else None)
     started = time.perf_counter()
+    module_line = task.line or None  # an ONNX model has none
     try:
-        results = await engine.lower(job, targets=opts.targets)
+        lowered = await target_jobs.lower_targets(engine, job, opts.targets, opts.iree_archs)
     except LensError as err:
         entry["error"] = {"kind": err.kind, "message": err.message, "line": err.line}
         entry["targets"] = {t: {"ok": False, "unsupported": [], "error": err.message}
                             for t in opts.targets}
         finding = make.of_error(err, module=task.name, module_file=task.rel,
-                                module_line=task.line, place=_in_root(opts.root))
+                                module_line=module_line, place=_in_root(opts.root))
         entry["seconds"] = round(time.perf_counter() - started, 3)
         return ModuleOutcome(task, entry, [finding])
-    entry["targets"] = _entry_for_results(task, results)
+    results = lowered.results
+    # The verdict per target is the single-file `check`'s: one meaning of "ok" everywhere.
+    entry["targets"] = target_jobs.verdicts(opts.targets, lowered)
     # The errors gate (a backend's warnings and notes are the editor's).
+    place = _in_root(opts.root)
     findings = [f for f in make.of_results(results, module=task.name, module_file=task.rel,
-                                           module_line=task.line, place=_in_root(opts.root))
+                                           module_line=module_line, place=place)
                 if f.severity == "error"]
+    findings += [make.of_error(err, module=task.name, module_file=task.rel,
+                               module_line=module_line, place=place, target=target)
+                 for target, err in lowered.failed.items()]
     await _with_rewrites(engine, job, results, entry, findings, opts, task, text)
     entry["seconds"] = round(time.perf_counter() - started, 3)
-    return ModuleOutcome(task, entry, findings)
+    return ModuleOutcome(task, entry, findings, target_jobs.refusal(results))
 
 
 PROVEN_PAST_EXPORT = "a proven way past it"  # how the worker offers a pin (pin_proof.py)
@@ -155,20 +165,22 @@ PROVEN_PAST_EXPORT = "a proven way past it"  # how the worker offers a pin (pin_
 
 async def _with_rewrites(engine: Any, job: Any, results: list[LowerResult],
                          entry: dict[str, Any], findings: list[Finding], opts: RunOptions,
-                         task: ModuleTask, text: str) -> None:
+                         task: ModuleTask, text: str | None) -> None:
     """The rewrites each target went through, and each culprit's proven rewrite (a proof
-    that cannot run leaves the findings as they are: it only adds to them)."""
+    that cannot run leaves the findings as they are: it only adds to them). The IREE targets
+    have no rewrites of their own (they compile the Linalg IR), an ONNX model no `rewrites`
+    job (its proven opset fix is in its findings' words: `onnx_models`)."""
     from torch_mlir_lens.repo_check.rewrite_findings import add_used, prove_rewrites
 
     add_used(entry, results)
-    if not opts.prove_rewrites:
+    if not opts.prove_rewrites or onnx_models.is_model(task.path):
         return
     # Culprits, and export refusals the lowering found a proven way past (a pin): the
     # `rewrites` job gives each its fix (the comment line, SARIF's `fixes`).
     past_export = any(f.kind == "export-error" and PROVEN_PAST_EXPORT in f.message
                       for f in findings)  # one finding for every target
-    failing = [r.target for r in results
-               if past_export or any(f.target == r.target and f.op for f in findings)]
+    failing = [r.target for r in results if not is_iree_target(r.target) and (
+        past_export or any(f.target == r.target and f.op for f in findings))]
     notebook = task.path.endswith(".ipynb")
     await prove_rewrites(engine, job, failing, entry, findings, None if notebook else text,
                          task.path, task.name)
@@ -241,6 +253,8 @@ async def run_modules(
                                        module_file=task.rel, module_line=task.line)])
                 outcome = _in_cells(outcome, plan)
                 outcomes[order[id(task)]] = outcome
+                if outcome.refusal:  # every module would say it: the run stops here
+                    pending.clear()
                 if on_done is not None:
                     on_done(outcome)
             if engine is not None:  # every module checked (a signal skips this)

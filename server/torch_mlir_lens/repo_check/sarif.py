@@ -16,6 +16,11 @@ show them there, so the physical location is the .ipynb file with the region on 
 its JSON text that holds the cell's line; the cell and the line within it are in the
 location's properties (`notebookCell`, `notebookCellLine`) and in the message
 (`NOTEBOOK.ipynb:CELL:LINE`).
+
+An ONNX model's result: a node is no line of the file, so the physical location is the `.onnx`
+artifact with no region, and the node is a logical location (its name, or `node N` without
+one; `properties.onnxNode`: index, name, op_type, domain, opset) beside the graph's; the
+message starts with `MODEL.onnx: node N "name" (Op, opset K)`.
 """
 
 from __future__ import annotations
@@ -28,32 +33,48 @@ from urllib.parse import quote
 
 from torch_mlir_lens import __version__
 from torch_mlir_lens.findings import Finding
+from torch_mlir_lens.findings.wording import at_node
+from torch_mlir_lens.protocol.onnx_graphs import OnnxNode
 from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 from torch_mlir_lens.repo_check.run_identity import RunIdentity
 from torch_mlir_lens.rules.rewrite_specs import offer_title, pin_title
+from torch_mlir_lens.rules.targets import target_title
+from torch_mlir_lens.source.onnx_files import is_onnx
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/llvm/torch-mlir"
 SRCROOT = "%SRCROOT%"
 
 
+_MODULE_RULES = {
+    "export-error": "torch.export or the FX importer cannot capture the module",
+    "load-error": "the file's definitions fail to execute, or the ONNX model cannot be read",
+    "syntax-error": "the file does not parse",
+    "timeout": "lowering the module took longer than the time-out",
+    "memory-limit": "lowering the module used more than the memory limit",
+    "worker-crash": "the lowering worker crashed on the module",
+    "inputs-missing": "the module has no example inputs",
+}
+# A target's failures that are not an op it rejects ("{t}": the target's title).
+_TARGET_RULES = {
+    "lowering-error": "the module does not lower to {t}",
+    "compile-error": "IREE's compiler fails on the module's Linalg IR for {t}",
+    "missing-dependency": "{t} needs IREE, which is not installed where the worker runs",
+    "timeout": "the {t} job took longer than the time-out",
+    "memory-limit": "the {t} job used more than the memory limit",
+    "worker-crash": "the worker crashed in the {t} job",
+}
+
+
 def _rule_description(rule: str) -> str:
     target, sep, what = rule.partition("/")
     if not sep:
-        return {
-            "export-error": "torch.export or the FX importer cannot capture the module",
-            "load-error": "the file's definitions fail to execute",
-            "syntax-error": "the file does not parse",
-            "timeout": "lowering the module took longer than the time-out",
-            "memory-limit": "lowering the module used more than the memory limit",
-            "worker-crash": "the lowering worker crashed on the module",
-            "inputs-missing": "the module has no example inputs",
-        }.get(rule, f"the module fails before any backend ({rule})")
-    if what in ("lowering-error",):
-        return f"the module does not lower to {target}"
-    return f"{what} cannot be lowered to {target}"
+        return _MODULE_RULES.get(rule, f"the module fails before any backend ({rule})")
+    if what in _TARGET_RULES:
+        return _TARGET_RULES[what].format(t=target_title(target))
+    return f"{what} cannot be lowered to {target_title(target)}"
 
 
 def _rule(rule: str) -> dict[str, Any]:
@@ -82,7 +103,7 @@ def artifact_location(file: str) -> dict[str, Any]:
 def _location(file: str, line: int | None, cell: int | None,
               lines: FileLines) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": artifact_location(file)}
-    file_line = lines.line(file, cell, line)
+    file_line = None if is_onnx(file) else lines.line(file, cell, line)  # a node is no line
     if file_line:
         physical["region"] = {"startLine": file_line}
     location: dict[str, Any] = {"physicalLocation": physical}
@@ -96,15 +117,27 @@ def fingerprint(f: Finding) -> str:
     return hashlib.sha256("\0".join(f.baseline_key).encode()).hexdigest()[:32]
 
 
+def _node_location(node: OnnxNode, graph: str | None) -> dict[str, Any]:
+    """An ONNX node as a SARIF logical location."""
+    name = node.name or f"node {node.index}"
+    return {"name": name, "fullyQualifiedName": f"{graph}/{name}" if graph else name,
+            "kind": "function", "properties": {"onnxNode": node.to_json()}}
+
+
 def _result(f: Finding, rule_index: int, lines: FileLines) -> dict[str, Any]:
     loc = _location(f.file, f.line, f.cell, lines)
+    logical = [_node_location(f.node, f.module)] if f.node is not None else []
     if f.module:
-        loc["logicalLocations"] = [{"name": f.module, "kind": "type"}]
+        logical.append({"name": f.module, "kind": "module" if f.node else "type"})
+    if logical:
+        loc["logicalLocations"] = logical
     text = f.message if not f.module else f"{f.message} (in {f.module})"
     if f.rewrite and f.rewrite.get("rewrites"):
         text += f"; {rewrite_note(f.rewrite)}"
     if f.cell and f.line:
         text = f"{where(f.file, f.line, f.cell)}: {text}"
+    elif f.node is not None:
+        text = f"{at_node(f.file, f.node)}: {text}"
     result: dict[str, Any] = {
         "ruleId": f.rule, "ruleIndex": rule_index, "level": "error",
         "message": {"text": text},

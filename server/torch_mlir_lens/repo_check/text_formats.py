@@ -2,7 +2,8 @@
 
 A notebook's lines read `NOTEBOOK.ipynb:CELL:LINE` in both. A workflow annotation also needs
 a line of the file as stored, where GitHub shows it on the diff: for a notebook, the line of
-its JSON text that holds the cell's line (`notebook_modules.FileLines`).
+its JSON text that holds the cell's line (`notebook_modules.FileLines`). An ONNX model's finding
+reads `MODEL.onnx: node N "name" (Op, opset K)`; its annotation has no line (a node is none).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from itertools import groupby
 from typing import Any
 
 from torch_mlir_lens.findings import Finding
+from torch_mlir_lens.findings.wording import at_node
 from torch_mlir_lens.repo_check import notebook_modules
 from torch_mlir_lens.repo_check.listing import file_listing
 from torch_mlir_lens.repo_check.report import Report
@@ -30,6 +32,13 @@ def _where(root: str, file: str, line: int | None, cell: int | None = None) -> s
     path = os.path.relpath(os.path.join(root, file))
     path = file if path.startswith("..") else path
     return notebook_modules.where(path, line, cell)
+
+
+def _where_finding(root: str, f: Finding) -> str:
+    """Where a finding is, as people read it (at its node in an ONNX model)."""
+    if f.node is not None:
+        return at_node(_shown(root, f.file), f.node)
+    return _where(root, f.file, f.line, f.cell)
 
 
 def summary_line(report: Report) -> str:
@@ -60,7 +69,7 @@ def render_text(report: Report, root: str) -> str:
         if new:
             out.write(f"\nnot in the baseline ({len(new)}):\n")
             for f in new:
-                out.write(f"  {_where(root, f.file, f.line, f.cell)}: {f.rule}: {f.module}\n")
+                out.write(f"  {_where_finding(root, f)}: {f.rule}: {f.module}\n")
         if report.fixed:
             out.write(f"\n{len(report.fixed)} baseline entries no longer occur "
                       "(fixed; refresh with --write-baseline)\n")
@@ -99,11 +108,13 @@ def render_github(report: Report, root: str) -> str:
         message = f.message
         if f.cell:
             message = f"{notebook_modules.where(f.file, f.line, f.cell)}: {message}"
+        elif f.node is not None:
+            message = f"{at_node(f.file, f.node)}: {message}"
         if f.rewrite and f.rewrite.get("rewrites"):
             message += f"\n{rewrite_note(f.rewrite)}"
-        lines.append(_annotation("error", {
-            "file": f.file, "line": file_lines.line(f.file, f.cell, f.line),
-            "title": _title(f)}, message))
+        line = None if f.node is not None else file_lines.line(f.file, f.cell, f.line)
+        lines.append(_annotation("error", {"file": f.file, "line": line, "title": _title(f)},
+                                 message))
     for w in report.warnings:
         lines.append(_annotation("warning", {
             "file": w.file, "line": file_lines.line(w.file, w.cell, w.line),
