@@ -8,12 +8,17 @@ docstring); ops are matched by name prefix (`aten.fmod` matches `aten.fmod.Scala
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from torch_mlir_lens.findings import Finding, merge
 
 from .helpers import (
     CONFIG,
@@ -110,6 +115,34 @@ async def test_every_unsupported_op_at_its_line(client: LanguageClient, workspac
     roll = [d for d in op_diagnostics(client, uri) if str(d.code) == "aten.slice.Tensor"]
     assert [d.message for d in roll] == [
         "`torch.roll` (decomposed to `aten.slice.Tensor`) cannot be lowered to TOSA"]
+
+
+async def test_check_reports_the_editors_findings(client: LanguageClient,
+                                                  workspace: Path) -> None:
+    """One finding type, two renderings: `check` on the same file, in its own process with
+    its own engine, reports each rejected op at the line the editor marks, and its findings
+    said once across backends are the editor's words."""
+    path = workspace / "unsupported_ops.py"
+    shown = {(d.range.start.line + 1, str(d.code)): d.message
+             for d in op_diagnostics(client, path.as_uri())}
+    assert len(shown) >= len(EXPECTED)  # the first test waited for every one
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", "-m", "torch_mlir_lens", "check", str(path),
+        "--targets", ",".join(ALL), "--format", "json", "--timeout", "240",
+        cwd=workspace, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=600)
+    assert proc.returncode == 1, err.decode()[-2000:]  # findings: the gate fails
+    report = json.loads(out)
+    found = [Finding.from_json(f) for m in report["modules"] for f in m.get("findings", [])
+             if f["kind"] == "unsupported-op"]
+    groups: dict[tuple[int, tuple[object, ...]], list[Finding]] = {}
+    for f in found:
+        groups.setdefault((f.line or 0, merge.group_key(f)), []).append(f)
+    reported = {}
+    for (line, _key), group in groups.items():
+        one = merge.merged(group)
+        reported[(line, one.code)] = one.message
+    assert reported == shown
 
 
 async def test_verdict_lenses(client: LanguageClient, workspace: Path) -> None:
