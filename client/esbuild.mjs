@@ -41,6 +41,8 @@ const page = {
 };
 builds.push({ ...page, outfile: 'dist/graphPage.js' },
   { ...page, outfile: 'server/torch_mlir_lens/views/assets/graph_page.js' });
+// The ONNX model view's page script (client/onnxPage/): the custom editor's webview loads it.
+builds.push({ ...page, banner: undefined, entryPoints: ['client/onnxPage/main.ts'], outfile: 'dist/onnxPage.js' });
 
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();

@@ -1,5 +1,5 @@
 // The palette commands, registered here; each lives in the module of its job (showIrCommands,
-// exportCommands, exportCodeCommand, verifyCommand; their arguments: commandArgs). Code lenses from the server
+// exportCommands, exportCodeCommand, verifyCommand, heatBands; their arguments: commandArgs). Code lenses from the server
 // call `torchMlirLens.showIr` [uri, module, target] (client-side) and the server's
 // `torchMlirLens.exportModule`/`exportRepro` {uri, module, target}; those without a
 // destination are completed here with a dialog.
@@ -9,6 +9,7 @@ import { asModuleArg, type CommandDeps } from './commandArgs';
 import { copyExportCode } from './exportCodeCommand';
 import { exportModuleAs, exportReproTo, withoutUserChoice } from './exportCommands';
 import { showGraph } from './graphView';
+import { profileModule, type HeatBands } from './heatBands';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
@@ -20,10 +21,15 @@ import { verifyModule } from './verifyCommand';
 
 type Command = (...args: never[]) => Promise<unknown>;
 
-export function registerCommands(context: vscode.ExtensionContext, client: LensClient, panes: IrPanes, linking: Linking): void {
+export function registerCommands(context: vscode.ExtensionContext, client: LensClient, panes: IrPanes, linking: Linking, heat: HeatBands): void {
   const deps: CommandDeps = { client, panes };
   const run = reportingErrors(client.log);
   completeServerExports(deps, run);
+  // The lens "Time on IREE CPU" runs the server's profile here, which draws its heat band.
+  client.intercept(SERVER_COMMANDS.profile, async (args) => {
+    await run(profileModule)(deps, heat, args[0]);
+    return true;
+  });
   const commands: Record<string, Command> = {
     'torchMlirLens.showIr': (uri?: unknown, module?: string, target?: string) => showIr(deps, uri, module, target),
     'torchMlirLens.showIrAfterPass': () => showIrAfterPass(deps),
@@ -32,6 +38,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.copyExportCode': (arg?: unknown) => copyExportCode(deps, arg),
     'torchMlirLens.verifyModule': (arg?: unknown) => verifyModule(deps, arg),
     'torchMlirLens.showGraph': (uri?: unknown, module?: string) => showGraph(context, deps, uri, module),
+    'torchMlirLens.profileModule': (arg?: unknown) => profileModule(deps, heat, arg),
     'torchMlirLens.restartServer': () => client.restart(),
     'torchMlirLens.showOutput': async () => client.showOutput(),
     'torchMlirLens.toggleColorBands': () => linking.toggleBands(),

@@ -1,5 +1,6 @@
 // "Export Module…" and "Export Repro…": the format, the save and folder dialogs, then the
-// server's `exportModule`/`exportRepro` and what to do with the result. The lenses' "Export…"
+// server's `exportModule`/`exportRepro` and what to do with the result. An IREE target exports
+// its compiled module (`.vmfb`), with no format to pick. The lenses' "Export…"
 // comes here too (commands.ts intercepts it when it names no destination).
 //
 // `chosenByUser: true` tells the server the path came from a dialog here, which lets it write
@@ -10,6 +11,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { moduleOfArg, resolveTarget, type CommandDeps, type ModuleTarget } from './commandArgs';
 import {
+  IREE_TARGETS,
   SERVER_COMMANDS,
   targetTitle,
   type ExportModuleArgs,
@@ -25,12 +27,16 @@ interface Format {
   bytecode: boolean;
 }
 
+/** What an IREE target exports: its compiled module, for IREE's runtime. */
+const COMPILED: Format = { label: 'IREE module', description: '.vmfb', bytecode: false };
+
 export async function exportModuleAs(deps: CommandDeps, arg?: unknown): Promise<void> {
   const m = await moduleOfArg(deps, arg);
   if (!m) return;
   const t = await resolveTarget(m.target ?? setting('defaultTarget', 'linalg'));
   if (!t) return;
-  const format = await pickFormat(m, t.target);
+  // An IREE target's export is its compiled module (.vmfb, for the ireeArchs architecture).
+  const format = IREE_TARGETS.includes(t.target) ? COMPILED : await pickFormat(m, t.target);
   if (!format) return;
   const dest = await askDestination(m, t.target, format);
   if (!dest) return;
@@ -42,9 +48,10 @@ export async function exportModuleAs(deps: CommandDeps, arg?: unknown): Promise<
     { uri: m.source, module: m.module, target: t.target, output: dest.fsPath, bytecode: format.bytecode, overwrite: exists, chosenByUser: true } satisfies ExportModuleArgs,
   ]);
   const where = result?.path ?? dest.fsPath;
-  const open = format.bytecode ? [] : ['Open'];
+  const open = format.bytecode || format === COMPILED ? [] : ['Open'];
+  const leftOut = result?.leftOut ? ` ${result.leftOut}` : '';
   const picked = await vscode.window.showInformationMessage(
-    `Torch-MLIR Lens: exported ${m.module} to ${where}${result?.bytes !== undefined ? ` (${result.bytes} bytes)` : ''}.`,
+    `Torch-MLIR Lens: exported ${m.module} to ${where}${result?.bytes !== undefined && result?.bytes !== null ? ` (${result.bytes} bytes)` : ''}.${leftOut}`,
     ...open,
   );
   if (picked === 'Open') await vscode.window.showTextDocument(vscode.Uri.file(where));
@@ -63,13 +70,13 @@ function pickFormat(m: ModuleTarget, target: string): Thenable<Format | undefine
 /** The save dialog, on `<module>.<target>.mlir[bc]` beside the source (else in the first folder). */
 function askDestination(m: ModuleTarget, target: string, format: Format): Thenable<vscode.Uri | undefined> {
   const src = vscode.Uri.parse(m.source);
-  const ext = format.bytecode ? 'mlirbc' : 'mlir';
+  const ext = format === COMPILED ? 'vmfb' : format.bytecode ? 'mlirbc' : 'mlir';
   const folder = src.scheme === 'file' ? vscode.Uri.joinPath(src, '..') : vscode.workspace.workspaceFolders?.[0]?.uri;
   const name = `${m.module}.${target}.${ext}`;
   return vscode.window.showSaveDialog({
     defaultUri: folder ? vscode.Uri.joinPath(folder, name) : undefined,
-    filters: format.bytecode ? { 'MLIR bytecode': ['mlirbc'] } : { MLIR: ['mlir'] },
-    title: `Export ${m.module} as ${targetTitle(target)} IR`,
+    filters: format === COMPILED ? { 'IREE module': ['vmfb'] } : format.bytecode ? { 'MLIR bytecode': ['mlirbc'] } : { MLIR: ['mlir'] },
+    title: format === COMPILED ? `Export ${m.module} compiled by ${targetTitle(target)}` : `Export ${m.module} as ${targetTitle(target)} IR`,
   });
 }
 

@@ -2,10 +2,12 @@
 
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { HeatBands } from './heatBands';
 import { registerIrFolding } from './irFolding';
 import { IrPanes } from './irPanes';
 import { LensClient } from './languageClient';
 import { Linking } from './linking';
+import { OnnxEditors } from './onnxEditor';
 import { StatusBar } from './statusBar';
 import { testHooks, type TestApi } from './testHooks';
 import { Trust } from './trust';
@@ -21,8 +23,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<TestAp
   const panes = new IrPanes(client);
   client.sourceOf = (uri) => panes.get(uri)?.spec.source;
   const linking = new Linking(panes);
-  context.subscriptions.push(log, status, trust, client, panes, linking, registerIrFolding());
-  registerCommands(context, client, panes, linking);
+  const heat = new HeatBands();
+  const onnx = new OnnxEditors(client, panes, linking, context.extensionUri);
+  context.subscriptions.push(log, status, trust, client, panes, linking, heat, onnx, registerIrFolding());
+  registerCommands(context, client, panes, linking, heat);
   context.subscriptions.push(
     trust.onGranted(async () => {
       log.info('workspace trusted: enabling lowering');
@@ -31,7 +35,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<TestAp
     }),
   );
   if (!trust.trusted) log.info('workspace not trusted: the servers run no user code until you trust it');
-  const api = testHooks(context, { client, trust, panes, linking, status });
+  const api = testHooks(context, { client, trust, panes, linking, status, heat, onnx });
   await client.start();
   return api;
 }

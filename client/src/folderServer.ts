@@ -19,8 +19,8 @@ import {
 import { documentSelector } from './documentScope';
 import { resolveInterpreter, type Interpreter } from './interpreter';
 import { SERVER_ARGS } from './launch';
-import { SetTrustedNotification, StatusNotification } from './protocol';
-import { checkInterpreter, offerFix } from './serverCheck';
+import { MissingDependencyNotification, SetTrustedNotification, StatusNotification } from './protocol';
+import { checkInterpreter, offerExtra, offerFix } from './serverCheck';
 import { serverSettings } from './settings';
 import type { ClientState } from './statusBar';
 import type { Trust } from './trust';
@@ -233,6 +233,11 @@ export class FolderServer implements vscode.Disposable {
     client.onNotification(StatusNotification, (p) => {
       heard = true;
       this.setState(p.state, p.detail ?? undefined);
+    });
+    // A target's compiler (IREE) is not installed: offer it (the server says so once).
+    client.onNotification(MissingDependencyNotification, (p) => {
+      this.log.warn(p.message);
+      void offerExtra(python, p, this.options.extensionPath, () => void this.restart());
     });
     this.phase('spawn');
     try {

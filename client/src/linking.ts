@@ -1,6 +1,8 @@
 // Source ↔ IR linking: the cursor's source line lights up its IR lines in every open pane (and
 // scrolls them into view); the cursor in a pane lights up the source line(s) that produced the
 // op; optional colour bands; Ctrl/Cmd-click on an op goes to its source (DefinitionProvider).
+// A source shown in a view of its own (an ONNX model's nodes) links the same way through
+// `showSourceLines` and `onDidPaneCursor`.
 // Library files count as sources too while a pane whose ops come from them is open: the
 // cursor in `modeling_llama.py` lights up that line's ops, and Ctrl/Cmd-click on an op made
 // there opens that file at that line.
@@ -23,7 +25,7 @@ const BAND_COLOURS = [
 ];
 
 /** Cursor lines in one editor (a notebook's cell, or the source file itself). */
-interface Cursor {
+export interface Cursor {
   uri: string;
   lines: number[];
 }
@@ -54,6 +56,13 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
   private readonly disposables: vscode.Disposable[] = [];
   /** Last cursor per source URI (the editor's URI: a notebook's cell), to redraw panes later. */
   private readonly cursor = new Map<string, Cursor>();
+  private readonly paneCursorEmitter = new vscode.EventEmitter<Cursor>();
+  /**
+   * The cursor in a pane: the source lines (0-based) its op came from, per source (an empty
+   * list for a source the op is not from). Views that are no text editor (the ONNX model
+   * view) light their rows from it.
+   */
+  readonly onDidPaneCursor = this.paneCursorEmitter.event;
 
   constructor(private readonly panes: IrPanes) {
     this.disposables.push(
@@ -112,6 +121,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
     const irLine = editor.selection.active.line;
     const byUri = new Map<string, number[]>();
     for (const s of pane.map.chainFor(irLine)) byUri.set(s.uri, [...(byUri.get(s.uri) ?? []), s.line]);
+    this.paneCursorEmitter.fire({ uri: pane.spec.source, lines: byUri.get(pane.spec.source) ?? [] });
     for (const ed of vscode.window.visibleTextEditors) {
       if (ed.document.uri.scheme === SCHEME) continue;
       const lines = byUri.get(ed.document.uri.toString());
@@ -122,6 +132,16 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
         ed.revealRange(new vscode.Range(first, 0, first, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
       }
     }
+  }
+
+  /**
+   * A view that is no text editor (the ONNX model view) selected `lines` (0-based) of
+   * `source`: light their IR lines in its panes and scroll them into view, as a cursor would.
+   */
+  showSourceLines(source: string, lines: number[]): void {
+    const at = { uri: source, lines };
+    this.cursor.set(source, at);
+    for (const pane of this.panes.covering(source)) this.highlightPane(pane, at, true);
   }
 
   private highlightPane(pane: Pane, at: Cursor, reveal: boolean): void {
@@ -203,6 +223,7 @@ export class Linking implements vscode.Disposable, vscode.DefinitionProvider {
 
   dispose(): void {
     for (const d of this.disposables) d.dispose();
+    this.paneCursorEmitter.dispose();
     this.irHighlight.dispose();
     this.sourceHighlight.dispose();
     for (const d of this.bands) d.dispose();

@@ -1,11 +1,13 @@
 // Before starting the server: does the chosen interpreter have what it needs? If not, say
 // exactly what is missing and offer to `pip install` this extension's Python package (shipped
-// inside the .vsix: server/ + pyproject.toml) into that interpreter, in a terminal.
+// inside the .vsix: server/ + pyproject.toml) into that interpreter, in a terminal. Later, a
+// target whose compiler is missing (IREE) gets the same offer for the package's extra.
 
 import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import type { Interpreter } from './interpreter';
 import { neutralDirectory } from './launch';
+import type { MissingDependencyParams } from './protocol';
 
 /** Python import name → what to call it in the message. */
 const REQUIRED: Record<string, string> = {
@@ -91,22 +93,42 @@ export async function offerFix(
   const where = folderName ? ` (folder ${folderName})` : '';
   const picked = await vscode.window.showWarningMessage(`Torch-MLIR Lens${where}: ${result.problem}`, ...actions);
   if (picked === install) {
-    const terminal = vscode.window.createTerminal({ name: 'Torch-MLIR Lens: install' });
-    terminal.show();
     // The package's own pins (torch, torch-mlir, pygls) come with it.
-    terminal.sendText(`${shellQuote(python.path)} -m pip install ${shellQuote(extensionPath)}`);
-    const closed = vscode.window.onDidCloseTerminal((t) => {
-      if (t === terminal) {
-        closed.dispose();
-        onInstalled();
-      }
-    });
-    void vscode.window
-      .showInformationMessage('Torch-MLIR Lens: when the install has finished, restart the server.', 'Restart Server')
-      .then((a) => a && onInstalled());
+    runInstall(python, extensionPath, onInstalled);
   } else if (picked === choose) {
     await vscode.commands.executeCommand('workbench.action.openSettings', 'torchMlirLens.python');
   }
+}
+
+/**
+ * A target needs a package the server's interpreter lacks (the server's `missingDependency`:
+ * IREE for the IREE targets): say what, and offer to install this extension's package with
+ * that extra (`<package>[iree]`) into the interpreter, in a terminal.
+ */
+export async function offerExtra(python: Interpreter, missing: MissingDependencyParams, extensionPath: string, onInstalled: () => void): Promise<void> {
+  const install = `Install torch-mlir-lens[${missing.extra}]`;
+  const picked = await vscode.window.showWarningMessage(`Torch-MLIR Lens: ${missing.message}`, install, 'Show Output');
+  if (picked === install) {
+    runInstall(python, `${extensionPath}[${missing.extra}]`, onInstalled);
+  } else if (picked === 'Show Output') {
+    await vscode.commands.executeCommand('torchMlirLens.showOutput');
+  }
+}
+
+/** `pip install <what>` into the interpreter, in a terminal; offers a restart once it is done. */
+function runInstall(python: Interpreter, what: string, onInstalled: () => void): void {
+  const terminal = vscode.window.createTerminal({ name: 'Torch-MLIR Lens: install' });
+  terminal.show();
+  terminal.sendText(`${shellQuote(python.path)} -m pip install ${shellQuote(what)}`);
+  const closed = vscode.window.onDidCloseTerminal((t) => {
+    if (t === terminal) {
+      closed.dispose();
+      onInstalled();
+    }
+  });
+  void vscode.window
+    .showInformationMessage('Torch-MLIR Lens: when the install has finished, restart the server.', 'Restart Server')
+    .then((a) => a && onInstalled());
 }
 
 function shellQuote(s: string): string {

@@ -18,6 +18,7 @@ const SERVER_KEYS = [
   'cacheSizeMb',
   'rewrites',
   'stitchBlocks',
+  'ireeArchs',
 ] as const;
 
 export function serverSettings(resource?: vscode.Uri): Record<string, unknown> {

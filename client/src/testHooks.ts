@@ -1,6 +1,7 @@
 // What the end-to-end tests read to check what the user sees, without depending on VS Code's
 // internal CSS: the decorations the extension drew per editor, the hover VS Code would show at
-// the cursor, the servers (with how many times each started) and the panes, and the status bar.
+// the cursor, the servers (with how many times each started) and the panes, the status bar, the
+// heat bands of a profile and the ONNX model views.
 // Never active in normal use:
 // - in extension test mode, `activate` returns `TestApi` (the in-editor suite uses it);
 // - with TORCH_MLIR_LENS_TEST_REPORT=<file> in the environment, the command
@@ -10,8 +11,10 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { IrPanes } from './irPanes';
 import type { FolderServer } from './folderServer';
+import type { HeatBands } from './heatBands';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
+import type { OnnxEditors } from './onnxEditor';
 import type { StatusBar } from './statusBar';
 import type { Trust } from './trust';
 
@@ -49,6 +52,10 @@ export interface TestReport {
   /** The status bar item as shown: its text and its tooltip (which names the interpreter). */
   status: { text: string; tooltip: string };
   panes: { uri: string; source: string; module: string; target: string; loading: boolean; text: string }[];
+  /** The heat bands of a profile drawn in each file (0-based lines, their share). */
+  heat: Record<string, { line: number; share: number }[]>;
+  /** The open ONNX model views: their nodes' verdicts as sent to the page, the nodes lit. */
+  onnx: { uri: string; graph: string; error?: string; nodes: { index: number; opType: string; states: Record<string, string> }[]; lit: number[] }[];
 }
 
 export interface TestApi {
@@ -63,6 +70,8 @@ interface Parts {
   panes: IrPanes;
   linking: Linking;
   status: StatusBar;
+  heat: HeatBands;
+  onnx: OnnxEditors;
 }
 
 let seq = 0;
@@ -84,7 +93,7 @@ function countStarts(client: LensClient): vscode.Disposable {
   return client.onDidChangeServers(watch);
 }
 
-async function report({ client, panes, linking, status }: Parts): Promise<TestReport> {
+async function report({ client, panes, linking, status, heat, onnx }: Parts): Promise<TestReport> {
   const active = vscode.window.activeTextEditor;
   let hover = '';
   if (active) {
@@ -131,6 +140,14 @@ async function report({ client, panes, linking, status }: Parts): Promise<TestRe
       target: p.spec.target,
       loading: p.loading,
       text: p.text.slice(0, 4000),
+    })),
+    heat: Object.fromEntries(vscode.window.visibleTextEditors.map((ed) => [ed.document.uri.toString(), heat.bandsOf(ed.document.uri.toString())])),
+    onnx: [...onnx.views].map((v) => ({
+      uri: v.uri.toString(),
+      graph: v.model?.graph ?? '',
+      error: v.error,
+      nodes: (v.model?.nodes ?? []).slice(0, 200).map((n) => ({ index: n.index, opType: n.opType, states: Object.fromEntries(n.verdicts.map((x) => [x.target, x.state])) })),
+      lit: v.lit,
     })),
   };
 }

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type * as vscode from 'vscode';
 import { registerCommands } from '../../client/src/commands';
+import type { HeatBands } from '../../client/src/heatBands';
 import type { IrPanes } from '../../client/src/irPanes';
 import type { Linking } from '../../client/src/linking';
 import { SERVER_COMMANDS, VERIFY } from '../../client/src/protocol';
@@ -30,7 +31,7 @@ describe('palette commands', () => {
     fake.setFolders(Uri.file('/ws/alpha'), Uri.file('/ws/beta'));
     h = await harness();
     subscriptions = [];
-    registerCommands({ subscriptions } as unknown as vscode.ExtensionContext, h.client, NO_PANES, {} as Linking);
+    registerCommands({ subscriptions } as unknown as vscode.ExtensionContext, h.client, NO_PANES, {} as Linking, {} as HeatBands);
   });
   afterEach(() => {
     for (const d of subscriptions) d.dispose();
