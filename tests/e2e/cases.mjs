@@ -389,3 +389,76 @@ export async function trusted(w) {
   await w.shot('07-trusted.png');
   return 'Linalg IR after granting trust, same window';
 }
+
+// ---- onnx window (an .onnx model in its custom editor; IREE CPU diagnosed on the MLP) ---------
+
+/** The ONNX model view's page (a webview: its content in an iframe inside VS Code's own). */
+const onnxPage = (w) => w.page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+
+/** A node's row in the model view, by its 1-based position in the graph. */
+const nodeRow = (frame, index) => frame.locator(`tr.node[data-index="${index}"]`).first();
+
+/**
+ * chain.onnx opens in the model view: the FastGelu node rejected by every backend, the Relu
+ * before it lowered. (After ireeLens: a file opened in the first seconds of a browser window,
+ * before VS Code has read the remote extensions' contributions, opens in the text editor.)
+ */
+export async function onnxEditor(w) {
+  await w.openFromExplorer('chain.onnx');
+  const frame = onnxPage(w);
+  const gelu = nodeRow(frame, 2);
+  await gelu.waitFor({ timeout: 150_000 });
+  const rejected = await gelu.locator('.badge.rejected').count();
+  const lowered = await nodeRow(frame, 1).locator('.badge.ok').count();
+  if (rejected !== 3 || lowered !== 3) throw new Error(`node 2 rejected by ${rejected} backends, node 1 lowered by ${lowered}; want 3 and 3`);
+  const why = await gelu.locator('.why').innerText();
+  if (!/FastGelu/.test(why)) throw new Error(`node 2 says no why: ${why}`);
+  await w.shot('13-onnx-model.png');
+  return `${await frame.locator('tr.node').count()} node rows; node 2: ${why.slice(0, 100)}`;
+}
+
+/** The Linalg pane of the model, linked to the rows: a clicked node lights its IR, the cursor on an op lights its node. */
+export async function onnxPane(w) {
+  const frame = onnxPage(w);
+  await frame.getByRole('button', { name: 'Linalg IR' }).click();
+  await w.tab('chain · linalg.mlir').waitFor({ timeout: 30_000 });
+  await w.report('the model\'s Linalg pane', 150_000, (r) => r.panes.find((p) => p.source.endsWith('/chain.onnx') && !p.loading && p.text.includes('linalg.generic')));
+  await nodeRow(frame, 1).click();
+  const lit = await w.report('the first node\'s IR lines lit in the pane', 30_000, (rep) => {
+    const text = rep.editors.find((e) => isPane(e.uri))?.decoratedText.irHighlight ?? [];
+    return text.some((t) => /linalg\.generic|arith\./.test(t)) ? text : undefined;
+  });
+  await line(w.editor('chain · linalg.mlir'), 'call @onnx.FastGelu').click();
+  await nodeRow(frame, 2).and(frame.locator('.lit')).waitFor({ timeout: 30_000 });
+  await w.shot('14-onnx-pane.png');
+  return `${lit.length} IR line(s) lit by node 1; the FastGelu call lights node 2`;
+}
+
+/** Problems lists the rejected node, at its line (node 2 → line 2). */
+export async function onnxProblems(w) {
+  await w.page.keyboard.press('Escape');
+  await w.palette('View: Focus Problems');
+  const item = w.page.getByRole('treeitem', { name: /FastGelu/ }).first();
+  await item.waitFor({ timeout: 60_000 });
+  const label = (await item.getAttribute('aria-label')) ?? (await item.innerText());
+  if (!/cannot be lowered/.test(label)) throw new Error(`the problem says: ${label}`);
+  await w.shot('15-onnx-problems.png');
+  return label.replace(/\s+/g, ' ').slice(0, 200);
+}
+
+/** IREE CPU diagnosed: the verdict lens names it, a hover names the dispatch, "Time on IREE CPU" draws a heat band. */
+export async function ireeLens(w) {
+  await w.openFromExplorer('mlp.py');
+  await w.lens('Linalg ✓ · TOSA ✓ · StableHLO ✓ · IREE CPU ✓').waitFor({ timeout: 180_000 });
+  const text = await hoverShows(w, fc1Token(w, 'mlp.py'), /IREE CPU\W+in dispatch/, 'a hover naming the IREE dispatch of the fc1 line');
+  await w.page.keyboard.press('Escape');
+  await w.page.mouse.move(5, 5);
+  await w.lens('Time on IREE CPU').click();
+  const bands = await w.report('the heat band of the profile', 120_000, (rep) => {
+    const found = Object.entries(rep.heat).find(([uri, lines]) => uri.endsWith('/mlp.py') && lines.length >= 3);
+    return found?.[1];
+  });
+  await w.lens(/^IREE CPU .* · eager /).waitFor({ timeout: 30_000 });
+  await w.shot('16-iree-heat.png');
+  return `${text.split('\n').find((l) => l.includes('dispatch'))?.trim().slice(0, 120)}; heat on lines ${bands.map((b) => b.line + 1).join(', ')}`;
+}

@@ -5,9 +5,9 @@
 //   env: TML_PYTHON      interpreter with the server (default: <repo>/.venv/bin/python)
 //        TML_E2E_CACHE   setup.sh's cache folder (default: <repo>/.cache/vscode-e2e)
 //        TML_E2E_KEEP=1  keep the temporary folder for inspection
-//        TML_E2E_ONLY=main|multiRoot|notebook|trust  run one window (development)
+//        TML_E2E_ONLY=main|multiRoot|notebook|onnx|trust  run one window (development)
 //
-// One code-server (trust off) serves three windows in turn:
+// One code-server (trust off) serves four windows in turn:
 //   main       a single folder: lenses, the Linalg pane, the highlight the cursor draws in it,
 //              hovers, colour bands, a squiggle with its message, the export dialog. Its
 //              in-editor suite (suite/main.ts) checks through the API meanwhile, then a pane
@@ -18,6 +18,10 @@
 //              extension's API) and a file outside them (suite/multiRoot.ts). The in-host suite
 //              then changes interpreters through that API: only gamma's server restarts, once
 //              for a burst of changes, and alpha's setting wins over the extension.
+//   onnx       an .onnx file in its custom editor (each node's verdict per backend, the Linalg
+//              pane linked to the node rows both ways, the rejected node in Problems), and IREE
+//              CPU diagnosed on the MLP: its verdict lens, a hover naming its dispatch, the heat
+//              band of "Time on IREE CPU".
 //   notebook   tests/notebooks/spread_model.ipynb (no kernel), its model spread over cells: the
 //              lens in the model's cell, the Linalg pane, the cursor in a cell lighting up its IR,
 //              a hover and a squiggle in the helper block's cell, Ctrl-click revealing a cell;
@@ -58,6 +62,7 @@ const WINDOWS = {
   },
   notebook: { target: (ws) => ({ folder: ws.notebook }), suite: 'notebook', cases: ['nbOpen', 'nbLens', 'nbPane', 'nbHighlight', 'nbHover', 'nbSquiggle', 'nbReveal'] },
   trust: { target: (ws) => ({ folder: ws.single }), suite: null, cases: ['untrusted', 'trusted'] },
+  onnx: { target: (ws) => ({ folder: ws.onnx }), suite: null, cases: ['ireeLens', 'onnxEditor', 'onnxPane', 'onnxProblems'] },
 };
 
 /** How many times a workspace window is opened before its cases run anyway. */
@@ -213,7 +218,17 @@ function makeWorkspaces(tmp) {
     // An op's definitions are its line and the lines calling it: go to the first (innermost).
     'editor.gotoLocation.multipleDefinitions': 'goto',
   }, null, 2));
-  return { single, multiRoot, notebook };
+  // An ONNX model (x → Relu → com.microsoft FastGelu, which no backend lowers → Relu) beside
+  // the MLP, IREE CPU diagnosed: the model's view and Problems; IREE's lens, hover and heat band.
+  const onnx = path.join(tmp, 'onnx');
+  fs.mkdirSync(path.join(onnx, '.vscode'), { recursive: true });
+  execFileSync(PYTHON, ['-c', `from pathlib import Path; from tests.worker.models import onnx_models as m; m.chain(Path(${JSON.stringify(onnx)}), 'FastGelu', domain='com.microsoft')`], { cwd: ROOT, timeout: 120_000 });
+  fs.copyFileSync(path.join(ROOT, 'examples', 'mlp.py'), path.join(onnx, 'mlp.py'));
+  fs.writeFileSync(path.join(onnx, '.vscode', 'settings.json'), JSON.stringify({
+    'torchMlirLens.python': PYTHON,
+    'torchMlirLens.diagnosticTargets': ['linalg', 'tosa', 'stablehlo', 'iree-cpu'],
+  }, null, 2));
+  return { single, multiRoot, notebook, onnx };
 }
 
 /** Packages the test-only Python extension stand-in (fake-python-extension/) into <tmp>. */
@@ -254,7 +269,7 @@ async function main() {
       timeout: 120_000,
     });
     const ctx = { tmp, ws };
-    if (wanted('main') || wanted('multiRoot') || wanted('notebook')) {
+    if (wanted('main') || wanted('multiRoot') || wanted('notebook') || wanted('onnx')) {
       // No machine-wide interpreter: the single folder sets its own, gamma takes the Python extension's.
       const server = await startCodeServer({ name: 'shared', tmp, exts, trust: false, python: null, chromium });
       try {
@@ -264,6 +279,7 @@ async function main() {
           await runWindow(server, 'notebook', ctx).catch((e) => log('notebook window:', String(e).split('\n')[0]));
           result.trainingRan = fs.existsSync(path.join(ws.notebook, 'training-ran.marker'));
         }
+        if (wanted('onnx')) await runWindow(server, 'onnx', ctx).catch((e) => log('onnx window:', String(e).split('\n')[0]));
       } finally {
         await server.close();
       }

@@ -7,7 +7,10 @@ plus a file outside them; the Python extension's interpreter changes (through a 
 stand-in of its published API): a burst restarts only that folder's server, once, and the
 `torchMlirLens.python` setting still wins; a notebook with its model spread over cells (lens,
 pane, highlight, hover and squiggle in cells, Ctrl-click revealing a cell, its training cell
-never run); then workspace trust in the UI: restricted until
+never run); an .onnx file in its model view (each node's verdict per backend, the Linalg pane
+linked to the node rows both ways, the rejected node in Problems) and IREE CPU diagnosed (its
+verdict lens, a hover naming the dispatch, the heat band of a profile); then workspace trust in
+the UI: restricted until
 trusted, and IR after trusting without a reload. Highlights and hovers are read from the
 extension's own test report and the hover widget, not from VS Code's internal CSS. Driven by
 tests/e2e/driver.mjs; screenshots and logs go to test-artifacts/e2e/.
@@ -43,6 +46,7 @@ UI_STEPS = [
         f"notebook.{s}"
         for s in ("nbOpen", "nbLens", "nbPane", "nbHighlight", "nbHover", "nbSquiggle", "nbReveal")
     ),
+    *(f"onnx.{s}" for s in ("ireeLens", "onnxEditor", "onnxPane", "onnxProblems")),
     "trust.untrusted",
     "trust.trusted",
 ]
@@ -83,6 +87,10 @@ SHOTS = (
     "09-multiroot-alpha",
     "10-multiroot-alpha-hover",
     "11-multiroot-gamma",
+    "13-onnx-model",
+    "14-onnx-pane",
+    "15-onnx-problems",
+    "16-iree-heat",
     *(f"nb-0{i}-{name}" for i, name in enumerate(
         ("lens", "pane", "highlight", "hover", "squiggle", "reveal"), start=1)),
 )
