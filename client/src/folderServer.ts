@@ -155,6 +155,11 @@ export class FolderServer implements vscode.Disposable {
     return token ? this.client!.sendRequest<R>(method, params, token) : this.client!.sendRequest<R>(method, params);
   }
 
+  /** Drops the diagnostics this server published for `uri` (a view of it closed). */
+  forgetDiagnostics(uri: vscode.Uri): void {
+    this.client?.diagnostics?.delete(uri);
+  }
+
   executeServerCommand<R>(command: string, args: unknown[]): Promise<R> {
     return this.request<R>(ExecuteCommandRequest.method, { command, arguments: args });
   }

@@ -128,6 +128,11 @@ export class LensClient implements vscode.Disposable {
     return this.routeTo(uriIn(params)).request<R>(method, params, token);
   }
 
+  /** Drops the diagnostics the document's server published for it (an ONNX model's view closed). */
+  forgetDiagnostics(uri: vscode.Uri): void {
+    this.servers.get(ownerKey(uri))?.forgetDiagnostics(uri);
+  }
+
   /** workspace/executeCommand straight to the server of `args[0].uri` (bypassing the interceptors). */
   executeServerCommand<R>(command: string, args: unknown[]): Promise<R> {
     return this.routeTo(uriIn(args[0])).executeServerCommand<R>(command, args);

@@ -5,8 +5,8 @@
 // the model's Torch, Linalg, TOSA and StableHLO IR in IR panes (`torchMlirLens/lower` on the
 // model, `module` from the answer); a clicked node lights its IR lines in them, the cursor in
 // a pane lights the node its line came from (the node's 1-based position is its "line").
-// The server publishes the rejected nodes to the file: Problems lists node N at line N.
-// The model is read again when the file changes on disk.
+// The server publishes the rejected nodes to the file: Problems lists node N at line N while
+// the view is open. The model is read again when the file changes on disk.
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -132,6 +132,8 @@ export class OnnxEditors implements vscode.CustomReadonlyEditorProvider, vscode.
     panel.onDidDispose(() => {
       this.views.delete(view);
       view.dispose();
+      // Its nodes leave Problems with it (opening it again reads the model again).
+      if (![...this.views].some((v) => v.uri.toString() === document.uri.toString())) this.client.forgetDiagnostics(document.uri);
     });
   }
 

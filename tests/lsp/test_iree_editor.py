@@ -1,7 +1,8 @@
 """The IREE targets in the editor, over the real server and IREE 3.13: with `diagnosticTargets`
 naming IREE CPU and ROCm, the verdict lens says `IREE CPU ✓ · ROCm ✓ (not run)` and the
 module gets an Information diagnostic "compiled, not run: no device"; the hover names the
-dispatch a line landed in; "Time on IREE CPU" (`torchMlirLens.profile`) gives the compiled
+dispatch a line landed in, and the IR pane of an IREE target shows its dispatch regions mapped
+to their lines; "Time on IREE CPU" (`torchMlirLens.profile`) gives the compiled
 time beside eager's and each line's share, which the lens and the hover then show; Verify on
 IREE's runtime answers its time; Export writes a `.vmfb` inside the workspace without a
 dialog (the settings, lens titles, write policy and missing-IREE notice alone:
@@ -27,6 +28,7 @@ from .helpers import (
     init_params,
     line_of,
     open_doc,
+    request,
     wait_until,
 )
 
@@ -70,6 +72,12 @@ async def test_verdicts_not_run_and_the_dispatch_of_a_line(client: LanguageClien
     shown = text_of(await hover(client, uri, line, character=12))
     assert "**IREE CPU**: in dispatch" in shown and "matmul" in shown, shown
     assert "iree-rocm ✓ (compiled, not run: no device)" in shown
+    # The IR pane of an IREE target: its dispatch regions, each mapped to its lines.
+    pane = await request(client, "torchMlirLens/lower",
+                         {"uri": uri, "module": "MLP", "target": "iree-rocm"})
+    assert pane["ir"].startswith("// IREE ROCm (gfx942)"), pane["ir"][:200]
+    assert line in {m["line"] for m in pane["map"] if m["uri"] == uri}
+    assert pane["stats"]["lineDispatches"]
 
 
 async def test_time_on_iree_cpu_then_lens_and_hover(client: LanguageClient,
