@@ -1,14 +1,17 @@
 """`torch-mlir-lens graph`: a module's computation graph with each node's verdict per backend.
 
     torch-mlir-lens graph FILE [--module NAME | --line N] [--targets linalg,tosa,stablehlo]
-                          [--format html|json] [-o OUT] [--inputs ...] [--rewrites ...]
+                          [--format html|json] [-o OUT] [--verify] [--inputs ...] [--rewrites ...]
 
 `html` (the default) is one self-contained page (its script and the graph inline, no network
 when it opens); `json` is `{"module", "file", "targets", "nodes": [{"id", "op", "name", "line",
 "library_line", "ir_lines", "shape", "dtype", "targets": {"tosa": {"ok", "status", "why"}}}],
-"edges": [{"from", "to", "type"}], "groups", "verdicts", "ir"}` (protocol/graph.py). Exit 0
-when the graph is written, whatever its verdicts (`check` is the gate); 1 when the module does
-not export (no graph), 2 bad input, 3 could not run. Never over a source file.
+"edges": [{"from", "to", "type"}], "groups", "verdicts", "ir"}` (protocol/graph.py). `--verify`
+also runs Verify (the Linalg IR on LLVM against eager PyTorch, as `verify` does by default): the
+graph then carries its verdict (`verify`) and the ops of the first line whose values differ
+carry the mismatch (each node's `verify`). Exit 0 when the graph is written, whatever its
+verdicts and Verify's (`check` and `verify` are the gates); 1 when the module does not export
+(no graph), 2 bad input, 3 could not run. Never over a source file.
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ from torch_mlir_lens.cli.common import (
     running_engine,
 )
 from torch_mlir_lens.cli.parser import EXIT_NO_RUN, EXIT_OK
+from torch_mlir_lens.findings.graph_verify import mark_verify
 from torch_mlir_lens.project import write_policy
+from torch_mlir_lens.protocol.graph import ModuleGraph
+from torch_mlir_lens.protocol.results import LensError
+from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.rules.targets import BACKENDS
 
 FORMATS = ("html", "json")
@@ -59,8 +66,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=FORMATS, default="html",
                        help="html: one self-contained page (default); json: the graph's data")
     graph.add_argument("-o", "--output", metavar="OUT", help="the file to write (default: stdout)")
+    graph.add_argument("--verify", action="store_true",
+                       help="also run Verify (Linalg against eager PyTorch) and mark the ops of "
+                            "the first line whose values differ")
     add_inputs(graph)
     return graph
+
+
+async def _verified(engine: Any, job: Any, graph: dict[str, Any]) -> dict[str, Any]:
+    """The graph with Verify's verdict and its problems on their nodes (a Verify that cannot
+    start is its verdict: the graph is written all the same)."""
+    try:
+        result: VerifyResult = await engine.verify(job)
+    except LensError as err:
+        result = VerifyResult(module=job.module, ok=False, kind=err.kind,
+                              message=f"✗ verify could not run: {err.message}")
+    marked = ModuleGraph.from_json(graph)
+    nodes = mark_verify(marked, result)
+    where = f" (marked on {len(nodes)} op{'' if len(nodes) == 1 else 's'})" if nodes else ""
+    print(f"Verify: {(marked.verify or {}).get('message')}{where}", file=sys.stderr)
+    return marked.to_json()
 
 
 def _render(graph: dict[str, Any], fmt: str) -> str:
@@ -98,6 +123,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
     if args.output is not None:  # refused before the lowering's cost
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+            raise CliError("the output folder does not exist", file=args.output)
         try:
             write_policy.check_cli_output(args.output, source=os.path.abspath(src.path))
         except write_policy.WriteRefused as err:
@@ -106,6 +133,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
     job = module_job(src, module, args)
     async with running_engine(args, make_engine, src.path) as engine:
         graph = await engine.graph(job, args.targets)
+        if args.verify:
+            graph = await _verified(engine, job, graph)
     _write(_render(graph, args.format), args.output, os.path.abspath(src.path))
     if args.output is not None:
         print(f"wrote {display(args.output)} ({len(graph.get('nodes') or [])} nodes, "

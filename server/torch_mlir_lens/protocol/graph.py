@@ -13,6 +13,9 @@ writes it, the HTML page and the editor's graph view draw it. Torch-free.
   repeated block's function (its blocks traced once) is one group of kind "block" that the
   nodes calling it point to (`Node.block`), shown once however many layers call it.
 - An edge carries the type of the value it passes (`f32[2, 32]`).
+- When Verify has run, `ModuleGraph.verify` is its verdict (`{"ok", "message", "line"}`) and
+  each node of the first line whose compiled values differ from eager (or of another line
+  Verify located a problem at) has Verify's words in `verify` (findings/graph_verify.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from typing import Any, Literal
 Status = Literal["lowered", "rejected", "rewritten", "knock-on", "unknown"]
 STATUSES: tuple[str, ...] = ("lowered", "rejected", "rewritten", "knock-on", "unknown")
 GroupKind = Literal["module", "call", "block"]
+# How a value's dtype is written in a graph (torch's name → MLIR's): `f32[2, 32]`.
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
+          "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+          "bool": "i1", "complex64": "c64", "complex128": "c128"}
 
 
 @dataclass
@@ -170,9 +177,10 @@ class ModuleGraph:
     ir: str = ""
     verdicts: dict[str, NodeVerdict] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    verify: dict[str, Any] | None = None  # Verify's verdict, when it has run
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "module": self.module, "file": self.file, "targets": list(self.targets),
             "nodes": [n.to_json() for n in self.nodes],
             "edges": [e.to_json() for e in self.edges],
@@ -180,6 +188,9 @@ class ModuleGraph:
             "verdicts": {t: v.to_json() for t, v in self.verdicts.items()},
             "ir": self.ir, "stats": dict(self.stats),
         }
+        if self.verify is not None:
+            data["verify"] = dict(self.verify)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ModuleGraph:
@@ -193,6 +204,7 @@ class ModuleGraph:
             verdicts={str(t): NodeVerdict.from_json(v)
                       for t, v in (data.get("verdicts") or {}).items()},
             stats=dict(data.get("stats") or {}),
+            verify=dict(data["verify"]) if isinstance(data.get("verify"), dict) else None,
         )
 
 

@@ -18,15 +18,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch_mlir_lens.protocol.graph import GraphEdge, GraphGroup, GraphNode, SourceLine
+from torch_mlir_lens.protocol.graph import DTYPES, GraphEdge, GraphGroup, GraphNode, SourceLine
 from torch_mlir_lens.worker.blocks.stub import NAMESPACE
 from torch_mlir_lens.worker.ir.library_frames import library_files
 from torch_mlir_lens.worker.ir.locations import UserFiles
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
-_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
-           "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
-           "bool": "i1", "complex64": "c64", "complex128": "c128"}
 
 
 @dataclass
@@ -48,7 +45,7 @@ def value_type(val: Any) -> tuple[list[int | str] | None, str | None]:
         return None, None
     shape = [d if isinstance(d, int) else str(d) for d in val.shape]
     dtype = str(val.dtype).removeprefix("torch.")
-    return shape, _DTYPES.get(dtype, dtype)
+    return shape, DTYPES.get(dtype, dtype)
 
 
 def type_text(shape: list[int | str] | None, dtype: str | None) -> str:
