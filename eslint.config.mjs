@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'out/**', 'node_modules/**', '.cache/**', '.venv/**', 'test-artifacts/**', 'bench/**'] },
+  { ignores: ['dist/**', 'out/**', 'server/torch_mlir_lens/views/assets/**', 'node_modules/**', '.cache/**', '.venv/**', 'test-artifacts/**', 'bench/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -5,8 +5,9 @@
 // editor's webview (its data and the cursor's line in messages; a click asks the editor to
 // reveal the node's lines).
 
-import { layout } from './layout';
-import { GraphIndex, type GraphNode, type ModuleGraph, SEVERITY, type Status, initialExpansion, search, shapeText, visible } from './model';
+import dagre from '@dagrejs/dagre';
+import { Layouter } from './layout';
+import { EXPAND_ALL_BUDGET, GraphIndex, type GraphNode, type ModuleGraph, SEVERITY, type Status, initialExpansion, search, shapeText, visible } from './model';
 import { COLOURS, draw, el } from './render';
 import { STYLES } from './styles';
 
@@ -33,6 +34,9 @@ const state = {
   match: -1,
   view: { x: 0, y: 0, k: 1 },
   size: { width: 0, height: 0 },
+  layouts: new Layouter(dagre), // groups' layouts, kept across renders and edits
+  capped: 0, // groups "Expand all" left collapsed
+  fitted: false, // the view is Fit's (not panned or zoomed since): a resize fits again
 };
 
 const sheet = new CSSStyleSheet();
@@ -45,6 +49,8 @@ const targetSelect = document.createElement('select');
 targetSelect.setAttribute('aria-label', 'Backend');
 const verdictEl = document.createElement('span');
 verdictEl.className = 'verdict';
+const verifyEl = document.createElement('span'); // Verify's verdict, when it has run
+verifyEl.className = 'verify-verdict';
 const searchBox = document.createElement('input');
 searchBox.type = 'search';
 searchBox.placeholder = 'Search op or name (Enter: next)';
@@ -58,7 +64,7 @@ const buttons = (['Fit', 'Expand all', 'Collapse all'] as const).map((label) => 
 });
 const legend = document.createElement('span');
 legend.className = 'legend';
-header.append(titleEl, targetSelect, verdictEl, searchBox, ...buttons, legend, statusEl);
+header.append(titleEl, targetSelect, verdictEl, verifyEl, searchBox, ...buttons, legend, statusEl);
 const main = document.createElement('main');
 const svg = el('svg', { id: 'canvas', role: 'img', 'aria-label': 'module graph' });
 const defs = el('defs', {}, svg);
@@ -70,18 +76,19 @@ panel.setAttribute('aria-label', 'details');
 main.append(svg, panel);
 document.body.append(header, main);
 
-function setView(x: number, y: number, k: number): void {
+function setView(x: number, y: number, k: number, fitted = false): void {
   state.view = { x, y, k };
+  state.fitted = fitted;
   root.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
 }
 
 function fit(): void {
   const r = svg.getBoundingClientRect();
   const { width, height } = state.size;
-  if (!width || !height || !r.width || !r.height) return setView(0, 0, 1);
+  if (!width || !height || !r.width || !r.height) return setView(0, 0, 1, true);
   // The whole graph when it fits readably, else its top at a readable size.
   const k = Math.min(1.5, Math.max(0.45, Math.min(r.width / width, r.height / height) * 0.95));
-  setView(Math.max(10, (r.width - width * k) / 2), Math.max(0, (r.height - height * k) / 2), k);
+  setView(Math.max(10, (r.width - width * k) / 2), Math.max(0, (r.height - height * k) / 2), k, true);
 }
 
 function centreOn(id: string): void {
@@ -102,14 +109,18 @@ function render(refit = false): void {
   if (!index) return;
   const t0 = performance.now();
   const v = visible(index, state.expanded, state.target);
-  const l = layout(v);
+  const l = state.layouts.layout(v);
   draw(root, v, l);
   state.size = { width: l.width, height: l.height };
   mark();
   if (refit) fit();
   const ms = Math.round(performance.now() - t0);
-  statusEl.textContent = `${index.graph.nodes.length} ops · ${v.items.length} boxes drawn · ${ms} ms`;
+  const capped = state.capped ? ` · ${state.capped} groups left collapsed (click one to open it)` : '';
+  state.capped = 0; // said once, after "Expand all"
+  statusEl.textContent = `${index.graph.nodes.length} ops · ${v.items.length} boxes drawn · ${ms} ms${capped}`;
   document.body.dataset.rendered = String(v.items.length);
+  document.body.dataset.renderMs = String(ms);
+  document.body.dataset.laidOut = String(l.laidOut);
   document.body.dataset.ready = '1';
 }
 
@@ -241,6 +252,10 @@ function showSummary(): void {
   const v = index.graph.verdicts[state.target];
   verdictEl.textContent = v ? (v.ok ? '✓ lowers' : `✗ ${v.why ?? 'does not lower'}`) : '';
   verdictEl.style.color = v ? COLOURS[v.ok ? 'lowered' : 'rejected'] : '';
+  const verify = index.graph.verify;
+  verifyEl.textContent = verify ? `Verify: ${verify.message}` : '';
+  verifyEl.style.color = verify ? COLOURS[verify.ok ? 'lowered' : 'rejected'] : '';
+  document.body.dataset.verify = verify ? String(verify.ok) : '';
 }
 
 function setGraph(graph: ModuleGraph, target?: string): void {
@@ -310,11 +325,16 @@ searchBox.addEventListener('keydown', (ev) => {
 
 buttons[0].addEventListener('click', fit);
 buttons[1].addEventListener('click', () => {
-  for (const g of state.index?.groups.keys() ?? []) state.expanded.add(g);
+  const index = state.index;
+  if (!index) return;
+  // Every group, while the drawing stays fluid: a 70 B model's 8,000 ops are opened group by group.
+  state.expanded = initialExpansion(index, EXPAND_ALL_BUDGET, true);
+  state.capped = index.groups.size - state.expanded.size;
   render(true);
 });
 buttons[2].addEventListener('click', () => {
   state.expanded.clear();
+  state.capped = 0;
   render(true);
 });
 
@@ -342,6 +362,17 @@ window.addEventListener('pointerup', () => {
   svg.classList.remove('dragging');
 });
 
+/** The cursor's nodes brought into view when none of them is (a big graph, scrolled away). */
+function showLit(): void {
+  const lit = [...root.querySelectorAll<SVGGElement>('.item.lit')];
+  const r = svg.getBoundingClientRect();
+  const inView = (g: SVGGElement): boolean => {
+    const q = g.getBoundingClientRect();
+    return q.right > r.left && q.left < r.right && q.bottom > r.top && q.top < r.bottom;
+  };
+  if (lit.length && !lit.some(inView)) centreOn(lit[0].dataset.id ?? '');
+}
+
 function sameFile(a: string | null, b: string): boolean {
   return !!a && (a === b || a.endsWith(b) || b.endsWith(a));
 }
@@ -353,11 +384,18 @@ window.addEventListener('message', (ev: MessageEvent<Incoming>) => {
     state.lit = new Set(state.index.graph.nodes.filter((n) => n.line === msg.line && sameFile(n.file, msg.file)).map((n) => n.id));
     document.body.dataset.lit = String(state.lit.size);
     mark();
+    showLit();
   } else if (msg?.type === 'error') {
     statusEl.textContent = msg.message;
     document.body.dataset.error = msg.message;
   }
 });
+
+// The details panel opening, or the editor's panel resized, changes the canvas: a view nobody
+// moved since it was fitted is fitted again.
+new ResizeObserver(() => {
+  if (state.fitted) fit();
+}).observe(svg);
 
 const embedded = document.getElementById('graph-data');
 if (embedded?.textContent) setGraph(JSON.parse(embedded.textContent) as ModuleGraph);

@@ -48,6 +48,8 @@ export interface ModuleGraph {
   verdicts: Record<string, Verdict>;
   ir: string;
   stats: Record<string, unknown>;
+  /** Verify's verdict, when it has run (its problems are on their nodes: `GraphNode.verify`). */
+  verify?: { ok: boolean; message: string; line: number | null };
 }
 
 /** Worst first: a group shows the worst status of what it holds. */
@@ -61,6 +63,7 @@ export interface VisibleItem {
   sub: string;
   status: Status;
   counts: Partial<Record<Status, number>>; // a collapsed group: its nodes per status
+  verify: boolean; // Verify marked it (a collapsed group: one of its nodes)
 }
 
 export interface Visible {
@@ -131,7 +134,7 @@ export function visible(index: GraphIndex, expanded: Set<string>, target: string
   const standIn = new Map<string, string>();
   const walk = (group: string | null, parent: string | null): void => {
     for (const n of index.childNodes.get(group) ?? []) {
-      items.push({ id: n.id, kind: 'node', parent, label: opLabel(n), sub: shapeText(n), status: statusOf(n, target), counts: {} });
+      items.push({ id: n.id, kind: 'node', parent, label: opLabel(n), sub: shapeText(n), status: statusOf(n, target), counts: {}, verify: !!n.verify });
       standIn.set(n.id, n.id);
     }
     for (const g of index.childGroups.get(group) ?? []) {
@@ -141,14 +144,16 @@ export function visible(index: GraphIndex, expanded: Set<string>, target: string
         continue;
       }
       const counts: Partial<Record<Status, number>> = {};
+      let verify = false;
       for (const n of index.nodesUnder(g.id)) {
+        verify ||= !!n.verify;
         const s = statusOf(n, target);
         counts[s] = (counts[s] ?? 0) + 1;
         standIn.set(n.id, g.id);
       }
       const total = index.nodesUnder(g.id).length;
       const status = SEVERITY.find((s) => counts[s]) ?? 'lowered';
-      items.push({ id: g.id, kind: 'group', parent, label: g.name, sub: `${total} ops ▸`, status, counts });
+      items.push({ id: g.id, kind: 'group', parent, label: g.name, sub: `${total} ops ▸`, status, counts, verify });
     }
   };
   walk(null, null);
@@ -168,14 +173,18 @@ export function visible(index: GraphIndex, expanded: Set<string>, target: string
   return { items, clusters: clusters.filter((c) => used.has(c.id)), edges };
 }
 
+/** How many boxes "Expand all" draws at most: past it the deepest groups stay collapsed. */
+export const EXPAND_ALL_BUDGET = 1500;
+
 /**
- * The groups to expand at first: breadth first from the top while what is drawn stays under
- * `budget` boxes; a repeated block's function stays collapsed (its calls point at it).
+ * The groups to expand: breadth first from the top while what is drawn stays under `budget`
+ * boxes. At first (`blocks` false) a repeated block's function stays collapsed (its calls point
+ * at it); "Expand all" opens it too.
  */
-export function initialExpansion(index: GraphIndex, budget = 40): Set<string> {
+export function initialExpansion(index: GraphIndex, budget = 40, blocks = false): Set<string> {
   const expanded = new Set<string>();
   let count = (index.childNodes.get(null)?.length ?? 0) + (index.childGroups.get(null)?.length ?? 0);
-  let frontier = (index.childGroups.get(null) ?? []).filter((g) => g.kind !== 'block');
+  let frontier = (index.childGroups.get(null) ?? []).filter((g) => blocks || g.kind !== 'block');
   while (frontier.length) {
     const next: GraphGroup[] = [];
     for (const g of frontier) {

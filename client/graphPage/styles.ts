@@ -20,6 +20,11 @@ main { flex: 1; display: flex; min-height: 0; }
 #canvas { flex: 1; min-width: 0; cursor: grab; }
 #canvas.dragging { cursor: grabbing; }
 aside { width: 340px; overflow: auto; padding: 8px 12px; border-left: 1px solid var(--vscode-panel-border, #ccc); }
+aside:empty { display: none; }
+@media (max-width: 760px) {
+  main { flex-direction: column; }
+  aside { width: auto; max-height: 40%; border-left: 0; border-top: 1px solid var(--vscode-panel-border, #ccc); }
+}
 aside h2 { font-size: 14px; margin: 4px 0; word-break: break-all; }
 aside dl { margin: 0; display: grid; grid-template-columns: auto 1fr; gap: 2px 8px; }
 aside dt { opacity: .7; }
@@ -31,6 +36,7 @@ aside a { color: var(--vscode-textLink-foreground, #0b62c4); cursor: pointer; }
 .frame { cursor: pointer; }
 .frame-label { font-size: 12px; fill: var(--vscode-foreground, #333); }
 .edge { fill: none; stroke: #8a8a8a; stroke-width: 1.2; }
+.edge.stub { stroke-dasharray: 3 2; }
 .item { cursor: pointer; }
 .item .box { stroke: #0000; stroke-width: 3; }
 .item.group .box { fill-opacity: .8; }
@@ -40,5 +46,7 @@ aside a { color: var(--vscode-textLink-foreground, #0b62c4); cursor: pointer; }
 .item.selected .box { stroke: #ffca28; }
 .item.lit .box { stroke: #00e5ff; }
 .item.match .box { stroke: #e040fb; stroke-dasharray: 3 2; }
+.item.verify:not(.selected):not(.lit) .box { stroke: #ff1744; stroke-dasharray: 6 2; }
+.verify-verdict { font-weight: 600; }
 #status { opacity: .8; }
 `;

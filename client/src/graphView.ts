@@ -2,7 +2,8 @@
 // op coloured by the selected backend's verdict. The page's script (client/graphPage/, built to
 // dist/graphPage.js) draws it; this side sends it the graph and the cursor's line, reveals the
 // source line of a clicked node (the IR panes then light its IR lines), and asks again after a
-// save (or as you type, with diagnostics onType), as the IR panes do.
+// save (or as you type, with diagnostics onType), as the IR panes do, and after a Verify (the
+// server marks its mismatch on the nodes of the first diverging line).
 
 import * as vscode from 'vscode';
 import { resolveModule, type CommandDeps } from './commandArgs';
@@ -129,7 +130,8 @@ export class GraphViews implements vscode.Disposable {
     return [...this.views.values()].filter((v) => v.source.toString() === uri.toString());
   }
 
-  private refreshSource(uri: vscode.Uri): void {
+  /** Asks again for the graphs of `uri`'s modules (after a save, or a Verify that marks them). */
+  refreshSource(uri: vscode.Uri): void {
     for (const v of this.of(uri)) void v.refresh();
   }
 
@@ -140,11 +142,12 @@ export class GraphViews implements vscode.Disposable {
     this.typing.set(key, setTimeout(() => this.refreshSource(doc.uri), TYPING_DELAY_MS));
   }
 
+  /** The cursor's line, to every view: a graph's ops may sit in other files of the user's
+   *  (a helper module), and a line of none of its files unlights what was lit. */
   private onCursor(editor: vscode.TextEditor): void {
-    const views = this.of(editor.document.uri);
-    if (!views.length) return;
+    if (editor.document.uri.scheme !== 'file') return;
     const line = editor.selection.active.line + 1;
-    for (const v of views) v.post({ type: 'cursor', file: editor.document.uri.fsPath, line });
+    for (const v of this.views.values()) v.post({ type: 'cursor', file: editor.document.uri.fsPath, line });
   }
 
   dispose(): void {

@@ -1,8 +1,10 @@
 """The self-contained pages as a person sees them: `torch-mlir-lens graph -o graph.html` and
 `check --format html` opened in headless Chromium (tests/views/page_check.mjs), with no script
 error, nothing fetched, the graph drawn with its verdict colours and a node's details on a
-click, the report's charts drawn. Needs the e2e set-up (`make e2e-deps`) and the built page
-script (`make client`); skipped, with the reason, without them."""
+click, Verify's mismatch on the ops of the first diverging line, "Expand all" on a ResNet-50's
+depth drawing every op inside its groups' frames, the report's charts drawn. Needs the e2e
+set-up (`make e2e-deps`) and the built page script (`make client`); skipped, with the reason,
+without them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.test_graph_cli import NOISY
 from tests.repo_check.test_html_report import _report
 
 from torch_mlir_lens.repo_check.outputs import render
@@ -26,7 +29,7 @@ MODELS = ROOT / "tests" / "worker" / "models" / "graph_models.py"
 pytestmark = pytest.mark.timeout(240)
 
 
-def _browser(page: Path, click: str | None = None) -> dict[str, Any]:
+def _browser(page: Path, click: str | None = None, *more: str) -> dict[str, Any]:
     chromium = Path(os.environ.get("TML_CHROMIUM", "/usr/bin/chromium"))
     missing = [what for what, ok in (
         ("playwright-core (make e2e-deps)",
@@ -36,8 +39,8 @@ def _browser(page: Path, click: str | None = None) -> dict[str, Any]:
     if missing:
         pytest.skip("missing: " + ", ".join(missing))
     args = ["node", str(ROOT / "tests" / "views" / "page_check.mjs"), str(page)]
-    proc = subprocess.run(args + ([click] if click else []), capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    proc = subprocess.run(args + ([click, *more] if click else []), capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -54,6 +57,37 @@ def test_the_graph_page_draws_verdicts_and_shows_a_node(tmp_path: Path) -> None:
     assert "rejected" in seen["statuses"] and "lowered" in seen["statuses"]
     assert "aten.erfinv" in seen["details"] and "cannot be lowered to TOSA" in seen["details"]
     assert "torch.aten.erfinv" in seen["details"]  # its Torch IR line
+
+
+def _page(tmp_path: Path, source: Path, module: str, *args: str) -> Path:
+    out = tmp_path / "graph.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_mlir_lens", "graph", str(source), "--module", module,
+         "--targets", "linalg", *args, "-o", str(out)], capture_output=True, text=True,
+        timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_verify_s_mismatch_is_drawn_on_the_diverging_line_s_ops(tmp_path: Path) -> None:
+    source = tmp_path / "noisy.py"
+    source.write_text(NOISY)
+    seen = _browser(_page(tmp_path, source, "Noisy", "--verify"), "add")
+    assert seen["errors"] == [] and seen["requests"] == []
+    assert sorted(seen["verified"]) == ["add", "rand_like"]
+    assert "Verify: ✗ differs" in seen["header"]
+    assert "compiled values first differ from eager here" in seen["details"]
+    assert "this op's value was the one compared" in seen["details"]
+
+
+def test_expand_all_draws_a_resnet_50_s_depth_inside_its_frames(tmp_path: Path) -> None:
+    seen = _browser(_page(tmp_path, MODELS, "ResNet50Shape"), "-", "expand")
+    assert seen["errors"] == [] and seen["requests"] == []
+    expanded = seen["expanded"]
+    # Every op drawn (its 1,076 are under the budget), each inside the frames of its groups.
+    assert expanded["boxes"] > 1000 and "left collapsed" not in expanded["status"]
+    assert expanded["frames"] > 200 and expanded["edges"] > 500
+    assert expanded["outside"] == []
 
 
 def test_the_coverage_report_draws_its_charts(tmp_path: Path) -> None:
