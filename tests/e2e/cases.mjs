@@ -164,6 +164,56 @@ export async function exportDialog(w) {
   return `wrote ${written.length} chars of Linalg IR; "${question}": Cancel kept the user's file, OK replaced it`;
 }
 
+/**
+ * The graph view's page: a webview's content runs in an iframe inside VS Code's own webview
+ * iframe (no role names them: the frames by their element, the page by what it draws).
+ */
+const graphPage = (w) => w.page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+
+/** A drawn box of the graph (an op, or the collapsed group standing for it), by its node id. */
+const graphBox = (frame, id) => frame.locator(`svg .item[data-id="${id}"]`).first();
+
+/**
+ * Show Graph on QuantileHead (erfinv and fmod rejected): a click on the erfinv node selects
+ * and scrolls to its Python line in the source; the cursor on the fmod line lights its node.
+ */
+export async function graph(w) {
+  await w.page.keyboard.press('Escape');
+  await w.openFromExplorer('unsupported_ops.py');
+  const file = path.join(w.ws, 'unsupported_ops.py');
+  const erfinvLine = lineIndex(file, 'torch.erfinv(');
+  const editor = w.editor('unsupported_ops.py');
+  await w.lens('Show Graph').click();
+  const frame = graphPage(w);
+  const erfinv = graphBox(frame, 'erfinv');
+  await erfinv.waitFor({ timeout: 150_000 });
+  const status = await erfinv.getAttribute('data-status');
+  if (status !== 'rejected') throw new Error(`the erfinv node is drawn ${status}, not rejected`);
+  // The source scrolled to its end first, so that a reveal has to bring the line into view.
+  await line(editor, 'class QuantileHead').click();
+  await w.page.keyboard.press('Control+End');
+  await w.report('the erfinv line scrolled out of view', 15_000, (rep) => {
+    const ed = rep.editors.find((e) => e.uri.endsWith('/unsupported_ops.py'));
+    return ed && !ed.visible.some((v) => v.start <= erfinvLine && erfinvLine <= v.end);
+  });
+  await erfinv.click();
+  const revealed = await w.report("the erfinv node's line selected and in view", 30_000, (rep) => {
+    const ed = rep.editors.find((e) => e.uri.endsWith('/unsupported_ops.py'));
+    const inView = ed?.visible.some((v) => v.start <= erfinvLine && erfinvLine <= v.end);
+    return rep.active?.uri.endsWith('/unsupported_ops.py') && rep.active.line === erfinvLine && inView ? rep : undefined;
+  });
+  const details = await frame.locator('aside').innerText();
+  if (!/cannot be lowered/.test(details)) throw new Error(`the node's details lack its verdict: ${details.slice(0, 300)}`);
+  // The other way: the cursor on the fmod line lights the fmod node (and only what that line made).
+  await token(editor, 'torch.fmod(', 'fmod').click();
+  await frame.locator('svg .item.lit[data-id="fmod"]').waitFor({ timeout: 30_000 });
+  const lit = await frame.locator('svg .item.lit').evaluateAll((els) => els.map((e) => e.dataset.id));
+  if (lit.includes('erfinv')) throw new Error(`the cursor on the fmod line lit ${lit.join(', ')}`);
+  await w.shot('12-graph.png');
+  const boxes = await frame.locator('svg .item').count();
+  return `${boxes} boxes; erfinv → line ${revealed.active.line + 1} selected and in view; the fmod line lights ${lit.join(', ')}`;
+}
+
 // ---- multi-root window (alpha: server; beta: bare interpreter; gamma: Python extension's) -----
 
 export async function alphaFolder(w) {

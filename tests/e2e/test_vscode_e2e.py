@@ -1,18 +1,18 @@
-"""The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against
-the real language server: lenses, the Linalg pane with the cursor's line highlighted in it, a
-hover with MLIR, colour bands, a squiggle with its message, the export dialog (writes, asks
-before overwriting); trust granted mid-start many times; a three-folder workspace whose folders
-have their own interpreters and settings (two lower with their own venvs, one lacks the server),
-plus a file outside them; the Python extension's interpreter changes (through a test-only
+"""The packaged VS Code extension in a real VS Code (code-server + headless Chromium), against the
+real language server: lenses, the Linalg pane with the cursor's line highlighted in it, a hover with
+MLIR, colour bands, a squiggle with its message, the export dialog (writes, asks before
+overwriting), the graph view (a clicked node selects its line and scrolls it into view, the cursor
+on a line lights its node); trust granted mid-start many times; a three-folder workspace whose
+folders have their own interpreters and settings (two lower with their own venvs, one lacks the
+server), plus a file outside them; the Python extension's interpreter changes (through a test-only
 stand-in of its published API): a burst restarts only that folder's server, once, and the
-`torchMlirLens.python` setting still wins; a notebook with its model spread over cells (lens,
-pane, highlight, hover and squiggle in cells, Ctrl-click revealing a cell, its training cell
-never run); an .onnx file in its model view (each node's verdict per backend, the Linalg pane
-linked to the node rows both ways, the rejected node in Problems) and IREE CPU diagnosed (its
-verdict lens, a hover naming the dispatch, the heat band of a profile); then workspace trust in
-the UI: restricted until
-trusted, and IR after trusting without a reload. Highlights and hovers are read from the
-extension's own test report and the hover widget, not from VS Code's internal CSS. Driven by
+`torchMlirLens.python` setting still wins; a notebook with its model spread over cells (lens, pane,
+highlight, hover and squiggle in cells, Ctrl-click revealing a cell, its training cell never run);
+an .onnx file in its model view (each node's verdict per backend, the Linalg pane linked to the node
+rows both ways, the rejected node in Problems) and IREE CPU diagnosed (its verdict lens, a hover
+naming the dispatch, the heat band of a profile); then workspace trust in the UI: restricted until
+trusted, and IR after trusting without a reload. Highlights and hovers are read from the extension's
+own test report and the hover widget, not from VS Code's internal CSS. Driven by
 tests/e2e/driver.mjs; screenshots and logs go to test-artifacts/e2e/.
 
 Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
@@ -39,7 +39,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(660)]
 UI_STEPS = [
     *(
         f"main.{s}"
-        for s in ("lenses", "pane", "highlight", "hover", "bands", "squiggle", "exportDialog")
+        for s in ("lenses", "pane", "highlight", "hover", "bands", "squiggle", "exportDialog",
+                  "graph")
     ),
     *(f"multiRoot.{s}" for s in ("alphaFolder", "betaMissing", "alphaUnaffected", "gammaFolder")),
     *(
@@ -87,6 +88,7 @@ SHOTS = (
     "09-multiroot-alpha",
     "10-multiroot-alpha-hover",
     "11-multiroot-gamma",
+    "12-graph",
     "13-onnx-model",
     "14-onnx-pane",
     "15-onnx-problems",
