@@ -11,14 +11,19 @@ from torch_mlir_lens.repo_check.outputs import FORMATS, render
 from torch_mlir_lens.repo_check.report import Report
 
 
-def _module(name: str, line: int, tosa: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = {"ok": True, "unsupported": [], "error": None, "error_line": None}
+def _module(name: str, line: int, tosa: list[dict[str, Any]],
+            ops: int | None = 20) -> dict[str, Any]:
+    """A module's entry; `ops`: the ops of its TOSA IR (None: a report from before counts)."""
+    ok = {"ok": True, "unsupported": [], "error": None, "error_line": None,
+          "ops": {"total": 20, "rejected": 0}}
+    counts = {"ops": {"total": ops, "rejected": len(tosa)}} if ops is not None else {}
     findings = [{"rule": f"tosa/{u['op']}", "kind": "unsupported-op",
                  "message": f"`{u['op']}` cannot be lowered to TOSA", "file": "m.py",
                  "line": u["line"], "module_file": "m.py", "module": name, "module_line": line,
                  "target": "tosa", "op": u["op"], "baselined": False} for u in tosa]
     return {"file": "m.py", "name": name, "line": line,
-            "targets": {"linalg": ok, "tosa": {**ok, "ok": not tosa, "unsupported": tosa}},
+            "targets": {"linalg": ok, "tosa": {**{k: v for k, v in ok.items() if k != "ops"},
+                                               "ok": not tosa, "unsupported": tosa, **counts}},
             "findings": findings}
 
 
@@ -28,8 +33,8 @@ def _report() -> Report:
     atan = {"op": "aten.atan2", "line": 12, "cause": "`aten.atan2`",
             "rewrite": {"rewrites": [], "why": "no candidate passes its proof"}}
     report = Report(targets=["linalg", "tosa"], modules=[
-        _module("A", 1, [roll]), _module("B", 8, [{**roll, "line": 9}, atan]),
-        _module("C", 20, [])])
+        _module("A", 1, [roll]), _module("B", 8, [{**roll, "line": 9}, atan], ops=30),
+        _module("C", 20, [], ops=None)])
     report.baseline, report.fixed = "baseline.json", [["old.py", "Old", "tosa/aten.erf"]]
     return report
 
@@ -45,6 +50,11 @@ def test_the_page_charts_ranks_links_and_compares() -> None:
     assert re.search(r'data-target="linalg".*?aria-label="modules that lower: 100%"', text, re.S)
     assert re.search(r'data-target="tosa".*?aria-label="modules that lower: 33%"', text, re.S)
     assert 'aria-label="rejected ops with a proven rewrite: 67%"' in text
+    # ... and of the ops of each backend's IR that lower: 60 of 60 Linalg; 47 of TOSA's 50 in
+    # the two modules counted (C's verdict, as a report from before the counts, has none).
+    assert re.search(r'data-target="linalg".*?aria-label="ops that lower: 100%"', text, re.S)
+    assert re.search(r'data-target="tosa".*?aria-label="ops that lower: 94%"', text, re.S)
+    assert "47 of 50 ops lower (3 left unlowered) (1 module(s) not counted: no TOSA IR)" in text
     # Culprits ranked by the modules they block: roll (A, B) before atan2 (B).
     rows = re.findall(r"<tr><td>(\d+)</td><td>TOSA</td><td><code>([^<]+)</code>", text)
     assert rows == [("2", "`torch.roll`"), ("1", "`aten.atan2`")]

@@ -61,3 +61,34 @@ def test_a_failure_without_an_error_diagnostic_still_fails() -> None:
     ])
     assert backend_verdict(result).failed
     assert verdict_of(result).error == "lowering failed"
+
+
+PARTIAL_TOSA = """\
+module {
+  func.func private @torch.aten.atan2(tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  func.func private @torch.aten.roll(tensor<4x16xf32>) -> tensor<4x16xf32>
+  func.func @main(%arg0: tensor<4x16xf32>) -> tensor<4x16xf32> {
+    %0 = call @torch.aten.roll(%arg0) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %1 = call @torch.aten.atan2(%arg0, %0)
+        : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    %2 = tosa.mul %1, %arg0 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    return %2 : tensor<4x16xf32>
+  }
+}
+"""
+
+
+def test_op_counts_the_backend_ir_and_its_rejected_ops() -> None:
+    """What reports record for the share of ops that lower: the backend IR's ops (its stats)
+    and, in a partial lowering, those kept as calls; nothing without the backend's IR."""
+    ok = LowerResult(module="M", target="linalg", ok=True, ir="module {}", stats={"ops": 40})
+    assert verdict_json(ok)["ops"] == {"total": 40, "rejected": 0}
+    partial = LowerResult(module="M", target="tosa", ok=False, partial=True, ir=PARTIAL_TOSA,
+                          stats={"ops": 5}, diagnostics=[_unsupported("torch.aten.roll", 12),
+                                                         _unsupported("torch.aten.atan2", 13)])
+    assert verdict_json(partial)["ops"] == {"total": 5, "rejected": 2}
+    stopped = LowerResult(module="M", target="tosa", ok=False, ir="torch IR",
+                          stats={"ops": 9}, diagnostics=[_unsupported("torch.aten.roll", 12)])
+    assert "ops" not in verdict_json(stopped)  # the Torch IR it stopped at is no backend's
+    iree = LowerResult(module="M", target="iree-cpu", ok=True, ir="", stats={"ops": 3})
+    assert "ops" not in verdict_json(iree)

@@ -95,4 +95,4 @@ def test_the_coverage_report_draws_its_charts(tmp_path: Path) -> None:
     out.write_text(render(_report(), "html", "."), encoding="utf-8")
     seen = _browser(out)
     assert seen["errors"] == [] and seen["requests"] == []
-    assert seen["charts"] == 4  # two per backend
+    assert seen["charts"] == 6  # three per backend: modules, ops, rewrites

@@ -1,10 +1,12 @@
 """`check --format html`: the report as one self-contained page, for a CI run's artifacts.
 
 A renderer of the JSON report (`Report.to_json()`), nothing more: per backend the share of
-modules that lower and the rejected ops with a proven rewrite (bar charts drawn as inline
-SVG), the culprits ranked by how many modules they block with why and their proven rewrites,
-every module's verdicts with its source lines, and with a baseline what changed since (new
-findings, fixed ones). No script at all: the page's policy allows none and fetches nothing.
+modules that lower, of ops that lower (the ops of the backend's IR each module's verdict
+counts; a report from before the counts has none) and of rejected ops with a proven rewrite
+(bar charts drawn as inline SVG), the culprits ranked by how many modules they block with why
+and their proven rewrites, every module's verdicts with its source lines, and with a baseline
+what changed since (new findings, fixed ones). No script at all: the page's policy allows
+none and fetches nothing.
 """
 
 from __future__ import annotations
@@ -105,6 +107,22 @@ def _culprits(report: Report) -> list[Culprit]:
     return sorted(found.values(), key=lambda c: (-len(c.modules), c.target, c.cause))
 
 
+def _op_counts(checked: list[dict[str, Any]], target: str) -> tuple[str, str]:
+    """The chart of the ops that lower at `target` and its words, over the modules whose
+    verdict counts them (`ops`: rules/verdict.py)."""
+    counted = [ops for e in checked
+               if isinstance(ops := (_verdicts(e, target) or {}).get("ops"), dict)]
+    total = sum(int(o.get("total") or 0) for o in counted)
+    rejected = sum(int(o.get("rejected") or 0) for o in counted)
+    bar = _bar("ops that lower", [(total - rejected, GREEN, "lower"), (rejected, RED,
+                                                                       "rejected")], total)
+    words = f"{total - rejected} of {total} ops lower ({rejected} left unlowered)"
+    if len(counted) < len(checked):
+        words += (f" ({len(checked) - len(counted)} module(s) not counted: no "
+                  f"{target_title(target)} IR)")
+    return bar, words
+
+
 def _backend_cards(report: Report) -> str:
     cards = []
     checked = [e for e in report.modules if "skipped" not in e]
@@ -113,16 +131,18 @@ def _backend_cards(report: Report) -> str:
         rejected = [u for e in checked for u in (_verdicts(e, target) or {}).get("unsupported")
                     or []]
         proven = sum(1 for u in rejected if (u.get("rewrite") or {}).get("spec"))
+        ops_bar, ops_words = _op_counts(checked, target)
         cards.append(
             f'<div class="card" data-target="{escape(target)}">'
             f"<h3>{escape(target_title(target))}</h3>"
             + _bar("modules that lower", [(ok, GREEN, "lower"), (len(checked) - ok, RED,
                                                                   "do not lower")], len(checked))
+            + ops_bar
             + _bar("rejected ops with a proven rewrite", [(proven, BLUE, "proven rewrite"),
                                                           (len(rejected) - proven, RED,
                                                            "none")], len(rejected))
-            + f"<p><small>{ok} of {len(checked)} modules lower; {len(rejected)} rejected "
-              f"op(s), {proven} with a proven rewrite</small></p></div>")
+            + f"<p><small>{ok} of {len(checked)} modules lower; {escape(ops_words)}; "
+              f"{len(rejected)} rejected op(s), {proven} with a proven rewrite</small></p></div>")
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
