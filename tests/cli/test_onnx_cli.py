@@ -62,3 +62,65 @@ def test_lower_via_onnx_places_ops_at_the_python_lines(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["stats"]["via"] == "onnx" and "tosa." in data["ir"]
     assert {m["line"] for m in data["map"]} == {13, 14}
+
+
+def _dense(tmp: Path) -> Path:
+    """x[4,8] → MatMul (weights in the file) → Add → Tanh → y: numbers worth comparing."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    weights = [numpy_helper.from_array(rng.standard_normal((8, 5)).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(5).astype(np.float32), "b")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="project"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+             helper.make_node("Tanh", ["a"], ["y"], name="squash")]
+    graph = helper.make_graph(
+        nodes, "dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])], initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return models.save(model, tmp / "dense.onnx")
+
+
+def test_verify_and_export_an_onnx_file_on_iree(tmp_path: Path) -> None:
+    """IREE CPU's compiled model against onnxruntime; its .vmfb runs in iree.runtime alone
+    (entry `main`, weights inside) and matches onnxruntime; a node IREE cannot compile is
+    named; a GPU target compiles and is not run here (no verdict, exit 3)."""
+    import numpy as np
+    import onnxruntime as ort
+    from iree import runtime as rt
+
+    path = _dense(tmp_path)
+    proc = run_cli("verify", str(path), "--target", "iree-cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["ok"] and "matches onnxruntime" in data["message"]
+    assert data["outputs"][0]["shape"] == [4, 5]
+
+    out = tmp_path / "dense.vmfb"
+    proc = run_cli("export", str(path), "--target", "iree-cpu", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    config = rt.Config("local-task")
+    module = rt.VmModule.mmap(config.vm_instance, str(out))
+    context = rt.SystemContext(vm_modules=[module], config=config)
+    got = context.modules[module.name]["main"](x).to_host()
+    (want,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5) and np.abs(want).max() > 0.1
+
+    tanh64 = tmp_path / "tanh64.onnx"  # IREE's CPU has no f64 tanh to link
+    from tests.worker.test_onnx_iree import _tanh_f64
+
+    _tanh_f64(tmp_path)
+    proc = run_cli("verify", str(tanh64), "--target", "iree-cpu")
+    assert proc.returncode == 1, proc.stderr
+    assert "tanh64.onnx: node 2: error: IREE CPU cannot compile this node:" in proc.stdout
+    proc = run_cli("export", str(tanh64), "--target", "iree-cpu", "-o",
+                   str(tmp_path / "t.vmfb"))
+    assert proc.returncode == 1 and not (tmp_path / "t.vmfb").exists()
+    assert 'cannot compile node 2 "squash" (Tanh, opset 17)' in proc.stderr
+
+    proc = run_cli("verify", str(path), "--target", "iree-cuda")
+    assert proc.returncode == 3, proc.stderr
+    assert "compiled, not run: no device" in proc.stdout

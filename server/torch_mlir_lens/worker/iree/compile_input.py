@@ -98,11 +98,26 @@ def forget_entry_locations(module: ir.Module) -> None:
             old.erase()
 
 
+def name_entry_main(module: ir.Module) -> None:
+    """Name the module's one public function `main` (torch-mlir's FX importer does; the ONNX
+    importer names it after the graph): the compiled module's entry is `main` for every
+    front end, so the runtime, exports and their snippets call one name."""
+    with module.context:
+        funcs = [op.operation for op in module.body.operations
+                 if op.operation.name == "func.func"]
+        names = {ir.StringAttr(f.attributes["sym_name"]).value for f in funcs}
+        public = [f for f in funcs if "sym_visibility" not in f.attributes
+                  or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+        if len(public) == 1 and "main" not in names:
+            public[0].attributes["sym_name"] = ir.StringAttr.get("main")
+
+
 def write_input(linalg: Any, folder: str, *, weightless: bool) -> CompileInput:
     """Write the lowered Linalg module for iree-compile into `folder` (the lowerer's own
     module is not changed); `weightless`: the program was built without its weights."""
     module = _copy(linalg)
     forget_entry_locations(module)
+    name_entry_main(module)
     if not weightless:
         path = os.path.join(folder, "input.mlirbc")
         buf = io.BytesIO()

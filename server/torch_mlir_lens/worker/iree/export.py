@@ -24,13 +24,13 @@ from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.system.atomic_write import copy_atomically
 from torch_mlir_lens.worker.iree import compile_errors
 from torch_mlir_lens.worker.iree.compile_input import PARAMETER_SCOPE
-from torch_mlir_lens.worker.iree.lowering import compile_for
+from torch_mlir_lens.worker.iree.lowering import Lowered, compile_for
 from torch_mlir_lens.worker.lowering import ProgramLowerer
 from torch_mlir_lens.worker.stages.artifacts import refuse_source
 from torch_mlir_lens.worker.verify.job import state_writes
 
 
-def export_vmfb(lowerer: ProgramLowerer, target: str, output: str, *, arch: str | None,
+def export_vmfb(lowerer: Lowered, target: str, output: str, *, arch: str | None,
                 weightless: bool) -> dict[str, Any]:
     """Compile for `target` and write the module to `output` atomically; raises LensError
     when it does not compile (IREE's first error, at its line)."""

@@ -29,6 +29,7 @@ from torch_mlir_lens.system.bounded_cache import BoundedCache
 from torch_mlir_lens.worker.lowering.options import LowerOptions
 from torch_mlir_lens.worker.onnx import fixes
 from torch_mlir_lens.worker.onnx.checks import verify_model
+from torch_mlir_lens.worker.onnx.iree_checks import export_iree, verify_iree
 from torch_mlir_lens.worker.onnx.iree_targets import lower_iree
 from torch_mlir_lens.worker.onnx.lowerer import OnnxLowerer
 from torch_mlir_lens.worker.onnx.model_file import read_model
@@ -181,19 +182,28 @@ def lower(job: LowerJob) -> dict[str, Any]:
 
 
 def verify(job: VerifyJob) -> dict[str, Any]:
-    """The model's `job.target` IR run and compared with onnxruntime."""
+    """The model's `job.target` IR (an IREE target's compiled module) run and compared
+    with onnxruntime."""
+    if is_iree_target(job.target):
+        lowerer, reference = lowerer_for(job, ["linalg"])
+        return verify_iree(lowerer, reference, target=job.target, dims=job.dims,
+                           rtol=job.rtol, atol=job.atol).to_json()
     if job.target not in BACKENDS:
-        raise LensError(ErrorKind.BAD_REQUEST, f"Verify runs {', '.join(BACKENDS)}, not "
-                        f"{job.target!r}")
+        raise LensError(ErrorKind.BAD_REQUEST, f"Verify runs {', '.join(BACKENDS)} and the "
+                        f"IREE targets, not {job.target!r}")
     lowerer, reference = lowerer_for(job, [job.target])
     return verify_model(lowerer, reference, dims=job.dims, backend=job.target, rtol=job.rtol,
                         atol=job.atol, opt_level=job.opt_level).to_json()
 
 
 def export(job: ExportJob) -> dict[str, Any]:
-    """The model's IR at `job.target` written atomically (never over a source)."""
+    """The model's IR at `job.target` (an IREE target's `.vmfb`) written atomically
+    (never over a source)."""
     output = os.path.abspath(job.output)
     artifacts.refuse_source(output, job.path)
+    if is_iree_target(job.target):
+        lowerer, _reference = lowerer_for(job, ["linalg"])
+        return export_iree(lowerer, job.target, output, arch=job.iree_arch)
     lowerer, _reference = lowerer_for(job, [job.target] if job.target in BACKENDS else None)
     module = lowerer.module_for(job.target)
     data = artifacts.module_bytes(module, bytecode=job.bytecode, debug_info=False)
