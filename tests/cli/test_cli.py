@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -305,3 +306,17 @@ def test_check_export_failure_is_an_error_at_its_line(examples_dir: Path) -> Non
     assert verdict["ok"] is False and verdict["unsupported"] == []
     assert "numpy" in verdict["error"]
     assert verdict["error_line"] == 32
+
+
+def test_a_reader_that_leaves_ends_the_command_quietly(examples_dir: Path) -> None:
+    """`torch-mlir-lens lower … | head`: the pipe closed before the IR is written ends the
+    command as Unix tools end (128 + SIGPIPE), with no 'internal error'."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch_mlir_lens", "lower", str(examples_dir / "mlp.py"),
+         "--module", "MLP", "--timeout", JOB_TIMEOUT],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # no reader: the command's first write meets a closed pipe
+    _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 128 + signal.SIGPIPE, err
+    assert "internal error" not in err and "Traceback" not in err

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -44,6 +46,13 @@ async def _until_a_signal(command: Callable[[argparse.Namespace], Awaitable[int]
         return await command(args)
 
 
+def _stdout_to_null() -> None:
+    """Point stdout at /dev/null, so Python's flush at exit meets no closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `torch-mlir-lens` command; returns the exit code (never raises, no traceback)."""
     args = build_parser().parse_args(argv)
@@ -57,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_error(err)
     except KeyboardInterrupt:
         return SIGNAL_BASE + 2  # SIGINT
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, as Unix tools do
+        _stdout_to_null()
+        return SIGNAL_BASE + signal.SIGPIPE
     except Exception as exc:  # a bug of ours: still one line, and no traceback
         sys.stderr.write(f"{PROG}: error: internal error: {type(exc).__name__}: {exc}\n")
         return EXIT_NO_RUN
