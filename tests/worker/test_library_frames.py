@@ -14,6 +14,7 @@ import json
 import os
 import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -196,3 +197,90 @@ def test_a_culprit_in_a_library_helper_is_at_the_line_inside_it(tmp_path: Path) 
     assert (library, line_with(library, "return y[..., 8:]")) in named
     assert (library, line_with(library, "return q[..., n:]")) in named
     assert (library, line_with(library, "return self._attn(x)")) not in named
+
+
+RESAMPLE_FILE = '''\
+import torch
+import torch.nn.functional as F
+
+
+def resample(x, size):
+    y = x * 2
+    return F.interpolate(y, size=size, mode="bicubic", antialias=True, align_corners=False)
+
+
+def shift(x):
+    return torch.roll(_twice(x), 1, 2)
+
+
+def _twice(x):
+    return x * 2
+'''
+
+POS_EMBED_FILE = '''\
+from torch import nn
+
+from lens_resample_library.resample import resample
+
+
+class PosEmbed(nn.Module):
+    def _pos_embed(self, x):
+        return resample(x, (8, 8))
+
+    def forward(self, x):
+        return self._pos_embed(x) + 1
+'''
+
+
+class _CallsLibraryFunctions(torch.nn.Module):
+    def __init__(self, embed: torch.nn.Module, shift: Any) -> None:
+        super().__init__()
+        self.embed, self.shift = embed, shift
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.embed(x).sum() + self.shift(x).sum()  # the user's call
+
+
+def test_library_functions_from_other_files_keep_their_lines(tmp_path: Path) -> None:
+    """A library class's helper calling a function imported from another of its files
+    (timm's ViT `_pos_embed` → `resample_abs_pos_embed`), here an op torch-mlir has no
+    conversion of (bicubic antialias), and a library function the user's forward calls
+    through another (`shift` → `_twice`): each culprit names the line inside the library
+    file that made it, in `related` and in its words."""
+    import importlib
+    import sys
+
+    package = tmp_path / "lens_resample_library"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "resample.py").write_text(RESAMPLE_FILE)
+    (package / "layers.py").write_text(POS_EMBED_FILE)
+    user = tmp_path / "user.py"  # the user's forward calls the library function by name
+    user.write_text("import torch\nfrom lens_resample_library.resample import shift\n\n\n"
+                    "class Shifted(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        return shift(x) + 1\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        layers = importlib.import_module("lens_resample_library.layers")
+        functions = importlib.import_module("lens_resample_library.resample")
+        [res] = lower_module(_CallsLibraryFunctions(layers.PosEmbed(), functions.shift),
+                             (torch.randn(1, 3, 16, 16),), {},
+                             module_name="_CallsLibraryFunctions", user_files={__file__},
+                             targets=["tosa"])
+        [direct] = lower_module(runpy.run_path(str(user))["Shifted"](),
+                                (torch.randn(1, 3, 16, 16),), {}, module_name="Shifted",
+                                user_files={str(user)}, targets=["tosa"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    resample_file = os.path.realpath(str(functions.__file__))
+    by_op = {d.op: d for d in res.diagnostics if d.kind == ErrorKind.UNSUPPORTED_OP}
+    bicubic = by_op["torch.aten._upsample_bicubic2d_aa"]
+    made = line_with(resample_file, "return F.interpolate(")
+    assert (os.path.realpath(bicubic.related[0].file), bicubic.related[0].line) == \
+        (resample_file, made)
+    assert bicubic.message.endswith(f"(in resample.py:{made})"), bicubic.message
+    for found in (res, direct):
+        rolled = [d for d in found.diagnostics if d.cause and "torch.roll" in d.cause]
+        assert rolled, found.diagnostics
+        named = {(os.path.realpath(r.file), r.line) for r in rolled[0].related}
+        assert (resample_file, line_with(resample_file, "return torch.roll(")) in named

@@ -28,7 +28,7 @@ from torch_mlir_lens.protocol.results import ErrorKind, LensDiagnostic, Severity
 from torch_mlir_lens.rules.targets import BACKEND_PIPELINES, LEFTOVER_PIPELINES, target_title
 from torch_mlir_lens.worker.culprits import op_isolation
 from torch_mlir_lens.worker.culprits.reasons import explained
-from torch_mlir_lens.worker.ir.library_diags import add_library_frames
+from torch_mlir_lens.worker.ir.library_diags import add_library_frames, origins_text
 from torch_mlir_lens.worker.ir.locations import LocationResolver
 from torch_mlir_lens.worker.ir.mlir_diagnostics import Diag, pipeline_errors
 
@@ -489,7 +489,8 @@ def list_torch_level(raw_module: Any, errors: list[Diag],
         d.reason = reasons.get(d.op or "") or said.get((d.op or "", location or "")) or None
         if d.reason and d.op not in reasons:
             why += f" ({d.reason})"
-        d.message = f"{cause} cannot be lowered to {target_title(target)}: torch-mlir {why}"
+        d.message = (f"{cause} cannot be lowered to {target_title(target)}: torch-mlir {why}"
+                     + origins_text(d.related or []))
     known = {_IN_FUNCTION.sub("", f.message) for f in at_errors}
     others = [d for d in errors if not (found and _names_an_op(d))
               and _IN_FUNCTION.sub("", _first_line(d.message)) not in known]

@@ -60,7 +60,13 @@ def add_library_frames(diags: list[LensDiagnostic], locations: Sequence[tuple[st
         if not related:
             continue
         d.related = list(related)
-        origins = [f"{short_path(r.file)}:{r.line}" for r in related
-                   if r.message.endswith(ORIGIN)][:MAX_NAMED]
-        d.message = f"{d.message} (in {', '.join(origins)})"
+        d.message += origins_text(related)
+
+
+def origins_text(related: Sequence[RelatedLocation]) -> str:
+    """` (in resample.py:7)`: where a diagnostic's ops were made in library code, as its
+    message ends; "" when `related` names none."""
+    origins = [f"{short_path(r.file)}:{r.line}" for r in related
+               if r.message.endswith(ORIGIN)][:MAX_NAMED]
+    return f" (in {', '.join(origins)})" if origins else ""
 

@@ -121,6 +121,7 @@ def register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> 
     forward = getattr(type(module), "forward", None)
     candidates.extend(getattr(forward, "__globals__", {}).values())
     candidates.extend(getattr(fn, "__globals__", {}).values())
+    libraries = library_files()
     for obj in candidates:
         members = list(vars(obj).values()) if inspect.isclass(obj) else [obj]
         for f in members:
@@ -129,7 +130,23 @@ def register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> 
             if code is not None and code.co_filename in users:
                 anchors.add((code.co_filename, code.co_name))
                 anchors.add((code.co_filename, "<lambda>"))
+            elif code is not None and inspect.isfunction(f) \
+                    and libraries.is_library(code.co_filename):
+                _register_library_function(f, anchors)  # `resize(x)` from a library
     _register_library_helpers(module, anchors)
+
+
+def _register_library_function(f: Any, anchors: set[Any]) -> None:
+    """A library function the model calls, and the functions of its file it may call on the
+    way (timm's `resample_abs_pos_embed`, which a ViT's `_pos_embed` imports from another
+    file): the ops made inside are named at their lines there."""
+    file = f.__code__.co_filename
+    anchors.add((file, f.__code__.co_name))
+    for value in list(vars(sys.modules[f.__module__]).values()) \
+            if f.__module__ in sys.modules else []:
+        code = getattr(value, "__code__", None)
+        if inspect.isfunction(value) and code is not None and code.co_filename == file:
+            anchors.add((file, code.co_name))
 
 
 def _register_library_helpers(module: torch.nn.Module, anchors: set[Any]) -> None:
@@ -155,8 +172,12 @@ def _register_library_helpers(module: torch.nn.Module, anchors: set[Any]) -> Non
                     anchors.add((file, code.co_name))
             for value in list(vars(sys.modules[cls.__module__]).values()):
                 code = getattr(value, "__code__", None)
-                if inspect.isfunction(value) and code is not None and code.co_filename == file:
+                if not inspect.isfunction(value) or code is None:
+                    continue
+                if code.co_filename == file:
                     anchors.add((file, code.co_name))
+                elif libraries.is_library(code.co_filename):  # imported from another file
+                    _register_library_function(value, anchors)
 
 
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
