@@ -98,3 +98,53 @@ async def test_the_pin_past_an_export_refusal_is_a_quick_fix_that_works(
     assert answer["rewrites"] == ["pin.vq.initted"]
     verdict = await execute(client, "torchMlirLens.verify", {"uri": uri, "module": "Quantizer"})
     assert verdict["ok"] is True, verdict["message"]
+
+
+TABULAR = """\
+import torch
+from torch import nn
+
+
+# torch-mlir-lens: inputs=(torch.randn(6, 5), torch.tensor([0, 3, 1, 2, 1, 0]))
+class TabularEncoder(nn.Module):  # zeroes the rows of a missing category, when there are some
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(4, 5)
+        self.proj = nn.Linear(5, 8)
+
+    def forward(self, numeric, codes):
+        is_special = codes == 3
+        h = numeric + self.embed(codes)
+        if is_special.any():
+            h = torch.where(is_special[:, None], torch.zeros_like(h), h)
+        return self.proj(h)
+"""
+
+
+async def test_the_specialised_export_past_a_refusal_is_a_quick_fix_that_works(
+        client: LanguageClient, workspace: Path) -> None:
+    path = workspace / "specialized_model.py"
+    path.write_text(TABULAR)
+    uri = open_doc(client, path)
+
+    def offered() -> types.Diagnostic | None:
+        return next((d for d in diagnostics(client, uri) if isinstance(d.data, dict)
+                     and d.data.get("module") == "TabularEncoder" and d.data.get("rewrites")),
+                    None)
+
+    refused = await wait_until(client, offered, timeout=180, what="the specialisation's offer")
+    assert refused.code == "export-error"
+    assert "holds only for inputs that decide these lines the same way" in refused.message
+    (fix,) = (await fixes_of(client, uri, refused)).values()
+    assert fix.title.startswith(
+        "Export past the refusal: specialise it to the example's decisions")
+    text = apply_fix(TABULAR, fix, uri)
+    assert "# torch-mlir-lens: rewrites=export.specialize\nclass TabularEncoder" in text
+    path.write_text(text)
+    change_doc(client, uri, text, version=2)
+    save_doc(client, uri)
+
+    answer = await request(client, "torchMlirLens/lower",
+                           {"uri": uri, "module": "TabularEncoder", "target": "tosa"})
+    assert answer["ok"] is True, answer["diagnostics"]
+    assert answer["rewrites"] == ["export.specialize"]

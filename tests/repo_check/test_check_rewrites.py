@@ -182,3 +182,47 @@ def test_an_export_refusal_gets_its_proven_pin_as_a_sarif_fix_that_works(
     assert verdicts["Quantizer"]["ok"] and verdicts["Quantizer"]["rewrites"] == [
         "pin.vq.initted"]
     assert verdicts["Codebook"]["ok"] and verdicts["Codebook"]["rewrites"] == ["pin.initted"]
+
+
+TABULAR = '''import torch
+from torch import nn
+
+
+# torch-mlir-lens: inputs=(torch.randn(6, 5), torch.tensor([0, 3, 1, 2, 1, 0]))
+class TabularEncoder(nn.Module):  # zeroes the rows of a missing category, when there are some
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(4, 5)
+        self.proj = nn.Linear(5, 8)
+
+    def forward(self, numeric, codes):
+        is_special = codes == 3
+        h = numeric + self.embed(codes)
+        if is_special.any():
+            h = torch.where(is_special[:, None], torch.zeros_like(h), h)
+        return self.proj(h)
+'''
+
+
+def test_a_data_dependent_refusal_gets_the_proven_specialisation_as_a_sarif_fix(
+        tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(TABULAR)
+    first = run("check", "model.py", "--targets", "linalg", "--format", "sarif",
+                "-o", "report.sarif", cwd=tmp_path)
+    assert first.returncode == 1, first.stderr[-2000:]
+    log = json.loads((tmp_path / "report.sarif").read_text())
+    assert not list(jsonschema.Draft4Validator(SCHEMA).iter_errors(log))
+    (result,) = log["runs"][0]["results"]
+    assert "a proven way past it" in result["message"]["text"]
+    assert "holds only for inputs that decide these lines the same way" in \
+        result["message"]["text"]
+    fix = result["fixes"][0]
+    assert fix["description"]["text"].startswith(
+        "Export past the refusal: specialise it to the example's decisions")
+    fixed_text = _apply(TABULAR, fix)
+    assert "# torch-mlir-lens: rewrites=export.specialize\n" in fixed_text
+    model.write_text(fixed_text)
+    fixed = run("check", "model.py", "--targets", "linalg,tosa", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr[-2000:]
+    assert "linalg ok (through rewrites export.specialize)" in fixed.stdout

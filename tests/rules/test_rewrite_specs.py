@@ -37,3 +37,15 @@ def test_adding_an_item_keeps_the_others() -> None:
     assert with_spec("erfinv@tosa", "erfinv", "tosa") == "erfinv@tosa"
     assert with_spec("erfinv@tosa, histc", "erfinv", None) == "histc, erfinv"
     assert with_spec("histc", "histc", "tosa") == "histc"  # every backend stands for it
+
+
+def test_the_rewrites_that_act_at_export_and_their_titles() -> None:
+    from torch_mlir_lens.rules.rewrite_specs import at_export, pin_title
+
+    assert at_export("pin.vq.initted") and at_export("export.specialize")
+    assert not any(at_export(n) for n in ("pin.", "erfinv", "export.other", "decomp.x"))
+    assert pin_title(["export.specialize"], 0.0) == (
+        "Export past the refusal: specialise it to the example's decisions (max error 0 on "
+        "the example inputs)")
+    assert pin_title(["pin.vq.initted"], None) == (
+        "Export past the refusal: pin `vq.initted` to its value")

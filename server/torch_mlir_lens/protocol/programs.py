@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from torch_mlir_lens.discovery.fingerprint import job_fingerprint
+from torch_mlir_lens.protocol.rewrite_results import at_export
 from torch_mlir_lens.system.reading import INPUTS_FILE, digest_of
 
 
@@ -61,10 +62,11 @@ def program_key(job: dict[str, Any], text: str) -> str:
         "workspace": job.get("workspace"),
         "strict": bool(job.get("strict", False)),
         **({"inline_blocks": True} if job.get("inline_blocks") else {}),
-        # Pins act at export (worker/rewrites/pins.py), unlike the other rewrites: a job's
-        # `pin.<name>` is a program of its own (a comment's is in the fingerprint's text).
+        # Pins and the specialised export act at export (worker/rewrites/pins.py,
+        # specialize.py), unlike the other rewrites: a job's `pin.<name>` or
+        # `export.specialize` is a program of its own (a comment's is in the fingerprint's text).
         **({"pins": pins} if (pins := sorted(str(r) for r in job.get("rewrites") or []
-                                             if str(r).startswith("pin."))) else {}),
+                                             if at_export(str(r)))) else {}),
         # Sibling files the module may import: an edit to one must re-export.
         "siblings": folder_stamp(path),
     }

@@ -10,12 +10,25 @@ with `verified` names rewrites a user may be offered.
     RewriteCheck   one candidate tried on one culprit: passed, or why not
     RewriteOffer   one culprit (diagnostic) on one backend: the verified rewrites, or why none
     RewriteReport  a module's offers, every backend
+    at_export(name) whether a rewrite name acts at export (a pin, the specialised export)
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# The rewrites that act at export, before any program, for every backend at once: a pin
+# (worker/rewrites/pins.py) and the export specialised to the example (specialize.py).
+PIN_PREFIX = "pin."
+SPECIALIZE = "export.specialize"
+
+
+def at_export(name: str) -> bool:
+    """Whether a rewrite name acts at export, past an export refusal: a pin
+    (`pin.vq.initted`) or the export specialised to the example (`export.specialize`), as
+    opposed to a rewrite of an op for a backend."""
+    return (name.startswith(PIN_PREFIX) and len(name) > len(PIN_PREFIX)) or name == SPECIALIZE
 
 
 def _number(value: Any) -> float | None:
@@ -132,4 +145,5 @@ class RewriteReport:
         return [o for o in self.offers if o.target == target]
 
 
-__all__ = ["Accuracy", "RewriteCheck", "RewriteOffer", "RewriteReport"]
+__all__ = ["PIN_PREFIX", "SPECIALIZE", "Accuracy", "RewriteCheck", "RewriteOffer",
+           "RewriteReport", "at_export"]

@@ -39,7 +39,7 @@ from torch_mlir_lens.repo_check.notebook_modules import FileLines, where
 from torch_mlir_lens.repo_check.report import Report
 from torch_mlir_lens.repo_check.rewrite_findings import rewrite_note
 from torch_mlir_lens.repo_check.run_identity import RunIdentity
-from torch_mlir_lens.rules.rewrite_specs import offer_title, pin_title
+from torch_mlir_lens.rules.rewrite_specs import at_export, offer_title, pin_title
 from torch_mlir_lens.rules.targets import target_title
 from torch_mlir_lens.source.onnx_files import is_onnx
 
@@ -166,7 +166,7 @@ def _fix(f: Finding) -> dict[str, Any] | None:
     rewrite = f.rewrite or {}
     edit = rewrite.get("edit")
     names = list(rewrite.get("rewrites") or [])
-    pin = not f.op and bool(names) and all(n.startswith("pin.") for n in names)
+    pin = not f.op and bool(names) and all(at_export(n) for n in names)  # past the export
     if not isinstance(edit, dict) or f.cell or f.module_cell or not (
             (f.target and f.op) or pin):
         return None

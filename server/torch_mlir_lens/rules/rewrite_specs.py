@@ -7,7 +7,9 @@
 An item is `NAME@BACKEND` (only that backend lowers through it) or `NAME` (every backend);
 `auto` takes every rewrite the worker proves for a culprit (worker/rewrite_jobs/offers.py). The
 names are those of worker/rewrites/ (`erfinv`, `histc`, `empty_tensors`, `decomp.<op>`,
-`refs.<op>`): a name no rewrite has is an error when the module is lowered.
+`refs.<op>`): a name no rewrite has is an error when the module is lowered. Two kinds act at
+export, for every backend, past an export refusal (`at_export`): a pin (`pin.vq.initted`) and
+the export specialised to the example's decisions (`export.specialize`).
 
     parse_specs(text)            → [RewriteSpec]; ValueError saying what is wrong
     command_line_items(text)     → `--rewrites` as the items a job lowers with ([] for `off`)
@@ -24,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torch_mlir_lens.discovery.model import ModuleInfo
+from torch_mlir_lens.protocol.rewrite_results import PIN_PREFIX, SPECIALIZE, at_export
 from torch_mlir_lens.rules.targets import BACKENDS, target_title
 
 AUTO = "auto"
@@ -152,17 +155,23 @@ def offer_title(op: str, target: str, names: list[str], max_abs: float | None) -
 
 
 def pin_title(names: list[str], max_abs: float | None) -> str:
-    """How a proven pin is offered (SARIF's fix): "Export past the refusal: pin `vq.initted`
-    to its value (max error 0 on the example inputs)"."""
-    pinned = ", ".join(f"`{n.removeprefix('pin.')}`" for n in names)
+    """How a proven way past an export refusal is offered (the quick fix, SARIF's fix):
+    "Export past the refusal: pin `vq.initted` to its value (max error 0 on the example
+    inputs)", or "Export past the refusal: specialise it to the example's decisions"."""
+    pinned = ", ".join(f"`{n.removeprefix(PIN_PREFIX)}`" for n in names if n != SPECIALIZE)
     error = f" (max error {max_abs:.2g} on the example inputs)" if max_abs is not None else ""
-    return f"Export past the refusal: pin {pinned} to its value{error}"
+    ways = ([f"pin {pinned} to its value"] if pinned else []) + (
+        ["specialise it to the example's decisions"] if SPECIALIZE in names else [])
+    return f"Export past the refusal: {' and '.join(ways)}{error}"
 
 
 __all__ = [
     "AUTO",
+    "PIN_PREFIX",
+    "SPECIALIZE",
     "CommentEdit",
     "RewriteSpec",
+    "at_export",
     "comment_edit",
     "names_for",
     "offer_title",

@@ -38,6 +38,7 @@ from torch_mlir_lens.protocol.jobs import (
     parse_job,
 )
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
+from torch_mlir_lens.protocol.rewrite_results import SPECIALIZE, at_export
 from torch_mlir_lens.rules.iree_targets import is_iree_target
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, is_known_target
 from torch_mlir_lens.source.onnx_files import is_onnx
@@ -195,7 +196,8 @@ def _program(job: ModuleJob, need_weights: str | None = None, *, keep: bool = Tr
     why_inline = ("inline: proving rewrites" if not keep
                   else "inline: rewrites asked for" if _asks_rewrites(job, text) else "")
     return programs.program_for(ProgramRequest(
-        job, need_weights, keep=keep, pinned=_pins(job, text), why_inline=why_inline))
+        job, need_weights, keep=keep, pinned=_pins(job, text), why_inline=why_inline,
+        specialize=SPECIALIZE in _at_export(job, text)))
 
 
 def _lower_options(job: LowerJob | None) -> Any:
@@ -258,27 +260,54 @@ def _asks_rewrites(job: ModuleJob, text: str) -> bool:
 
 def _pins(job: ModuleJob, text: str) -> list[str]:
     """The tensors the job's module is exported with pinned (`pin.<name>` rewrites)."""
-    from torch_mlir_lens.worker.rewrite_jobs.variants import requested
     from torch_mlir_lens.worker.rewrites.pins import pin_names
 
+    return pin_names(_at_export(job, text))
+
+
+def _at_export(job: ModuleJob, text: str) -> list[str]:
+    """The rewrites the job's module is exported with (`pin.<name>`, `export.specialize`),
+    as a result names them: they act at export, for every target."""
+    from torch_mlir_lens.worker.rewrite_jobs.variants import requested
+
     try:
-        return pin_names(s.name for s in requested(job.path, text, job.module, job.rewrites))
+        names = [s.name for s in requested(job.path, text, job.module, job.rewrites)]
     except LensError:
         return []  # reported by `_rewriting`
+    return list(dict.fromkeys(n for n in names if at_export(n)))
 
 
 EXPORT_OP = "torch.export"  # the "op" of an export refusal's offer (rewrites job, check)
 
 
 def _pin_proof(job: ModuleJob, err: LensError) -> Any:
-    """The proof of the pin that would take the module past its export refusal (a branch on
-    the module's one-element tensor: rewrite_jobs/pin_proof.py), or None when none fits."""
+    """The proof of the way past the module's export refusal, or None when none fits: the pin
+    (a branch on the module's one-element tensor: rewrite_jobs/pin_proof.py), the narrower
+    fix, first; else the export specialised to the example (a data-dependent refusal:
+    rewrite_jobs/specialize_proof.py). A refused pin's proof when neither is proven."""
+    from torch_mlir_lens.worker.rewrite_jobs.pin_proof import prove_pin
+    from torch_mlir_lens.worker.rewrite_jobs.specialize_proof import prove_specialization
+
     name = getattr(err, "pin_candidate", None)
-    if not name or f"pin.{name}" in job.rewrites:
-        return None
+    pin = None
+    if name and f"pin.{name}" not in job.rewrites:
+        pin = _proven_on_module(job, lambda fn, args, kwargs, files: prove_pin(
+            fn, args, kwargs, name, user_files=files, module_name=job.module))
+        if pin is not None and pin.ok:
+            return pin
+    if not getattr(err, "specialize_candidate", False) or SPECIALIZE in job.rewrites:
+        return pin
+    specialised = _proven_on_module(job, lambda fn, args, kwargs, files: prove_specialization(
+        fn, args, kwargs, user_files=files, module_name=job.module))
+    return specialised if specialised is not None else pin
+
+
+def _proven_on_module(job: ModuleJob, prove: Callable[..., Any]) -> Any:
+    """`prove(fn, args, kwargs, user_files)` on a fresh instance of the job's module (the
+    cached program's instance may have been exported with something pinned), or None when
+    the module cannot be built for it."""
     from torch_mlir_lens.worker import inputs as inputs_mod
     from torch_mlir_lens.worker.loading import loader
-    from torch_mlir_lens.worker.rewrite_jobs.pin_proof import prove_pin
 
     text = job.text if job.text is not None else read_text(job.path)
     try:
@@ -288,16 +317,16 @@ def _pin_proof(job: ModuleJob, err: LensError) -> Any:
             inputs_file=job.inputs_file, init_expr=job.init,
             settings_inputs=job.settings_inputs, workspace=job.workspace)
         fn = inputs_mod.instantiate(mod, job.module, resolved)
-        return prove_pin(fn, tuple(resolved.args), dict(resolved.kwargs or {}), name,
-                         user_files=loader.user_files_for(job.path), module_name=job.module)
+        return prove(fn, tuple(resolved.args), dict(resolved.kwargs or {}),
+                     loader.user_files_for(job.path))
     except Exception:  # the proof is an offer: without it the refusal stands as it is
         return None
 
 
 def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None:
-    """An export refused on a branch on the module's one-element tensor: the pin proven
-    is lowered through under `--rewrites auto` (the results), else offered in the error's
-    message (None)."""
+    """An export refused for a data-dependent reason: the pin (a branch on the module's
+    one-element tensor) or the export specialised to the example, proven, is lowered through
+    under `--rewrites auto` (the results), else offered in the error's message (None)."""
     proof = _pin_proof(job, err)
     if proof is None or not proof.ok:
         return None
@@ -356,7 +385,7 @@ def _lower(job: LowerJob) -> dict[str, Any]:
         res: LowerResult = _iree_lower(job, program, lowerer, target, options) \
             if is_iree_target(target) else lowerer.lower(target, pipeline=pipeline,
                                                          options=options)
-        res.rewrites = [*(f"pin.{n}" for n in _pins(job, rewriting_text)), *used]
+        res.rewrites = [*_at_export(job, rewriting_text), *used]
         res.inputs_source = res.inputs_source or program.inputs_source
         res.stats = {**res.stats, **program.construction}
         for name, seconds in first_timings.items():
@@ -495,8 +524,9 @@ def _rewrites(job: RewritesJob) -> dict[str, Any]:
 
 
 def _pin_report(job: ModuleJob, err: LensError, targets: list[str]) -> Any:
-    """The `rewrites` job's answer for a module torch.export refuses: the proven pin as the
-    way past it on every target (one offer each, op `torch.export`), or why none."""
+    """The `rewrites` job's answer for a module torch.export refuses: the proven pin or
+    specialised export as the way past it on every target (one offer each, op
+    `torch.export`), or why none."""
     from torch_mlir_lens.protocol.rewrite_results import RewriteOffer, RewriteReport
 
     proof = _pin_proof(job, err)
@@ -506,10 +536,12 @@ def _pin_report(job: ModuleJob, err: LensError, targets: list[str]) -> Any:
                              ops=[EXPORT_OP], cause="torch.export")
         if proof is not None and proof.ok:
             offer.rewrites, offer.verified = [proof.rewrite], True
-            offer.verify = "✓ matches eager on the example and on a second input"
+            offer.verify = getattr(proof, "verified",
+                                   "✓ matches eager on the example and on a second input")
             offer.max_abs = proof.max_err
         else:
-            offer.why = proof.why if proof is not None else "no pin fits this refusal"
+            offer.why = proof.why if proof is not None else (
+                "no pin or specialised export fits this refusal")
         report.offers.append(offer)
     return report
 
@@ -545,7 +577,7 @@ def _graph(job: GraphJob) -> dict[str, Any]:
     rewriting = _rewriting(job, program)
     options = _lower_options(None)
     text = job.text if job.text is not None else read_text(job.path)
-    pins = [f"pin.{n}" for n in _pins(job, text)]
+    pins = _at_export(job, text)
 
     def lowered(target: str) -> tuple[LowerResult, LowerResult | None]:
         lowerer, used = rewriting.lowerer(target)
@@ -587,8 +619,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def _past_refusal(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
-    """`handler` run again through the proven pin past its module's export refusal, when the
-    job asks `--rewrites auto` (as `lower` does in `_past_export_refusal`)."""
+    """`handler` run again through the proven pin or specialised export past its module's
+    export refusal, when the job asks `--rewrites auto` (as `lower` does in
+    `_past_export_refusal`)."""
     def run(job: Any) -> dict[str, Any]:
         try:
             return handler(job)

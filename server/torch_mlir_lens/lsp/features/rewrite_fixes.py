@@ -17,6 +17,7 @@ from torch_mlir_lens import discovery
 from torch_mlir_lens.lsp.document import Document
 from torch_mlir_lens.rules.rewrite_specs import (
     CommentEdit,
+    at_export,
     comment_edit,
     offer_title,
     pin_title,
@@ -49,8 +50,9 @@ def rewrite_fixes(doc: Document, info: discovery.ModuleInfo,
     offers = [o for o in data.get("rewrites") or []
               if isinstance(o, dict) and o.get("target") and o.get("rewrites")]
     actions = []
-    pinned = [o for o in offers if all(str(n).startswith("pin.") for n in o["rewrites"])]
-    if pinned:  # a pin past an export refusal: applied at export, for every backend at once
+    pinned = [o for o in offers if all(at_export(str(n)) for n in o["rewrites"])]
+    if pinned:  # a pin (or the specialised export) past an export refusal: applied at
+        # export, for every backend at once
         names = list(dict.fromkeys(str(n) for o in pinned for n in o["rewrites"]))
         errors = [o["maxAbs"] for o in pinned if isinstance(o.get("maxAbs"), int | float)]
         return [_action(doc, info, pin_title(names, max(errors) if errors else None),

@@ -63,6 +63,7 @@ class ProgramRequest:
     serves, construct.py); `keep` False is a proof of rewrites in the background, whose
     program is not held (it must push out none of those the lowerings use) and whose exports
     are counted apart; `pinned` are the tensors exported pinned (`pin.<name>` rewrites);
+    `specialize` exports it specialised to the example (`export.specialize`);
     `why_inline` says why the blocks are not traced apart ("" when they may be).
     """
 
@@ -71,10 +72,13 @@ class ProgramRequest:
     keep: bool = True
     pinned: list[str] = field(default_factory=list)
     why_inline: str = ""
+    specialize: bool = False
 
     def weights_needed(self) -> str | None:
-        """What needs real weight values (pinned tensors do: pinned at export), or None."""
-        return self.need_weights or ("pinned tensors" if self.pinned else None)
+        """What needs real weight values (pinned tensors do: pinned at export; a specialised
+        export runs the forward on the example), or None."""
+        return self.need_weights or ("pinned tensors" if self.pinned else None) or (
+            "a specialised export" if self.specialize else None)
 
 
 @dataclass
@@ -242,7 +246,8 @@ class _Export:
         return program
 
     def _inline(self, fn: Any) -> Any:
-        """`fn` exported whole by torch.export, its pinned tensors pinned."""
+        """`fn` exported whole by torch.export, its pinned tensors pinned (specialised to the
+        example when asked)."""
         from torch_mlir_lens.worker import lowering
         from torch_mlir_lens.worker.rewrites.pins import pinned as pinned_in
 
@@ -251,7 +256,7 @@ class _Export:
             return lowering.export_program(
                 fn, resolved.args, resolved.kwargs, user_files=self.user_files,
                 strict=self.job.strict, dynamic_shapes=resolved.dynamic_shapes,
-                dynamic_at=resolved.dynamic_at,
+                dynamic_at=resolved.dynamic_at, specialize=self.request.specialize,
             )
 
 

@@ -56,10 +56,11 @@ class PinProof:
                 f"the example and on a second input{err}); `--rewrites auto` applies it")
 
 
-def second_inputs(values: Sequence[Any]) -> tuple[Any, ...]:
+def second_inputs(values: Sequence[Any], seed: int = SEED) -> tuple[Any, ...]:
     """Inputs of the same shapes and dtypes, other values: floats drawn around the example's
-    (same mean and spread), integers and booleans the example's own values shuffled."""
-    generator = torch.Generator().manual_seed(SEED)
+    (same mean and spread), integers and booleans the example's own values shuffled (`seed`
+    draws another such input)."""
+    generator = torch.Generator().manual_seed(seed)
 
     def other(t: Any) -> Any:
         if not isinstance(t, torch.Tensor) or t.numel() == 0:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from torch_mlir_lens.protocol.rewrite_results import RewriteReport
+from torch_mlir_lens.protocol.rewrite_results import SPECIALIZE, RewriteReport
 from torch_mlir_lens.rules.rewrite_specs import RewriteSpec
 from torch_mlir_lens.worker.rewrite_jobs.offers import target_offers
 from torch_mlir_lens.worker.rewrite_jobs.proof import Prover
@@ -66,12 +66,14 @@ class Rewriting:
         _lowerer, used = self.lowerer(target)
         rewrites = [r for r in map(by_name, used) if r is not None]
         pinned = {n: pinnable(self.fn, n)[0] for n in pin_names(s.name for s in self.specs)}
+        specialize = any(s.name == SPECIALIZE for s in self.specs)
         spec = ExportCodeSpec(path=path, module=module, target=target, rewrites=rewrites,
                               inputs_expr=inputs[0], inputs_source=inputs[1], args=self.args,
                               kwargs=self.kwargs, init_expr=init_expr,
                               custom_ops=_custom_ops(self.variants.base.program),
-                              dynamic_shapes=dynamic_shapes, pins=pinned)
-        return {"code": export_code(spec), "rewrites": [*(f"pin.{n}" for n in pinned), *used]}
+                              dynamic_shapes=dynamic_shapes, pins=pinned, specialize=specialize)
+        return {"code": export_code(spec), "rewrites": [
+            *(f"pin.{n}" for n in pinned), *([SPECIALIZE] if specialize else []), *used]}
 
     def report(self, targets: list[str]) -> RewriteReport:
         """Each culprit of `targets` with its proven rewrites, or why none."""

@@ -9,7 +9,8 @@
 
 A name no rewrite has, or a `rewrites=` the rules cannot read, is a bad-inputs error at the
 comment's line (or on the module for the command line's). Pins (`pin.<tensor>`, rewrites/
-pins.py) act at export, before any program: the lowerers here leave them out.
+pins.py) and the export specialised to the example (`export.specialize`, rewrites/
+specialize.py) act at export, before any program: the lowerers here leave them out.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
-from torch_mlir_lens.protocol.rewrite_results import RewriteOffer
+from torch_mlir_lens.protocol.rewrite_results import RewriteOffer, at_export
 from torch_mlir_lens.rules.rewrite_specs import AUTO, RewriteSpec, names_for, parse_specs
-from torch_mlir_lens.worker.rewrites import apply, pins
+from torch_mlir_lens.worker.rewrites import apply
 from torch_mlir_lens.worker.rewrites.candidates import by_name
 from torch_mlir_lens.worker.rewrites.table import Rewrite
 
@@ -66,7 +67,7 @@ def requested(path: str, text: str, module: str, extra: list[str]) -> list[Rewri
         if spec not in specs:
             specs.append(spec)
     for spec in specs:
-        if spec.name != AUTO and not pins.is_pin(spec.name) and by_name(spec.name) is None:
+        if spec.name != AUTO and not at_export(spec.name) and by_name(spec.name) is None:
             from torch_mlir_lens.worker.rewrites.library import LIBRARY
 
             where = (path, line) if spec in written else (None, None)
@@ -89,7 +90,7 @@ class Variants:
     def for_names(self, names: list[str]) -> tuple[Any, list[str]]:
         """The lowerer of the program decomposed with these rewrites, and those that made
         some op (an empty list gives the base lowerer)."""
-        key = tuple(sorted(n for n in set(names) if not pins.is_pin(n)))  # at export
+        key = tuple(sorted(n for n in set(names) if not at_export(n)))  # at export
         if not key:
             return self.base, []
         if key not in self._built:

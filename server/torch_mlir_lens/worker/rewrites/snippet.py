@@ -24,9 +24,16 @@ import torch
 
 from torch_mlir_lens.project.write_policy import EXPORT_CODE_MARK
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
+from torch_mlir_lens.protocol.rewrite_results import SPECIALIZE
+from torch_mlir_lens.worker.rewrites.specialize import (
+    parameters_as_buffers,
+    strip_runtime_checks,
+)
 from torch_mlir_lens.worker.rewrites.table import TORCH_DECOMP, TORCH_REFS, Rewrite
 
 # Targets and torch-mlir's name for them (`fx.export_and_import(output_type=...)`).
+# A specialised export's inputs are written out up to this size (their values decide it).
+MAX_EXACT_ELEMENTS = 4096
 OUTPUT_TYPES = {"raw": "raw", "torch": "torch", "linalg": "linalg-on-tensors", "tosa": "tosa",
                 "stablehlo": "stablehlo"}
 
@@ -41,6 +48,8 @@ class ExportCodeSpec:
     rewrites: list[Rewrite] = field(default_factory=list)
     # Pins (pins.py): each tensor's dotted name → the Python value it is during the export.
     pins: dict[str, Any] = field(default_factory=dict)
+    # The export specialised to the example (specialize.py): draft_export, its checks dropped.
+    specialize: bool = False
     inputs_expr: str | None = None  # the written expression (comment, command line)
     args: tuple[Any, ...] = ()  # the inputs themselves (their shapes, when not written)
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -59,15 +68,24 @@ def _tensor_expr(t: torch.Tensor) -> str:
     return f"torch.zeros(({shape}{',' if t.dim() == 1 else ''}), dtype={dtype})"
 
 
-def _value_expr(value: Any) -> str:
+def _exact_expr(t: torch.Tensor) -> str:
+    """`t` itself, its values written out (a specialised export depends on them); a tensor
+    too large to write is one of its shape and dtype (the inputs' comment says so)."""
+    if t.numel() > MAX_EXACT_ELEMENTS or t.is_meta:
+        return _tensor_expr(t)
+    return f"torch.tensor({t.detach().cpu().tolist()!r}, dtype={t.dtype})"
+
+
+def _value_expr(value: Any, *, exact: bool = False) -> str:
     if isinstance(value, torch.Tensor):
-        return _tensor_expr(value)
+        return _exact_expr(value) if exact else _tensor_expr(value)
     if isinstance(value, tuple | list):
-        inner = ", ".join(_value_expr(v) for v in value)
+        inner = ", ".join(_value_expr(v, exact=exact) for v in value)
         return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
             f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_value_expr(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {_value_expr(v, exact=exact)}"
+                               for k, v in value.items()) + "}"
     return repr(value)
 
 
@@ -135,6 +153,32 @@ def _pin_lines(pinned: dict[str, Any]) -> list[str]:
     ]
 
 
+def _export_lines(spec: ExportCodeSpec, output_type: str) -> list[str]:
+    """The lines of `main` that export and import the module: `fx.export_and_import` on the
+    module, or, specialised (specialize.py), on the program draft_export made of it with the
+    runtime checks of the example's decisions dropped."""
+    dims = _dims_expr(spec.dynamic_shapes)
+    if not spec.specialize:
+        return [
+            "    module = fx.export_and_import(",
+            f"        model, *inputs, output_type={output_type!r},",
+            f"        dynamic_shapes={dims},",
+            '        decomposition_table=DECOMPOSITIONS, func_name="main", **kwargs)',
+        ]
+    return [
+        "    # Specialised to the example: each line torch.export refuses for a tensor's value",
+        "    # is decided as these inputs decide it. The IR holds only for inputs that decide",
+        "    # those lines the same way.",
+        "    parameters_as_buffers(model)  # draft_export decides on a buffer's real values",
+        "    program = torch.export.draft_export(model, inputs, kwargs,",
+        f"                                        dynamic_shapes={dims})",
+        "    strip_runtime_checks(program)",
+        "    module = fx.export_and_import(",
+        f"        program, output_type={output_type!r},",
+        '        decomposition_table=DECOMPOSITIONS, func_name="main")',
+    ]
+
+
 def export_code(spec: ExportCodeSpec) -> str:
     """The standalone Python file that reproduces the module's IR at `spec.target`."""
     output_type = OUTPUT_TYPES.get(spec.target)
@@ -143,15 +187,26 @@ def export_code(spec: ExportCodeSpec) -> str:
                         f"export code reproduces {', '.join(OUTPUT_TYPES)}, not {spec.target!r}"
                         " (plain torch-mlir has no other output type)")
     defs, table = _table_lines(spec.rewrites, spec.custom_ops)
+    if spec.specialize:
+        defs += [_source(parameters_as_buffers), _source(strip_runtime_checks)]
+    exact = spec.specialize  # a specialised IR depends on the example's values too
     if spec.inputs_expr:
         inputs = f"eval({spec.inputs_expr!r}, vars(user))  # as written ({spec.inputs_source})"
+    elif exact:
+        large = any(isinstance(t, torch.Tensor) and t.numel() > MAX_EXACT_ELEMENTS
+                    for t in (*spec.args, *spec.kwargs.values()))
+        inputs = (f"{_value_expr(tuple(spec.args), exact=True)}  # the inputs found "
+                  f"({spec.inputs_source}): their values decide the specialised lines" + (
+                      f"; those over {MAX_EXACT_ELEMENTS} elements are written by shape: put "
+                      "the example's values there" if large else ""))
     else:
         inputs = (f"{_value_expr(tuple(spec.args))}  # shapes and dtypes of the inputs found "
                   f"({spec.inputs_source}): the IR depends on those only")
-    kwargs = _value_expr(spec.kwargs) if spec.kwargs else "{}"
+    kwargs = _value_expr(spec.kwargs, exact=exact) if spec.kwargs else "{}"
     init = f"eval({spec.init_expr!r}, vars(user))" if spec.init_expr else "()"
-    names = ", ".join([*(f"pin.{n}" for n in spec.pins), *(r.name for r in spec.rewrites)]
-                      ) or "none"
+    names = ", ".join([*(f"pin.{n}" for n in spec.pins),
+                       *([SPECIALIZE] if spec.specialize else []),
+                       *(r.name for r in spec.rewrites)]) or "none"
     # Annotations unevaluated: the library's helpers name types the file does not define.
     imports = ["from __future__ import annotations", "", "import importlib.util", "import math",
                "import sys", "", "import torch"]
@@ -211,10 +266,7 @@ def export_code(spec: ExportCodeSpec) -> str:
         "    if not isinstance(inputs, tuple):",
         "        inputs = (inputs,)",
         f"    kwargs = {kwargs}",
-        "    module = fx.export_and_import(",
-        f"        model, *inputs, output_type={output_type!r},",
-        f"        dynamic_shapes={_dims_expr(spec.dynamic_shapes)},",
-        '        decomposition_table=DECOMPOSITIONS, func_name="main", **kwargs)',
+        *_export_lines(spec, output_type),
         "    text = str(module)",
         "    if out is None:",
         "        sys.stdout.write(text)",

@@ -64,6 +64,9 @@ def explained(err: LensError, exc: BaseException, *, fn: Any, args: Sequence[Any
         found = export_problems.draft_problems(fn, args, kwargs, is_code)
         out = _with_others(_with_reason(err, why, related, users), why, found, users)
         out.pin_candidate = why.tensor  # type: ignore[attr-defined]  # the worker proves it
+        # A data-dependent refusal: the export specialised to the example may take it past
+        # (rewrites/specialize.py), proven by the worker like the pin.
+        out.specialize_candidate = True  # type: ignore[attr-defined]
         return out
     if not related:
         return err

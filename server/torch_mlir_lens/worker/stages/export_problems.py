@@ -11,6 +11,7 @@ weights (the values must exist); the module's buffers are put back afterwards, i
 forward writes to them. Best effort: a failure here leaves the first refusal as it was.
 
     draft_problems(module, args, kwargs, is_code)   → [Problem], in the order met
+    report_problems(program, is_code)               → the same from a draft program's report
 """
 
 from __future__ import annotations
@@ -77,6 +78,12 @@ def draft_problems(module: Any, args: Sequence[Any], kwargs: dict[str, Any],
                                                 strict=False)
     except Exception:  # draft_export refuses too: the first refusal stands alone
         return []
+    return report_problems(program, is_code)
+
+
+def report_problems(program: Any, is_code: Callable[[str], bool]) -> list[Problem]:
+    """The data-dependent refusals in the report of a program draft_export made (its
+    `_report`), each at its innermost line of code (`is_code(file)`); [] without one."""
     report = getattr(program, "_report", None)
     names = _file_names()
     problems: list[Problem] = []
@@ -101,4 +108,4 @@ def draft_problems(module: Any, args: Sequence[Any], kwargs: dict[str, Any],
     return problems
 
 
-__all__ = ["Problem", "draft_problems"]
+__all__ = ["Problem", "draft_problems", "report_problems"]

@@ -183,8 +183,11 @@ def _register_library_helpers(module: torch.nn.Module, anchors: set[Any]) -> Non
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
                    user_files: Iterable[str], strict: bool = False,
                    dynamic_shapes: Any = None, decompose: bool = True,
-                   dynamic_at: tuple[str, int] | None = None) -> Any:
+                   dynamic_at: tuple[str, int] | None = None, specialize: bool = False) -> Any:
     """torch.export the module (or function), then apply torch-mlir's decompositions.
+
+    `specialize`: exported by draft_export, its data-dependent lines decided as the example
+    decides them (rewrites/specialize.py, the `export.specialize` rewrite).
 
     The result is what the FX importer takes (and what the `fx` target prints). Any failure
     raises LensError("export-error") with one clear line (+ a hint) and the user's line
@@ -198,8 +201,14 @@ def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None
     try:
         # torch prints graph dumps on some failures; keep the worker's streams clean.
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
-            program = torch.export.export(module, tuple(args), dict(kwargs or {}),
-                                          dynamic_shapes=dynamic_shapes, strict=strict)
+            if specialize:
+                from torch_mlir_lens.worker.rewrites.specialize import specialised_export
+
+                program = specialised_export(module, tuple(args), dict(kwargs or {}),
+                                             dynamic_shapes=dynamic_shapes, strict=strict)
+            else:
+                program = torch.export.export(module, tuple(args), dict(kwargs or {}),
+                                              dynamic_shapes=dynamic_shapes, strict=strict)
             if decompose:  # + a library's opaque ops (transformers' grouped matmul)
                 exported = program
                 program = run_decompositions(exported, get_decomposition_table())
