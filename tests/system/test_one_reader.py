@@ -40,6 +40,7 @@ ALLOWED = {
     ("system/cache_key.py", "os.open"): "creates the key file (O_CREAT|O_EXCL, 0600)",
     ("system/cache_key.py", "os.fdopen"): "writes the key file it created",
     ("worker/main.py", "os.open"): "/dev/null for the worker's standard streams",
+    ("cli/dispatch.py", "os.open"): "/dev/null for stdout once its reader left (| head)",
     ("worker/ir/crash_guard.py", "os.fdopen"): "a pipe to a forked child the worker made",
     ("engine/worker_client/channel.py", "os.fdopen"): "the pipes to the worker it spawned",
     ("lsp/features/sync.py", ".open"): "the document store's `open` (no file)",
