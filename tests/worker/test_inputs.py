@@ -365,3 +365,30 @@ def test_constructor_needs_arguments(tmp_path):
 def test_instance_is_in_eval_mode():
     mod, res = _resolve(EXAMPLES / "mlp.py", "MLP")
     assert instantiate(mod, "MLP", res).training is False
+
+
+def test_random_examples_and_weights_are_the_same_on_every_build(tmp_path):
+    """`torch.randn` examples and a module's random weights are drawn from one seed on each
+    build, so what is decided on their values (Verify, a specialised branch, an offer) does
+    not change between two checks; the caller's own generator is left as it was."""
+    path = _write(tmp_path, """
+        import torch
+
+        # torch-mlir-lens: inputs=(torch.randn(4, 8),)
+        class Head(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+    """)
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    builds = []
+    for _ in range(2):
+        mod, res = _resolve(path, "Head")
+        builds.append((res.args[0], instantiate(mod, "Head", res).fc.weight.detach()))
+    assert torch.equal(builds[0][0], builds[1][0]) and torch.equal(builds[0][1], builds[1][1])
+    assert torch.equal(torch.rand(3), expected_next)  # the caller's draws are untouched

@@ -25,6 +25,7 @@ from torch_mlir_lens.worker.inputs.values import (
     load_inputs_file,
     locate,
     namespace,
+    seeded,
     settings_value,
     to_dims,
 )
@@ -47,9 +48,11 @@ def resolve_inputs(
     Raises LensError: "unknown-module", "bad-inputs" (an expression or file failed),
     "inputs-missing" (nothing applies; the message holds the comment to add).
     """
-    return _resolve(mod, name, path=os.path.abspath(path), text=text, inputs_expr=inputs_expr,
-                    inputs_file=inputs_file, init_expr=init_expr,
-                    settings=settings_inputs or {}, workspace=workspace, allow_derived=True)
+    with seeded():  # the same example and weights on every build (values.seeded)
+        return _resolve(mod, name, path=os.path.abspath(path), text=text,
+                        inputs_expr=inputs_expr, inputs_file=inputs_file, init_expr=init_expr,
+                        settings=settings_inputs or {}, workspace=workspace,
+                        allow_derived=True)
 
 
 def instantiate(mod: types.ModuleType, name: str, resolved: ResolvedInputs) -> Any:
@@ -60,8 +63,9 @@ def instantiate(mod: types.ModuleType, name: str, resolved: ResolvedInputs) -> A
         return obj
     instance = resolved.instance
     if instance is None:
-        instance = construct_module(obj, name, resolved.init_args, resolved.init_kwargs, None,
-                                    mod.__file__ or "", "init")
+        with seeded():
+            instance = construct_module(obj, name, resolved.init_args, resolved.init_kwargs,
+                                        None, mod.__file__ or "", "init")
     if isinstance(instance, torch.nn.Module):
         instance.eval()
     return instance

@@ -7,10 +7,12 @@ become "bad-inputs" errors at the line that holds the expression. `dynamic` dim 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -18,6 +20,19 @@ import torch
 from torch_mlir_lens.protocol.results import ErrorKind, LensError
 from torch_mlir_lens.source.dynamic_dims import DimText, parse_dim_text
 from torch_mlir_lens.system.reading import INPUTS_FILE, read_bytes
+
+SEED = 0  # what the example's values and a module's weights are drawn from, on every build
+
+
+@contextlib.contextmanager
+def seeded() -> Iterator[None]:
+    """torch's random generator at `SEED` for the block, put back after: an example written
+    `torch.randn(4, 8)` and a module's random weights are the same on every build, so what is
+    decided on their values (Verify, a branch a proof specialises, an offer) is a function of
+    the file's text, not of the draw, and a check says the same thing twice."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        yield
 
 
 def namespace(mod: types.ModuleType) -> dict[str, Any]:
