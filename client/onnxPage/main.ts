@@ -60,9 +60,11 @@ const irButtons = IR_TARGETS.map((t) => {
   b.addEventListener('click', () => host.postMessage({ type: 'showIr', target: t }));
   return b;
 });
+const graphButton = el('button', { title: 'The nodes as a graph, each coloured by its verdict' }, 'Graph');
+graphButton.addEventListener('click', () => host.postMessage({ type: 'showGraph' }));
 const refresh = el('button', { title: 'Read the model again' }, 'Refresh');
 refresh.addEventListener('click', () => host.postMessage({ type: 'refresh' }));
-tools.append(searchBox, groupSelect, problemsBox, problemsLabel, ...irButtons, refresh);
+tools.append(searchBox, groupSelect, problemsBox, problemsLabel, ...irButtons, graphButton, refresh);
 header.append(titleEl, meta, summary, tools);
 const status = el('div', { id: 'status', role: 'status' });
 const main = el('main');

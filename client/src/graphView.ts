@@ -11,6 +11,9 @@ import type { LensClient } from './languageClient';
 import { GRAPH, type GraphResponse } from './protocol';
 import { setting } from './settings';
 
+/** onnxEditor.ts's command lighting a model's node (named here: that module imports this). */
+const REVEAL_NODE = 'torchMlirLens.revealOnnxNode';
+
 const TYPING_DELAY_MS = 800;
 
 /** What the page says: ready for data, reveal a node's lines, a backend picked. */
@@ -74,6 +77,12 @@ class GraphView implements vscode.Disposable {
   /** The node's Python line, selected in the source's editor (in the module's own file, or
    *  the file it names). */
   private async reveal(file: string | null, line: number): Promise<void> {
+    if (this.source.path.endsWith('.onnx')) {
+      // A model has no text to select: its node is lit in the model view (onnxEditor.ts).
+      await vscode.commands.executeCommand(REVEAL_NODE, this.source.toString(), line);
+      this.revealed = { file: this.source.toString(), line };
+      return;
+    }
     const target = file && !this.source.path.endsWith(file) && file.startsWith('/') && this.source.scheme === 'file' ? vscode.Uri.file(file) : this.source;
     const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === target.toString());
     const editor = await vscode.window.showTextDocument(target, { viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One, preserveFocus: false });
@@ -146,8 +155,12 @@ export class GraphViews implements vscode.Disposable {
    *  (a helper module), and a line of none of its files unlights what was lit. */
   private onCursor(editor: vscode.TextEditor): void {
     if (editor.document.uri.scheme !== 'file') return;
-    const line = editor.selection.active.line + 1;
-    for (const v of this.views.values()) v.post({ type: 'cursor', file: editor.document.uri.fsPath, line });
+    this.cursorAt(editor.document.uri.fsPath, editor.selection.active.line + 1);
+  }
+
+  /** Lights, in every view, the nodes of `line` of `file` (a model's node: its position). */
+  cursorAt(file: string, line: number): void {
+    for (const v of this.views.values()) v.post({ type: 'cursor', file, line });
   }
 
   dispose(): void {

@@ -6,10 +6,13 @@
 // model, `module` from the answer); a clicked node lights its IR lines in them, the cursor in
 // a pane lights the node its line came from (the node's 1-based position is its "line").
 // The server publishes the rejected nodes to the file: Problems lists node N at line N while
-// the view is open. The model is read again when the file changes on disk.
+// the view is open. The model is read again when the file changes on disk. Its Graph button
+// opens the graph view of the model (graphView.ts, as for a module): a node clicked there
+// lights its row here (`torchMlirLens.revealOnnxNode`), a row clicked here lights its node.
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { graphViews } from './graphView';
 import type { IrPanes } from './irPanes';
 import type { LensClient } from './languageClient';
 import type { Linking } from './linking';
@@ -18,7 +21,10 @@ import { ONNX_MODEL, type OnnxModelResponse } from './protocol';
 export const VIEW_TYPE = 'torchMlirLens.onnxModel';
 
 /** What the page says: ready for data, a node picked, an IR asked for, read again. */
-type FromPage = { type: 'ready' } | { type: 'select'; node: number } | { type: 'showIr'; target: string } | { type: 'refresh' };
+type FromPage = { type: 'ready' } | { type: 'select'; node: number } | { type: 'showIr'; target: string } | { type: 'showGraph' } | { type: 'refresh' };
+
+/** The command a graph view of a model runs on a clicked node (uri, its 1-based position). */
+export const REVEAL_NODE = 'torchMlirLens.revealOnnxNode';
 
 /** One open model view. */
 class OnnxView implements vscode.Disposable {
@@ -42,8 +48,8 @@ class OnnxView implements vscode.Disposable {
     this.disposables.push(
       panel.webview.onDidReceiveMessage((m: FromPage) => this.onMessage(m)),
       watcher,
-      watcher.onDidChange(() => void this.refresh()),
-      watcher.onDidCreate(() => void this.refresh()),
+      watcher.onDidChange(() => this.changedOnDisk()),
+      watcher.onDidCreate(() => this.changedOnDisk()),
       views.linking.onDidPaneCursor((at) => {
         if (at.uri !== this.uri.toString()) return;
         this.lit = at.lines.map((l) => l + 1);
@@ -84,10 +90,27 @@ class OnnxView implements vscode.Disposable {
       await this.refresh();
     } else if (m.type === 'select') {
       this.views.linking.showSourceLines(this.uri.toString(), [m.node - 1]);
+      graphViews()?.cursorAt(this.uri.fsPath, m.node);
+    } else if (m.type === 'showGraph') {
+      await vscode.commands.executeCommand('torchMlirLens.showGraph', this.uri.toString(), this.model?.module || '*');
     } else if (m.type === 'showIr') {
       const module = this.model?.module || '*';
       await this.views.panes.open({ source: this.uri.toString(), module, target: m.target }, vscode.ViewColumn.Beside);
     }
+  }
+
+  /** The file changed: this view and the model's graph views read it again. */
+  private changedOnDisk(): void {
+    void this.refresh();
+    graphViews()?.refreshSource(this.uri);
+  }
+
+  /** A node picked elsewhere (the graph view): its row lit and shown, its IR lines lit. */
+  light(node: number): void {
+    this.lit = [node];
+    this.post({ type: 'cursor', nodes: this.lit });
+    this.views.linking.showSourceLines(this.uri.toString(), [node - 1]);
+    this.panel.reveal(undefined, true);
   }
 
   dispose(): void {
@@ -116,10 +139,20 @@ export class OnnxEditors implements vscode.CustomReadonlyEditorProvider, vscode.
     readonly linking: Linking,
     readonly extensionUri: vscode.Uri,
   ) {
-    this.registration = vscode.window.registerCustomEditorProvider(VIEW_TYPE, this, {
-      webviewOptions: { retainContextWhenHidden: true },
-      supportsMultipleEditorsPerDocument: false,
-    });
+    this.registration = vscode.Disposable.from(
+      vscode.window.registerCustomEditorProvider(VIEW_TYPE, this, {
+        webviewOptions: { retainContextWhenHidden: true },
+        supportsMultipleEditorsPerDocument: false,
+      }),
+      vscode.commands.registerCommand(REVEAL_NODE, (uri: string, node: number) => this.light(uri, node)),
+    );
+  }
+
+  /** Lights node `node` in the views of `uri`; false when none is open. */
+  light(uri: string, node: number): boolean {
+    const open = [...this.views].filter((v) => v.uri.toString() === uri);
+    for (const v of open) v.light(node);
+    return open.length > 0;
   }
 
   openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {

@@ -124,3 +124,57 @@ def test_verify_and_export_an_onnx_file_on_iree(tmp_path: Path) -> None:
     proc = run_cli("verify", str(path), "--target", "iree-cuda")
     assert proc.returncode == 3, proc.stderr
     assert "compiled, not run: no device" in proc.stdout
+
+
+def _grouped(tmp: Path) -> Path:
+    """Named as torch.onnx.export names nodes (`/encoder/fc/MatMul`), ending in a node no
+    backend takes (com.microsoft FastGelu) and a Relu that fails only because of it."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.ones((8, 4), np.float32), "w")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="/encoder/fc/MatMul"),
+             helper.make_node("Relu", ["m"], ["r"], name="/encoder/act/Relu"),
+             helper.make_node("FastGelu", ["r"], ["g"], name="/head/FastGelu",
+                              domain="com.microsoft"),
+             helper.make_node("Relu", ["g"], ["y"], name="/head/Relu_1")]
+    graph = helper.make_graph(
+        nodes, "grouped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    return models.save(model, tmp / "grouped.onnx")
+
+
+def test_graph_of_an_onnx_model(tmp_path: Path) -> None:
+    """`graph model.onnx`: the model drawn as a module is, each node at its position with its
+    verdict per backend, the values between nodes with their types, the names' folders as
+    groups, each node's Torch IR lines."""
+    path = _grouped(tmp_path)
+    out = tmp_path / "g.json"
+    proc = run_cli("graph", str(path), "--targets", "linalg,tosa", "--format", "json",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert (data["module"], data["targets"]) == ("grouped", ["linalg", "tosa"])
+    nodes = {n["id"]: n for n in data["nodes"]}
+    assert [nodes[f"n{i}"]["op"] for i in range(1, 5)] == \
+        ["MatMul", "Relu", "com.microsoft.FastGelu", "Relu"]
+    assert {t: v["status"] for t, v in nodes["n3"]["targets"].items()} == \
+        {"linalg": "rejected", "tosa": "rejected"}
+    assert "com.microsoft.FastGelu" in nodes["n3"]["targets"]["tosa"]["why"]
+    assert nodes["n4"]["targets"]["tosa"]["status"] == "knock-on"
+    assert nodes["n1"]["targets"]["linalg"]["status"] == "lowered"
+    assert (nodes["n1"]["line"], nodes["n1"]["shape"], nodes["n1"]["dtype"]) == (1, [2, 4], "f32")
+    ir = data["ir"].splitlines()
+    assert nodes["n1"]["ir_lines"] and all("torch.aten" in ir[n - 1]
+                                           for n in nodes["n1"]["ir_lines"])
+    edges = {(e["from"], e["to"]): e["type"] for e in data["edges"]}
+    assert edges == {("in:x", "n1"): "f32[2, 8]", ("n1", "n2"): "f32[2, 4]",
+                     ("n2", "n3"): "f32[2, 4]", ("n3", "n4"): "none", ("n4", "out"): "f32[2, 4]"}
+    groups = {g["id"]: g for g in data["groups"]}
+    assert {g["path"] for g in groups.values()} == {"encoder", "encoder.fc", "encoder.act",
+                                                    "head"}
+    assert groups[nodes["n1"]["group"]]["parent"] == "g:/encoder"
+    assert nodes["n3"]["group"] == "g:/head"
+    assert data["verdicts"]["tosa"]["ok"] is False

@@ -496,6 +496,29 @@ export async function onnxProblems(w) {
   return label.replace(/\s+/g, ' ').slice(0, 200);
 }
 
+/**
+ * The model's graph (the model view's Graph button): its nodes drawn with their verdicts as a
+ * module's are, and a click on the FastGelu node lights its row in the model view.
+ */
+export async function onnxGraph(w) {
+  await w.page.keyboard.press('Escape');
+  await w.tab('chain.onnx').click();
+  await onnxPage(w).getByRole('button', { name: 'Graph' }).click();
+  const frame = graphPage(w);
+  const gelu = graphBox(frame, 'n2');
+  await gelu.waitFor({ timeout: 150_000 });
+  const statuses = {};
+  for (const id of ['n1', 'n2', 'n3']) statuses[id] = await graphBox(frame, id).getAttribute('data-status');
+  if (statuses.n1 !== 'lowered' || statuses.n2 !== 'rejected' || statuses.n3 !== 'knock-on') {
+    throw new Error(`the model's nodes are drawn ${JSON.stringify(statuses)}`);
+  }
+  await gelu.click();
+  await w.report("node 2 lit in the model view", 30_000, (rep) =>
+    rep.onnx.find((v) => v.uri.endsWith('/chain.onnx') && v.lit.includes(2)));
+  await w.shot('17-onnx-graph.png');
+  return `nodes drawn ${Object.values(statuses).join(', ')}; the FastGelu node lights its row`;
+}
+
 /** IREE CPU diagnosed: the verdict lens names it, a hover names the dispatch, "Time on IREE CPU" draws a heat band. */
 export async function ireeLens(w) {
   await w.openFromExplorer('mlp.py');

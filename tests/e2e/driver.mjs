@@ -20,7 +20,8 @@
 //              then changes interpreters through that API: only gamma's server restarts, once
 //              for a burst of changes, and alpha's setting wins over the extension.
 //   onnx       an .onnx file in its custom editor (each node's verdict per backend, the Linalg
-//              pane linked to the node rows both ways, the rejected node in Problems), and IREE
+//              pane linked to the node rows both ways, the rejected node in Problems, the
+//              graph view of the model: a clicked node lights its row), and IREE
 //              CPU diagnosed on the MLP: its verdict lens, a hover naming its dispatch, the heat
 //              band of "Time on IREE CPU".
 //   notebook   tests/notebooks/spread_model.ipynb (no kernel), its model spread over cells: the
@@ -63,7 +64,7 @@ const WINDOWS = {
   },
   notebook: { target: (ws) => ({ folder: ws.notebook }), suite: 'notebook', cases: ['nbOpen', 'nbLens', 'nbPane', 'nbHighlight', 'nbHover', 'nbSquiggle', 'nbReveal'] },
   trust: { target: (ws) => ({ folder: ws.single }), suite: null, cases: ['untrusted', 'trusted'] },
-  onnx: { target: (ws) => ({ folder: ws.onnx }), suite: null, cases: ['ireeLens', 'onnxEditor', 'onnxPane', 'onnxProblems'] },
+  onnx: { target: (ws) => ({ folder: ws.onnx }), suite: null, cases: ['ireeLens', 'onnxEditor', 'onnxPane', 'onnxProblems', 'onnxGraph'] },
 };
 
 /** How many times a workspace window is opened before its cases run anyway. */

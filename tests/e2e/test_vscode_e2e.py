@@ -9,11 +9,12 @@ stand-in of its published API): a burst restarts only that folder's server, once
 `torchMlirLens.python` setting still wins; a notebook with its model spread over cells (lens, pane,
 highlight, hover and squiggle in cells, Ctrl-click revealing a cell, its training cell never run);
 an .onnx file in its model view (each node's verdict per backend, the Linalg pane linked to the node
-rows both ways, the rejected node in Problems) and IREE CPU diagnosed (its verdict lens, a hover
-naming the dispatch, the heat band of a profile); then workspace trust in the UI: restricted until
-trusted, and IR after trusting without a reload. Highlights and hovers are read from the extension's
-own test report and the hover widget, not from VS Code's internal CSS. Driven by
-tests/e2e/driver.mjs; screenshots and logs go to test-artifacts/e2e/.
+rows both ways, the rejected node in Problems, its graph view linked to the rows) and IREE CPU
+diagnosed (its verdict lens, a hover naming the dispatch, the heat band of a profile); then
+workspace trust in the UI: restricted until trusted, and IR after trusting without a reload.
+Highlights and hovers are read from the extension's own test report and the hover widget, not from
+VS Code's internal CSS. Driven by tests/e2e/driver.mjs; screenshots and logs go to test-
+artifacts/e2e/.
 
 Needs `bash tests/e2e/setup.sh` (make e2e-deps) and the .vsix (make vsix); `make test` does both
 first. Skipped, with the reason, when they are missing.
@@ -47,7 +48,8 @@ UI_STEPS = [
         f"notebook.{s}"
         for s in ("nbOpen", "nbLens", "nbPane", "nbHighlight", "nbHover", "nbSquiggle", "nbReveal")
     ),
-    *(f"onnx.{s}" for s in ("ireeLens", "onnxEditor", "onnxPane", "onnxProblems")),
+    *(f"onnx.{s}" for s in ("ireeLens", "onnxEditor", "onnxPane", "onnxProblems",
+                            "onnxGraph")),
     "trust.untrusted",
     "trust.trusted",
 ]
@@ -93,6 +95,7 @@ SHOTS = (
     "14-onnx-pane",
     "15-onnx-problems",
     "16-iree-heat",
+    "17-onnx-graph",
     *(f"nb-0{i}-{name}" for i, name in enumerate(
         ("lens", "pane", "highlight", "hover", "squiggle", "reveal"), start=1)),
 )

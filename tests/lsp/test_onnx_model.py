@@ -73,6 +73,22 @@ async def test_the_ir_pane_of_a_model_maps_its_nodes(client: LanguageClient,
     assert diag["node"]["opType"] == "FastGelu" and diag["line"] == 2
 
 
+async def test_the_graph_view_draws_a_model(client: LanguageClient, workspace: Path) -> None:
+    """`torchMlirLens/graph` on a model (the model view's Graph button): its nodes with their
+    verdicts and the values between them, as for a module."""
+    path = models.chain(workspace, "FastGelu", domain="com.microsoft", name="drawn")
+    uri = path.as_uri()
+    answer = await request(client, ONNX_MODEL, {"uri": uri, "targets": ["tosa"]})
+    drawn = await request(client, "torchMlirLens/graph",
+                          {"uri": uri, "module": answer["module"], "targets": ["tosa"]})
+    graph = drawn["graph"]
+    assert graph["module"] == "drawn" and graph["targets"] == ["tosa"]
+    status = {n["line"]: n["targets"]["tosa"]["status"] for n in graph["nodes"] if n["line"]}
+    assert status == {1: "lowered", 2: "rejected", 3: "knock-on"}
+    assert [(e["from"], e["to"]) for e in graph["edges"]] == [
+        ("in:x", "n1"), ("n1", "n2"), ("n2", "n3"), ("n3", "out")]
+
+
 async def test_a_truncated_model_is_one_located_message(client: LanguageClient,
                                                        workspace: Path) -> None:
     good = models.chain(workspace, "Relu", name="whole")

@@ -90,6 +90,25 @@ def test_expand_all_draws_a_resnet_50_s_depth_inside_its_frames(tmp_path: Path) 
     assert expanded["outside"] == []
 
 
+def test_an_onnx_model_s_graph_page(tmp_path: Path) -> None:
+    """`graph model.onnx -o graph.html`: the model's nodes drawn with their verdicts, a
+    clicked node's details naming why the backend rejects it."""
+    from tests.worker.models import onnx_models
+
+    model = onnx_models.chain(tmp_path, "FastGelu", domain="com.microsoft")
+    out = tmp_path / "graph.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_mlir_lens", "graph", str(model), "--targets", "tosa",
+         "-o", str(out)], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    seen = _browser(out, "n2")
+    assert seen["errors"] == [] and seen["requests"] == []
+    assert seen["boxes"] >= 5  # three nodes, the input, the output
+    assert {"rejected", "lowered", "knock-on"} <= set(seen["statuses"])
+    assert "com.microsoft.FastGelu" in seen["details"]
+    assert "torch-mlir has no conversion of" in seen["details"]
+
+
 def test_the_coverage_report_draws_its_charts(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     out.write_text(render(_report(), "html", "."), encoding="utf-8")

@@ -134,13 +134,13 @@ def value_types(raw: LowerResult, path: str) -> dict[int, tuple[list[str], list[
         text = ir[m.ir_line - 1]
         if "torch.operator" not in text:
             continue
-        signature = _signature(text)
+        signature = signature_types(text)
         if signature is not None:
             out[m.line] = signature
     return out
 
 
-def _signature(text: str) -> tuple[list[str], list[str]] | None:
+def signature_types(text: str) -> tuple[list[str], list[str]] | None:
     """The operand and result types of one op line, shown (`f32[2,3]`); None without any."""
     at = text.rfind(" : (")
     if at < 0:

@@ -18,7 +18,15 @@ from typing import Any
 
 import onnx
 
-from torch_mlir_lens.protocol.jobs import ExportJob, ExportReply, LowerJob, ModuleJob, VerifyJob
+from torch_mlir_lens.findings.onnx_graph import model_graph
+from torch_mlir_lens.protocol.jobs import (
+    ExportJob,
+    ExportReply,
+    GraphJob,
+    LowerJob,
+    ModuleJob,
+    VerifyJob,
+)
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules import onnx_nodes
 from torch_mlir_lens.rules.iree_targets import is_iree_target
@@ -210,8 +218,25 @@ def export(job: ExportJob) -> dict[str, Any]:
     return ExportReply(path=output, bytes=artifacts.atomic_write(output, data)).to_json()
 
 
+def graph(job: GraphJob) -> dict[str, Any]:
+    """The model as the graph view draws a module: each node's verdict at `job.targets`
+    (findings/onnx_graph.py), the values between nodes, its names' hierarchy."""
+    targets = [t for t in job.targets if t in BACKENDS] or list(BACKENDS)
+    unknown = [t for t in job.targets if t not in BACKENDS]
+    if unknown:
+        raise LensError(ErrorKind.BAD_REQUEST, f"a graph's verdicts are a backend's "
+                        f"({', '.join(BACKENDS)}), not {', '.join(unknown)}")
+    lowerer, _reference = lowerer_for(job, targets)
+    options = LowerOptions()
+    results = {t: lowerer.lower(t, options=options) for t in targets}
+    drawn = model_graph(lowerer.path, lowerer.graph(), results, targets,
+                        raw=lowerer.lower("raw", options=options),
+                        torch_ir=lowerer.lower("torch", options=options))
+    return {"graph": drawn.to_json()}
+
+
 HANDLERS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "lower": lower, "verify": verify, "export": export}
+    "lower": lower, "verify": verify, "export": export, "graph": graph}
 
 
 def handler(op: str) -> Callable[[Any], dict[str, Any]]:
@@ -219,5 +244,5 @@ def handler(op: str) -> Callable[[Any], dict[str, Any]]:
     found = HANDLERS.get(op)
     if found is None:
         raise LensError(ErrorKind.BAD_REQUEST, f"an ONNX model has no {op!r} job yet (lower, "
-                        "verify and export do)")
+                        "verify, export and graph do)")
     return found
