@@ -62,3 +62,32 @@ def test_an_output_in_no_folder_is_a_located_error(tmp_path: Path) -> None:
     proc = _graph(str(path), "-o", str(tmp_path / "missing" / "graph.html"))
     assert proc.returncode == 2
     assert "graph.html" in proc.stderr and "does not exist" in proc.stderr
+
+
+def test_model_explorer_files_carry_the_graph_and_the_verdicts(tmp_path: Path) -> None:
+    """`--format model-explorer`: one graph collection as Model Explorer opens it (`label`,
+    `graphs`: each node's op, its module path as namespace, its edges and verdicts), and one
+    node data file per backend whose values and colours are the verdicts."""
+    models = Path(__file__).resolve().parents[1] / "worker" / "models" / "graph_models.py"
+    out = tmp_path / "rejected.json"
+    proc = _graph(str(models), "--module", "Rejected", "--targets", "linalg,tosa",
+                  "--format", "model-explorer", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    collection = json.loads(out.read_text())
+    (graph,) = collection["graphs"]
+    assert collection["label"] == "Rejected (torch-mlir-lens)" and graph["id"] == "Rejected"
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    assert all(e["sourceNodeId"] in nodes for n in nodes.values() for e in n["incomingEdges"])
+    erfinv = nodes["erfinv"]
+    assert erfinv["label"] == "aten.erfinv"
+    attrs = {a["key"]: a["value"] for a in erfinv["attrs"]}
+    assert attrs["line"].endswith("graph_models.py:30")
+    assert attrs["tosa"].startswith("rejected: ") and attrs["linalg"].startswith("rejected")
+    assert erfinv["style"]["backgroundColor"] == "#c62828"  # the first backend's verdict
+    assert any(n["namespace"] == "proj" for n in nodes.values())  # the Linear's ops
+    assert [e["sourceNodeId"] for e in erfinv["incomingEdges"]]
+    tosa = json.loads((tmp_path / "rejected.tosa.nodedata.json").read_text())["Rejected"]
+    assert tosa["results"]["erfinv"] == {"value": 4, "bgColor": "#c62828"}
+    lowered = [i for i, n in nodes.items() if n["label"] == "aten.sigmoid"]
+    assert lowered and tosa["results"][lowered[0]]["value"] == 0
+    assert (tmp_path / "rejected.linalg.nodedata.json").exists()

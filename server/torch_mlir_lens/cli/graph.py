@@ -1,12 +1,15 @@
 """`torch-mlir-lens graph`: a module's computation graph with each node's verdict per backend.
 
     torch-mlir-lens graph FILE [--module NAME | --line N] [--targets linalg,tosa,stablehlo]
-                          [--format html|json] [-o OUT] [--verify] [--inputs ...] [--rewrites ...]
+                          [--format html|json|model-explorer] [-o OUT] [--verify] [--inputs ...]
+                          [--rewrites ...]
 
 `html` (the default) is one self-contained page (its script and the graph inline, no network
 when it opens); `json` is `{"module", "file", "targets", "nodes": [{"id", "op", "name", "line",
 "library_line", "ir_lines", "shape", "dtype", "targets": {"tosa": {"ok", "status", "why"}}}],
-"edges": [{"from", "to", "type"}], "groups", "verdicts", "ir"}` (protocol/graph.py). `--verify`
+"edges": [{"from", "to", "type"}], "groups", "verdicts", "ir"}` (protocol/graph.py);
+`model-explorer` is the graph as Model Explorer opens it, each backend's verdicts beside it as
+node data (views/model_explorer.py). `--verify`
 also runs Verify (the Linalg IR on LLVM against eager PyTorch, as `verify` does by default): the
 graph then carries its verdict (`verify`) and the ops of the first line whose values differ
 carry the mismatch (each node's `verify`). Exit 0 when the graph is written, whatever its
@@ -42,7 +45,7 @@ from torch_mlir_lens.protocol.results import LensError
 from torch_mlir_lens.protocol.verify_results import VerifyResult
 from torch_mlir_lens.rules.targets import BACKENDS
 
-FORMATS = ("html", "json")
+FORMATS = ("html", "json", "model-explorer")
 
 
 def _targets(text: str) -> list[str]:
@@ -64,7 +67,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                        help=f"backends whose verdicts the nodes carry (default "
                             f"{','.join(BACKENDS)})")
     graph.add_argument("--format", choices=FORMATS, default="html",
-                       help="html: one self-contained page (default); json: the graph's data")
+                       help="html: one self-contained page (default); json: the graph's data; "
+                            "model-explorer: Model Explorer's graph file, and with -o a node "
+                            "data file per backend beside it (OUT.TARGET.nodedata.json)")
     graph.add_argument("-o", "--output", metavar="OUT", help="the file to write (default: stdout)")
     graph.add_argument("--verify", action="store_true",
                        help="also run Verify (Linalg against eager PyTorch) and mark the ops of "
@@ -91,6 +96,10 @@ async def _verified(engine: Any, job: Any, graph: dict[str, Any]) -> dict[str, A
 def _render(graph: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(graph, indent=1) + "\n"
+    if fmt == "model-explorer":
+        from torch_mlir_lens.views.model_explorer import graph_collection
+
+        return json.dumps(graph_collection(graph), indent=1) + "\n"
     from torch_mlir_lens.views.assets import AssetMissing
     from torch_mlir_lens.views.graph_page import graph_html
 
@@ -118,6 +127,18 @@ def _write(text: str, output: str | None, source: str) -> None:
         raise CliError(f"cannot write: {exc.strerror or exc}", file=output) from None
 
 
+def _write_node_data(graph: dict[str, Any], output: str, source: str) -> None:
+    """Each backend's verdicts as Model Explorer node data, beside the graph file."""
+    from torch_mlir_lens.views.model_explorer import node_data
+
+    stem = output[:-len(".json")] if output.endswith(".json") else output
+    for target in graph.get("targets") or []:
+        path = f"{stem}.{target}.nodedata.json"
+        _write(json.dumps(node_data(graph, target), indent=1) + "\n", path, source)
+        print(f"wrote {display(path)} (Model Explorer node data: the {target} verdicts)",
+              file=sys.stderr)
+
+
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
     """The `graph` command: the worker builds the graph; this writes it."""
     src = load_source(args.file)
@@ -136,6 +157,8 @@ async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine
         if args.verify:
             graph = await _verified(engine, job, graph)
     _write(_render(graph, args.format), args.output, os.path.abspath(src.path))
+    if args.format == "model-explorer" and args.output is not None:
+        _write_node_data(graph, args.output, os.path.abspath(src.path))
     if args.output is not None:
         print(f"wrote {display(args.output)} ({len(graph.get('nodes') or [])} nodes, "
               f"{len(graph.get('groups') or [])} groups)", file=sys.stderr)
