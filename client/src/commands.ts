@@ -44,6 +44,7 @@ export function registerCommands(context: vscode.ExtensionContext, client: LensC
     'torchMlirLens.toggleColorBands': () => linking.toggleBands(),
     'torchMlirLens.refreshPane': () => refreshActivePane(panes),
     'torchMlirLens.toggleInlineBlocks': () => toggleInlineBlocks(panes),
+    'torchMlirLens.showOtherPath': () => showOtherPath(panes),
   };
   for (const [id, fn] of Object.entries(commands)) {
     context.subscriptions.push(vscode.commands.registerCommand(id, run(fn as (...args: unknown[]) => Promise<unknown>)));
@@ -99,6 +100,19 @@ async function toggleInlineBlocks(panes: IrPanes): Promise<void> {
   const once = pane.spec.blocks ? pane.spec.blocks === 'stitched' : setting<boolean>('stitchBlocks', true, source);
   const spec: PaneSpec = { ...pane.spec, blocks: once ? 'inline' : 'stitched' };
   await panes.open(spec, editor.viewColumn);
+}
+
+/** The active IR pane's module through the other path, beside it: via torch.onnx.export and the
+ *  ONNX importer from a torch.export pane, and back; so a user sees which path a backend takes
+ *  and where the two differ. */
+async function showOtherPath(panes: IrPanes): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const pane = editor?.document.uri.scheme === SCHEME ? panes.get(editor.document.uri) : undefined;
+  if (!editor || !pane) throw new Error('open an IR pane first (Show IR…)');
+  if (pane.spec.source.endsWith('.onnx')) throw new Error('this pane is of an ONNX model already: the other path starts from a PyTorch module');
+  const { via: _via, ...fx } = pane.spec;
+  const spec: PaneSpec = pane.spec.via === 'onnx' ? fx : { ...fx, via: 'onnx' };
+  await panes.open(spec, vscode.ViewColumn.Beside);
 }
 
 async function refreshActivePane(panes: IrPanes): Promise<void> {

@@ -160,6 +160,7 @@ export class IrPanes implements vscode.TextDocumentContentProvider, vscode.Dispo
     else params.target = spec.target;
     if (spec.pass !== undefined) params.printAfterAll = true;
     if (spec.blocks) params.inlineBlocks = spec.blocks === 'inline';
+    if (spec.via) params.via = spec.via;
     pane.loading = true;
     try {
       const res = await this.client.request<LowerResponse | LowerResponse[]>(LOWER, params, cts.token);

@@ -13,6 +13,7 @@ export interface PaneSpec {
   pass?: number; // index into printAfterAll's passes
   passName?: string;
   blocks?: 'inline' | 'stitched'; // repeated blocks; absent: the stitchBlocks setting
+  via?: 'onnx'; // through torch.onnx.export and the ONNX importer; absent: torch.export
 }
 
 export interface PaneUriParts {
@@ -32,7 +33,8 @@ function clean(text: string): string {
 export function paneTitle(spec: PaneSpec): string {
   const pass = spec.pass !== undefined ? ` · after ${clean(spec.passName ?? `pass ${spec.pass + 1}`)}` : '';
   const blocks = spec.blocks === 'inline' ? ' · blocks inline' : spec.blocks === 'stitched' ? ' · blocks once' : '';
-  return `${clean(spec.module)} · ${clean(label(spec))}${blocks}${pass}.mlir`;
+  const via = spec.via === 'onnx' ? ' · via ONNX' : '';
+  return `${clean(spec.module)} · ${clean(label(spec))}${via}${blocks}${pass}.mlir`;
 }
 
 export function toUriParts(spec: PaneSpec): PaneUriParts {
@@ -45,6 +47,7 @@ export function toUriParts(spec: PaneSpec): PaneUriParts {
   if (spec.pass !== undefined) q.set('pass', String(spec.pass));
   if (spec.passName) q.set('passName', spec.passName);
   if (spec.blocks) q.set('blocks', spec.blocks);
+  if (spec.via) q.set('via', spec.via);
   return { path: '/' + paneTitle(spec), query: q.toString() };
 }
 
@@ -65,6 +68,7 @@ export function fromQuery(query: string): PaneSpec | undefined {
   if (passName) spec.passName = passName;
   const blocks = q.get('blocks');
   if (blocks === 'inline' || blocks === 'stitched') spec.blocks = blocks;
+  if (q.get('via') === 'onnx') spec.via = 'onnx';
   return spec;
 }
 

@@ -29,6 +29,7 @@ export interface LowerParams {
   printAfterAll?: boolean;
   workDoneToken?: number | string | null;
   inlineBlocks?: boolean | null; // repeated blocks inline; absent: the stitchBlocks setting
+  via?: string | null; // "onnx": through torch.onnx.export and the ONNX importer
 }
 
 export interface IrLineMapping {

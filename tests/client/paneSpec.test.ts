@@ -22,6 +22,14 @@ describe('pane URIs', () => {
     assert.notEqual(toUriParts({ ...SPEC, blocks: 'inline' }).query, toUriParts(SPEC).query);
   });
 
+  it('titles the ONNX path apart from torch.export, and round-trips it', () => {
+    const via: PaneSpec = { ...SPEC, via: 'onnx' };
+    assert.equal(paneTitle(via), 'MLP · linalg · via ONNX.mlir');
+    assert.notEqual(toUriParts(via).query, toUriParts(SPEC).query);
+    assert.deepEqual(fromQuery(toUriParts(via).query), via);
+    assert.equal(fromQuery(toUriParts(SPEC).query + '&via=tflite')?.via, undefined);
+  });
+
   it('round-trips through the query', () => {
     const spec = { ...SPEC, target: 'custom', pipelineName: 'p', pipeline: 'builtin.module(x)', pass: 0, passName: 'x' };
     assert.deepEqual(fromQuery(toUriParts(spec).query), spec);

@@ -60,6 +60,17 @@ export async function pane(w) {
   return `${r.text.split('\n').length} lines of Linalg IR in the pane`;
 }
 
+/** The pane's other path, beside it: the MLP through torch.onnx.export and the ONNX importer. */
+export async function viaOnnx(w) {
+  await w.tab('MLP · linalg.mlir').click();
+  await w.palette('Torch-MLIR Lens: Show This IR via ONNX / via torch.export (Side by Side)');
+  await w.tab('MLP · linalg · via ONNX.mlir').waitFor({ timeout: 30_000 });
+  const r = await w.report('the ONNX path\'s Linalg pane', 150_000, (rep) =>
+    rep.panes.find((p) => decodeURIComponent(p.uri).includes('via ONNX') && !p.loading && p.text.includes('linalg.')));
+  await w.shot('06c-via-onnx.png');
+  return `${r.text.split('\n').length} lines of Linalg IR through ONNX beside torch.export's`;
+}
+
 export async function highlight(w) {
   // The cursor on a line of forward lights up that line's IR in the pane.
   const want = lineIndex(path.join(w.ws, 'mlp.py'), FC1);

@@ -10,7 +10,8 @@
 // One code-server (trust off) serves four windows in turn:
 //   main       a single folder: lenses, the Linalg pane, the highlight the cursor draws in it,
 //              hovers, colour bands, a squiggle with its message, the export dialog, the graph
-//              view (a clicked node reveals its line, the cursor lights its node). Its
+//              view (a clicked node reveals its line, the cursor lights its node), the pane's
+//              ONNX path beside it. Its
 //              in-editor suite (suite/main.ts) checks through the API meanwhile, then a pane
 //              refreshed on save and trust granted mid-start many times (suite/trustRace.ts).
 //   multiRoot  three folders with their own interpreters and settings (alpha: the project's
@@ -55,7 +56,7 @@ const SUITE_BUDGET_MS = 300_000;
 
 /** The windows: where they open, their cases in order, and whether an in-editor suite runs. */
 const WINDOWS = {
-  main: { target: (ws) => ({ folder: ws.single }), suite: 'main', cases: ['lenses', 'pane', 'highlight', 'hover', 'bands', 'squiggle', 'exportDialog', 'graph'] },
+  main: { target: (ws) => ({ folder: ws.single }), suite: 'main', cases: ['lenses', 'pane', 'highlight', 'hover', 'bands', 'squiggle', 'exportDialog', 'graph', 'viaOnnx'] },
   multiRoot: {
     target: (ws) => ({ workspace: ws.multiRoot }),
     folders: ['alpha', 'beta', 'gamma'],

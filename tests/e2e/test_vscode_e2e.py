@@ -41,7 +41,7 @@ UI_STEPS = [
     *(
         f"main.{s}"
         for s in ("lenses", "pane", "highlight", "hover", "bands", "squiggle", "exportDialog",
-                  "graph")
+                  "graph", "viaOnnx")
     ),
     *(f"multiRoot.{s}" for s in ("alphaFolder", "betaMissing", "alphaUnaffected", "gammaFolder")),
     *(
@@ -84,6 +84,7 @@ SHOTS = (
     "05-squiggle",
     "06a-export-dialog",
     "06b-export-overwrite-question",
+    "06c-via-onnx",
     "06-untrusted",
     "07-trusted",
     "08-server-missing",

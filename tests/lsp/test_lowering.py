@@ -154,6 +154,29 @@ async def test_a_repeated_block_is_one_function_and_its_call_says_where(
     assert inline["stats"]["blocksNote"] == "inline: asked for"
 
 
+async def test_the_onnx_path_beside_torch_export(client: LanguageClient,
+                                                 workspace: Path) -> None:
+    """A pane's other path (`via: "onnx"`): the module through torch.onnx.export and the
+    ONNX importer, its ops at the Python lines the exporter recorded; torch.export's pane
+    answers as before, and an unknown path is refused."""
+    path = workspace / "mlp.py"
+    uri = open_doc(client, path)
+    fx = await request(client, "torchMlirLens/lower",
+                       {"uri": uri, "module": "MLP", "target": "tosa"})
+    onnx = await request(client, "torchMlirLens/lower",
+                         {"uri": uri, "module": "MLP", "target": "tosa", "via": "onnx"})
+    assert fx["ok"] and onnx["ok"], onnx.get("diagnostics")
+    assert "tosa." in onnx["ir"] and onnx["stats"]["via"] == "onnx"
+    assert "via" not in fx["stats"] or fx["stats"]["via"] != "onnx"
+    forward = {line_of(path, needle) for needle in (
+        "F.relu(self.fc1(x))", "torch.relu(self.fc2(x))", "return self.head(x)")}
+    placed = {m["line"] for m in onnx["map"] if m["uri"] == uri}
+    assert placed and placed <= forward, (placed, forward)
+    with pytest.raises(JsonRpcException, match="unknown path"):
+        await request(client, "torchMlirLens/lower",
+                      {"uri": uri, "module": "MLP", "target": "tosa", "via": "tflite"})
+
+
 async def test_hover_in_a_helper_function(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "with_helper.py"
     uri = open_doc(client, path)

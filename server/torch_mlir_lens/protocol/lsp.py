@@ -56,6 +56,7 @@ class LowerParams:
     print_after_all: bool = False
     work_done_token: int | str | None = None
     inline_blocks: bool | None = None  # repeated blocks inline; None: the stitchBlocks setting
+    via: str | None = None  # "onnx": through torch.onnx.export and the ONNX importer
 
 
 @attrs.define

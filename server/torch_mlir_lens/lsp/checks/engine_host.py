@@ -206,9 +206,10 @@ class EngineHost:
             raise LensError(ErrorKind.CANCELLED, "the lowering engine was stopped")
         return engine
 
-    def job(self, doc: Document, module: str, inline_blocks: bool | None = None) -> ModuleJob:
+    def job(self, doc: Document, module: str, inline_blocks: bool | None = None,
+            via: str = "fx") -> ModuleJob:
         """The engine job for `module` of the document's current text (`inline_blocks`:
-        None for the `stitchBlocks` setting)."""
+        None for the `stitchBlocks` setting; `via`: "onnx" for the ONNX exporter's path)."""
         from torch_mlir_lens.engine import JobSettings, module_job
 
         if not doc.path:
@@ -223,7 +224,7 @@ class EngineHost:
                 example_inputs=dict(settings.example_inputs),
                 strict_export=settings.strict_export, rewrites=tuple(settings.rewrites),
                 inline_blocks=not settings.stitch_blocks if inline_blocks is None
-                else inline_blocks))
+                else inline_blocks), via=via)
 
     def _import_root(self, path: str) -> str | None:
         """The folder a job of `path` may import from (the worker puts it on sys.path): the
@@ -258,6 +259,7 @@ class EngineHost:
         cancel_on_abandon: bool = True,
         inline_blocks: bool | None = None,
         profile: bool = False,
+        via: str = "fx",
     ) -> list[LowerResult]:
         """Lower `module` of the document's current text, behind the trust gate (the IREE
         targets at their `ireeArchs` architectures; `profile`: IREE CPU timed, per line).
@@ -269,8 +271,10 @@ class EngineHost:
         features anyway, and a hover the mouse left must not restart the worker.
         """
         engine = await self._engine_or_raise()
-        job = self.job(doc, module, inline_blocks)
+        job = self.job(doc, module, inline_blocks, via)
         what = f"{module} → {'custom pipeline' if pipeline else ', '.join(targets or [])}"
+        if via != "fx":
+            what += f" (via {via.upper()})"
         # Each caller shows progress for its own wait (a hover joining a check under way too).
         async with progress_of(self._session.client, f"Lowering {module}", what,
                                token=progress_token, enabled=progress):

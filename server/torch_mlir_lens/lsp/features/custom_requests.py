@@ -18,6 +18,7 @@ from torch_mlir_lens.lsp.document import Document, load_document
 from torch_mlir_lens.lsp.wire import answers, convert
 from torch_mlir_lens.lsp.wire.request_io import lens_error
 from torch_mlir_lens.protocol import lsp as lens_types
+from torch_mlir_lens.protocol.jobs import VIAS
 from torch_mlir_lens.protocol.results import ErrorKind, LensError, LowerResult
 from torch_mlir_lens.rules.targets import CUSTOM_TARGET, TARGETS
 
@@ -126,9 +127,12 @@ async def lower_request(session: Session,
     inline = params.inline_blocks  # a pane's own choice; the setting's needs no override
     if inline is not None and inline == (not session.settings.stitch_blocks):
         inline = None
+    via = params.via or "fx"
+    if via not in VIAS:
+        raise JsonRpcInvalidParams(f"unknown path {via!r} (choose from {', '.join(VIAS)})")
     try:
         result = await _lower(session, doc, module, target, pipeline, print_after_all, token,
-                              inline)
+                              inline, via)
     except LensError as err:
         if err.kind == ErrorKind.CANCELLED:
             raise lens_error(err) from None
@@ -146,8 +150,9 @@ async def _lower(
     print_after_all: bool,
     token: Any,
     inline_blocks: bool | None = None,
+    via: str = "fx",
 ) -> LowerResult:
-    plain = pipeline is None and not print_after_all and inline_blocks is None
+    plain = pipeline is None and not print_after_all and inline_blocks is None and via == "fx"
     if plain and target in session.settings_for(doc.path).check_targets:
         # The check's first stage for this target alone (shared with hover and diagnostics,
         # cached on the document); the other check targets follow without delaying it.
@@ -163,7 +168,7 @@ async def _lower(
     results_list = await session.host.lower(
         doc, module, [] if pipeline else [target], pipeline=pipeline,
         print_after_all=print_after_all, progress_token=token, progress=True,
-        inline_blocks=inline_blocks,
+        inline_blocks=inline_blocks, via=via,
     )
     if not results_list:
         raise LensError(ErrorKind.LOWERING_ERROR, "the engine returned no result")
