@@ -136,16 +136,30 @@ def register_user_frames(module: torch.nn.Module, fn: Any, users: UserFiles) -> 
     _register_library_helpers(module, anchors)
 
 
+def _own_code(f: Any) -> Any:
+    """The code of the function `f` names itself, or None for a decorator's closure standing
+    in for it (`wrapper` in transformers' utils/generic.py): anchoring that would record the
+    decorator's frame for every call it wraps, in place of the lines inside."""
+    f = inspect.unwrap(f)
+    code = getattr(f, "__code__", None)
+    return code if code is not None and code.co_name == getattr(f, "__name__", None) else None
+
+
 def _register_library_function(f: Any, anchors: set[Any]) -> None:
-    """A library function the model calls, and the functions of its file it may call on the
-    way (timm's `resample_abs_pos_embed`, which a ViT's `_pos_embed` imports from another
-    file): the ops made inside are named at their lines there."""
-    file = f.__code__.co_filename
-    anchors.add((file, f.__code__.co_name))
-    for value in list(vars(sys.modules[f.__module__]).values()) \
-            if f.__module__ in sys.modules else []:
-        code = getattr(value, "__code__", None)
-        if inspect.isfunction(value) and code is not None and code.co_filename == file:
+    """A library function the user's forward calls by name (`resize(x)`), and the functions of
+    its file it may call on the way: the ops made inside are named at their lines there, not
+    only at the user's call. (A library class's helpers imported from other files are not:
+    a transformers model's ops would then sit in its shared attention and mask helpers
+    instead of the modeling file's lines.)"""
+    own = _own_code(f)
+    if own is None:
+        return
+    file = own.co_filename
+    anchors.add((file, own.co_name))
+    module = sys.modules.get(getattr(inspect.unwrap(f), "__module__", "") or "")
+    for value in list(vars(module).values()) if module is not None else []:
+        code = _own_code(value) if inspect.isfunction(value) else None
+        if code is not None and code.co_filename == file:
             anchors.add((file, code.co_name))
 
 
@@ -172,12 +186,8 @@ def _register_library_helpers(module: torch.nn.Module, anchors: set[Any]) -> Non
                     anchors.add((file, code.co_name))
             for value in list(vars(sys.modules[cls.__module__]).values()):
                 code = getattr(value, "__code__", None)
-                if not inspect.isfunction(value) or code is None:
-                    continue
-                if code.co_filename == file:
+                if inspect.isfunction(value) and code is not None and code.co_filename == file:
                     anchors.add((file, code.co_name))
-                elif libraries.is_library(code.co_filename):  # imported from another file
-                    _register_library_function(value, anchors)
 
 
 def export_program(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *,
