@@ -35,6 +35,13 @@ def models() -> list[Path]:
     return [p for p in found if "/real/" not in str(p)]
 
 
+def model_name(path: Path) -> str:
+    """`pytorch-converted/test_AvgPool1d`, `light/light_vgg19`: a model as rows name it."""
+    if path.name == "model.onnx":
+        return f"{path.parent.parent.name}/{path.parent.name}"
+    return f"light/{path.stem}"
+
+
 def plain(path: Path) -> dict[str, bool]:
     """Per backend: does plain torch-mlir (the import tool's steps, the pipelines) lower it."""
     import onnx
@@ -132,8 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with open(args.out, "w") as out:  # the benchmark's own output file
         for path in models():
-            name = f"{path.parent.parent.name}/{path.parent.name}" if path.name == "model.onnx" \
-                else f"light/{path.stem}"
+            name = model_name(path)
             if args.only and not re.search(args.only, name):
                 continue
             base = _in_child(plain, path) or dict.fromkeys(BACKENDS, False)

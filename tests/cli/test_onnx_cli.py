@@ -36,6 +36,17 @@ def test_verify_and_export_an_onnx_file(tmp_path: Path) -> None:
     assert "tosa.clamp" in out.read_text()
 
 
+def test_a_model_onnxruntime_cannot_run_is_verified_by_onnx_s_evaluator() -> None:
+    """The onnx wheel's opset-6 Gemm (test_Linear): onnxruntime has no kernel for it, so the
+    reference is the onnx package's own evaluator, named in the verdict."""
+    model = models.DATA / "pytorch-converted" / "test_Linear" / "model.onnx"
+    proc = run_cli("verify", str(model), "--target", "linalg", "--rewrites", "auto", "--json")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    assert data["ok"] and "matches onnx's reference evaluator" in data["message"]
+    assert data["inputs_source"].startswith("test data")
+
+
 def test_bad_onnx_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "cut.onnx"
     bad.write_bytes(models.SQUEEZENET.read_bytes()[:300])

@@ -4,7 +4,8 @@
 
 The IR of `backend` (TOSA's and StableHLO's converted to Linalg, as for a PyTorch module:
 verify/backends.py) is lowered to LLVM, JIT-compiled and run on the model's inputs
-(reference.py); onnxruntime runs the model as its file has it (`reference_model`: the model
+(reference.py); onnxruntime (else, for an operator it has no kernel for, onnx's reference
+evaluator) runs the model as its file has it (`reference_model`: the model
 before any fix, so a fix is proven against what the user has). Every output is compared with
 Verify's tolerances. The verdict's words and exit codes are Verify's.
 """
@@ -65,7 +66,7 @@ def verify_model(lowerer: OnnxLowerer, reference_model: onnx.ModelProto, *,
     result.inputs_source = inputs.source
     result.timings["lower"] = round(lower_s, 6)
     if result.ok or result.kind == ErrorKind.VERIFY_MISMATCH:
-        against = "onnxruntime"
+        against = reference.name  # onnxruntime, else onnx's reference evaluator
         result.message = result.message.replace("eager PyTorch", against).replace(
             "eager", against)
     return result

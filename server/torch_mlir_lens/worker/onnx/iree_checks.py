@@ -1,5 +1,5 @@
 """Verify and export of an ONNX model at an IREE target: what IREE compiled, run on the
-model's inputs and compared with onnxruntime, or written as a `.vmfb`.
+model's inputs and compared with onnxruntime (reference.py), or written as a `.vmfb`.
 
     verify_iree(lowerer, reference_model, target=..., dims=..., rtol=..., atol=...)
         → VerifyResult
@@ -37,8 +37,6 @@ from torch_mlir_lens.worker.verify.compare import (
     mismatch_diagnostics,
     verdict_message,
 )
-
-AGAINST = "onnxruntime"
 
 
 def _failed(name: str, diags: list[LensDiagnostic], message: str, kind: str,
@@ -107,7 +105,7 @@ def verify_iree(lowerer: OnnxLowerer, reference_model: onnx.ModelProto, *, targe
         return _failed(name, [diag], message, ErrorKind.VERIFY_ERROR, rtol, atol, start)
     if len(actual) != len(expected):
         message = (f"Verify could not run: the compiled function returns {len(actual)} "
-                   f"tensors, {AGAINST} {len(expected)}")
+                   f"tensors, {reference.name} {len(expected)}")
         diag = LensDiagnostic(severity=Severity.ERROR, message=message,
                               kind=ErrorKind.VERIFY_ERROR, target=target)
         return _failed(name, [diag], message, ErrorKind.VERIFY_ERROR, rtol, atol, start)
@@ -122,8 +120,8 @@ def verify_iree(lowerer: OnnxLowerer, reference_model: onnx.ModelProto, *, targe
         diag.target = target
     result = VerifyResult(
         module=name, ok=ok, outputs=outputs, rtol=rtol, atol=atol, diagnostics=diagnostics,
-        message=verdict_message(outputs).replace("eager PyTorch", AGAINST).replace(
-            "eager", AGAINST),
+        message=verdict_message(outputs).replace("eager PyTorch", reference.name).replace(
+            "eager", reference.name),
         kind=None if ok else ErrorKind.VERIFY_MISMATCH,
         max_abs_err=max((o.max_abs_err for o in outputs), default=0.0),
         timings={"iree_compile": round(compiled_s, 6),

@@ -1,7 +1,8 @@
 """What an ONNX model is checked against: its inputs, and onnxruntime's answer on them.
 
     model_inputs(model, path, dims) → Inputs (arrays in graph order, where they came from)
-    Reference(model, path)(*tensors) → onnxruntime's outputs as torch tensors
+    Reference(model, path)(*tensors) → onnxruntime's outputs as torch tensors (else the onnx
+                                       package's reference evaluator's: `name` says which)
 
 Inputs are the test data beside the model when there is some (`test_data_set_0/input_*.pb`
 in the model's folder, as the onnx wheel's test models and the ONNX model zoo keep it), read
@@ -111,9 +112,16 @@ def model_inputs(model: onnx.ModelProto, path: str, dims: dict[str, int]) -> Inp
     return Inputs([_generated(i, dims, rng, path) for i in infos], "generated")
 
 
+ONNXRUNTIME = "onnxruntime"
+EVALUATOR = "onnx's reference evaluator"
+
+
 class Reference:
-    """onnxruntime running the model as the file has it (CPU, every graph optimisation off:
-    the reference computes what the nodes say)."""
+    """What the model computes, as the file has it: onnxruntime (CPU, every graph optimisation
+    off: it computes what the nodes say), or, for a model onnxruntime has no kernel for (the
+    opset-6 `Gemm`, `PRelu` and `AveragePool` of the onnx wheel's older test models), the
+    `onnx` package's own reference evaluator, which implements every opset in numpy. `name`
+    says which, for Verify's words."""
 
     def __init__(self, model: onnx.ModelProto, path: str) -> None:
         try:
@@ -124,6 +132,9 @@ class Reference:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 3
+        self.names = [i.name for i in graph_inputs(model)]
+        self.name = ONNXRUNTIME
+        self.evaluator: Any = None
         try:
             if any(t.data_location == onnx.TensorProto.EXTERNAL
                    for t in model.graph.initializer):
@@ -135,13 +146,18 @@ class Reference:
                                                     providers=["CPUExecutionProvider"])
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise LensError(ErrorKind.VERIFY_ERROR,
-                            f"onnxruntime cannot run the model: {first}", file=path) from None
-        self.names = [i.name for i in graph_inputs(model)]
+            self.evaluator = _evaluator(model)
+            if self.evaluator is None:
+                raise LensError(ErrorKind.VERIFY_ERROR,
+                                f"onnxruntime cannot run the model: {first}",
+                                file=path) from None
+            self.name = EVALUATOR
 
     def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """onnxruntime's outputs on `arrays` (graph input order)."""
-        outputs = self.session.run(None, dict(zip(self.names, arrays, strict=True)))
+        """The reference's outputs on `arrays` (graph input order)."""
+        feeds = dict(zip(self.names, arrays, strict=True))
+        runner = self.evaluator if self.evaluator is not None else self.session
+        outputs = runner.run(None, feeds)
         return [np.asarray(o) for o in outputs]
 
     def __call__(self, *tensors: Any) -> tuple[Any, ...]:
@@ -150,3 +166,14 @@ class Reference:
 
         outputs = self.run([t.detach().cpu().numpy() for t in tensors])
         return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outputs)
+
+
+def _evaluator(model: onnx.ModelProto) -> Any:
+    """The onnx package's reference evaluator of `model`, or None when it cannot take it
+    either (an operator of a domain it does not know)."""
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        return ReferenceEvaluator(model)
+    except Exception:  # its refusal: onnxruntime's stands
+        return None
