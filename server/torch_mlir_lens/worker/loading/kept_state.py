@@ -13,7 +13,8 @@ Each module's own attributes, parameters, buffers and submodules are put back, a
 dict, list or set among them in place (one level deep), so that whatever holds on to those
 containers still sees the module's own; attributes added by the run are removed. The hook
 tables, which forwards do not write, are left alone: the guard runs around every survey, over
-every module of the model (1,045 for 80 Llama layers).
+every module of the model (1,045 for 80 Llama layers). `buffer_values_kept` puts back the
+values a forward writes into its buffers in place, `values_kept` both.
 """
 
 from __future__ import annotations
@@ -68,4 +69,33 @@ def state_kept(root: torch.nn.Module) -> Iterator[None]:
                     _put_back(value, items)
 
 
-__all__ = ["state_kept"]
+@contextlib.contextmanager
+def buffer_values_kept(module: Any, *, max_elements: int | None = None) -> Iterator[None]:
+    """Run the body, then copy back into `module`'s buffers the values they had before it (a
+    forward may write them in place; anything but a module has none). `max_elements`: larger
+    buffers are neither saved nor put back (the cost of a copy bounded)."""
+    saved = [(b, b.detach().clone()) for b in module.buffers()
+             if not b.is_meta and (max_elements is None or b.numel() <= max_elements)] \
+        if isinstance(module, torch.nn.Module) else []
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, value in saved:
+                if buffer.shape == value.shape:
+                    buffer.copy_(value)
+
+
+@contextlib.contextmanager
+def values_kept(module: Any) -> Iterator[None]:
+    """Both: the module's Python state (`state_kept`) and its buffers' values, as they were
+    before the body (a proof's eager runs, draft_export's run on real values)."""
+    with buffer_values_kept(module):
+        if isinstance(module, torch.nn.Module):
+            with state_kept(module):
+                yield
+        else:
+            yield
+
+
+__all__ = ["buffer_values_kept", "state_kept", "values_kept"]

@@ -18,15 +18,14 @@ refused by step 3.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker.loading.kept_state import state_kept
+from torch_mlir_lens.worker.loading.kept_state import values_kept
 from torch_mlir_lens.worker.rewrites import pins
 
 SEED = 20261001
@@ -75,24 +74,11 @@ def second_inputs(values: Sequence[Any], seed: int = SEED) -> tuple[Any, ...]:
     return tuple(other(v) for v in values)
 
 
-@contextlib.contextmanager
-def _values_kept(module: torch.nn.Module) -> Iterator[None]:
-    saved = [(b, b.detach().clone()) for b in module.buffers() if not b.is_meta]
-    try:
-        with state_kept(module):
-            yield
-    finally:
-        with torch.no_grad():
-            for buffer, value in saved:
-                if buffer.shape == value.shape:
-                    buffer.copy_(value)
-
-
 def _written(fn: torch.nn.Module, name: str, runs: list[tuple[tuple[Any, ...], dict[str, Any]]]
              ) -> str:
     """Why the forward writes `name` ("" when it keeps its value on every run)."""
     before, _ = pins.pinnable(fn, name)
-    with _values_kept(fn), torch.no_grad():
+    with values_kept(fn), torch.no_grad():
         for args, kwargs in runs:
             try:
                 fn(*args, **kwargs)

@@ -25,8 +25,7 @@ every time). Still a proof on a few inputs, not for all of them: the offer says 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +33,7 @@ import torch
 
 from torch_mlir_lens.protocol.frames import short_path
 from torch_mlir_lens.protocol.results import LensError
-from torch_mlir_lens.worker.loading.kept_state import state_kept
+from torch_mlir_lens.worker.loading.kept_state import values_kept
 from torch_mlir_lens.worker.rewrite_jobs.pin_proof import SEED, second_inputs
 from torch_mlir_lens.worker.rewrites import specialize
 from torch_mlir_lens.worker.stages.export_problems import Problem
@@ -104,27 +103,11 @@ def _buffer_values(module: Any) -> dict[str, torch.Tensor]:
     return {name: b.detach().clone() for name, b in module.named_buffers() if not b.is_meta}
 
 
-@contextlib.contextmanager
-def _values_kept(module: Any, saved: dict[str, torch.Tensor]) -> Iterator[None]:
-    """The module's Python state and buffer values as they were, after the body."""
-    try:
-        with state_kept(module) if isinstance(module, torch.nn.Module) \
-                else contextlib.nullcontext():
-            yield
-    finally:
-        buffers = dict(module.named_buffers()) if isinstance(module, torch.nn.Module) else {}
-        with torch.no_grad():
-            for name, value in saved.items():
-                buffer = buffers.get(name)
-                if buffer is not None and buffer.shape == value.shape:
-                    buffer.copy_(value)
-
-
 def _eager_why(fn: Any, runs: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> str:
     """Why the eager forward cannot stand for every input ("" when it runs on each input and
     writes none of the module's buffers)."""
     before = _buffer_values(fn)
-    with _values_kept(fn, before), torch.no_grad():
+    with values_kept(fn), torch.no_grad():
         for which, args, kwargs in runs:
             try:
                 fn(*args, **kwargs)

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from torch_mlir_lens.protocol.rewrite_results import SPECIALIZE
-from torch_mlir_lens.worker.loading.kept_state import state_kept
+from torch_mlir_lens.worker.loading.kept_state import values_kept
 
 NAME = SPECIALIZE
 # draft_export logs each decision and a banner at WARNING: the worker's streams stay clean.
@@ -100,29 +100,15 @@ def _quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-@contextlib.contextmanager
-def _buffers_kept(module: torch.nn.Module) -> Iterator[None]:
-    """The module's buffer values put back after the body: draft_export runs the forward on
-    real values, and a forward may write its buffers."""
-    saved = [(b, b.detach().clone()) for b in module.buffers() if not b.is_meta]
-    try:
-        with state_kept(module):
-            yield
-    finally:
-        with torch.no_grad():
-            for buffer, value in saved:
-                if buffer.shape == value.shape:
-                    buffer.copy_(value)
-
-
 def specialised_export(module: torch.nn.Module, args: tuple[Any, ...],
                        kwargs: dict[str, Any], *, strict: bool = False,
                        dynamic_shapes: Any = None) -> Any:
     """`module` exported by draft_export, each data-dependent line decided as the example
     decides it, the runtime checks of those decisions dropped. The program keeps draft_export's
     report (`_report`: the lines decided, and how). Raises what draft_export raises."""
-    with _quiet(), _buffers_kept(module):
-        parameters_as_buffers(module)  # put back as parameters by _buffers_kept
+    # draft_export runs the forward on real values, and a forward may write its buffers.
+    with _quiet(), values_kept(module):
+        parameters_as_buffers(module)  # put back as parameters by values_kept
         program = torch.export.draft_export(module, tuple(args), dict(kwargs),
                                             dynamic_shapes=dynamic_shapes, strict=strict)
     strip_runtime_checks(program)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from torch_mlir_lens.system.reading import source_line
-from torch_mlir_lens.worker.loading.kept_state import state_kept
+from torch_mlir_lens.worker.loading.kept_state import buffer_values_kept, state_kept
 
 MAX_PROBLEMS = 12
 
@@ -38,20 +38,6 @@ class Problem:
     line: int
     code: str
     value: str | None  # what the refused condition was on the example inputs ("True")
-
-
-@contextlib.contextmanager
-def _buffers_kept(module: torch.nn.Module) -> Iterator[None]:
-    """Put the values of `module`'s buffers back after the body (a forward may write them)."""
-    saved = [(b, b.detach().clone()) for b in module.buffers()
-             if not b.is_meta and b.numel() <= 1 << 22]
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for buffer, value in saved:
-                if buffer.shape == value.shape:
-                    buffer.copy_(value)
 
 
 def _file_names() -> dict[int, str]:
@@ -73,7 +59,7 @@ def draft_problems(module: Any, args: Sequence[Any], kwargs: dict[str, Any],
     noise = io.StringIO()
     try:
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise), \
-                state_kept(module), _buffers_kept(module):
+                state_kept(module), buffer_values_kept(module, max_elements=1 << 22):
             program = torch.export.draft_export(module, tuple(args), dict(kwargs),
                                                 strict=False)
     except Exception:  # draft_export refuses too: the first refusal stands alone
