@@ -280,7 +280,7 @@ def _at_export(job: ModuleJob, text: str) -> list[str]:
 EXPORT_OP = "torch.export"  # the "op" of an export refusal's offer (rewrites job, check)
 
 
-def _pin_proof(job: ModuleJob, err: LensError) -> Any:
+def _export_fix_proof(job: ModuleJob, err: LensError) -> Any:
     """The proof of the way past the module's export refusal, or None when none fits: the pin
     (a branch on the module's one-element tensor: rewrite_jobs/pin_proof.py), the narrower
     fix, first; else the export specialised to the example (a data-dependent refusal:
@@ -327,7 +327,7 @@ def _past_export_refusal(job: LowerJob, err: LensError) -> dict[str, Any] | None
     """An export refused for a data-dependent reason: the pin (a branch on the module's
     one-element tensor) or the export specialised to the example, proven, is lowered through
     under `--rewrites auto` (the results), else offered in the error's message (None)."""
-    proof = _pin_proof(job, err)
+    proof = _export_fix_proof(job, err)
     if proof is None or not proof.ok:
         return None
     if "auto" in job.rewrites:
@@ -529,7 +529,7 @@ def _pin_report(job: ModuleJob, err: LensError, targets: list[str]) -> Any:
     `torch.export`), or why none."""
     from torch_mlir_lens.protocol.rewrite_results import RewriteOffer, RewriteReport
 
-    proof = _pin_proof(job, err)
+    proof = _export_fix_proof(job, err)
     report = RewriteReport(job.module)
     for target in targets:
         offer = RewriteOffer(target=target, file=err.file, line=err.line, op=EXPORT_OP,
@@ -628,7 +628,7 @@ def _past_refusal(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], d
         except LensError as err:
             if err.kind != ErrorKind.EXPORT_ERROR or "auto" not in job.rewrites:
                 raise
-            proof = _pin_proof(job, err)
+            proof = _export_fix_proof(job, err)
             if proof is None or not proof.ok:
                 raise
             return handler(dataclasses.replace(job, rewrites=[*job.rewrites, proof.rewrite]))
