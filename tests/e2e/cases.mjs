@@ -62,8 +62,10 @@ export async function pane(w) {
 
 /** The pane's other path, beside it: the MLP through torch.onnx.export and the ONNX importer. */
 export async function viaOnnx(w) {
+  // The pane's own title-bar button, as a user would press it (its group shows it for panes).
   await w.tab('MLP · linalg.mlir').click();
-  await w.palette('Torch-MLIR Lens: Show This IR via ONNX / via torch.export (Side by Side)');
+  await w.report('the Linalg pane active', 15_000, (rep) => (rep.active && isPane(rep.active.uri) && rep.active.uri.includes('linalg') ? true : undefined));
+  await w.page.getByRole('button', { name: 'Show This IR via ONNX / via torch.export (Side by Side)' }).first().click();
   await w.tab('MLP · linalg · via ONNX.mlir').waitFor({ timeout: 30_000 });
   const r = await w.report('the ONNX path\'s Linalg pane', 150_000, (rep) =>
     rep.panes.find((p) => decodeURIComponent(p.uri).includes('via ONNX') && !p.loading && p.text.includes('linalg.')));
