@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.forked import in_child
 
 ROOT = Path(__file__).resolve().parents[1]
 IREE = ("iree-cpu", "iree-cuda", "iree-rocm", "iree-vulkan")
@@ -110,27 +110,6 @@ def measure(model: dict[str, Any], threads: int) -> dict[str, Any]:
     return row
 
 
-def _in_child(fn: Any, *args: Any) -> Any:
-    """fn(*args) in a forked child under CHILD_LIMIT_S; None when the child dies or hangs."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        signal.alarm(CHILD_LIMIT_S)
-        try:
-            data = json.dumps(fn(*args)).encode()
-        except BaseException as exc:
-            data = json.dumps({"child_error": repr(exc)[:300]}).encode()
-        with os.fdopen(write, "wb") as f:
-            f.write(data)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        data = f.read()
-    _pid, status = os.waitpid(pid, 0)
-    return json.loads(data) if data and status == 0 else None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out")
@@ -150,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in models:
             if args.only and not re.search(args.only, model["name"]):
                 continue
-            row = _in_child(measure, model, args.threads) or {"crash": True}
+            row = in_child(measure, model, args.threads, limit_s=CHILD_LIMIT_S) or {"crash": True}
             row.update(corpus=model["corpus"], name=model["name"], threads=args.threads)
             out.write(json.dumps(row) + "\n")
             out.flush()

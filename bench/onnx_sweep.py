@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.forked import in_child
+
 BACKENDS = ("linalg", "tosa", "stablehlo")
 PIPELINES = {b: f"builtin.module(torch-onnx-to-torch-backend-pipeline,"
                 f"torch-backend-to-{'linalg-on-tensors' if b == 'linalg' else b}-backend-pipeline)"
@@ -110,26 +112,6 @@ def product(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _in_child(fn: Any, *args: Any) -> Any:
-    """fn(*args) in a forked child; None when the child dies."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            data = json.dumps(fn(*args)).encode()
-        except BaseException as exc:
-            data = json.dumps({"child_error": repr(exc)[:300]}).encode()
-        with os.fdopen(write, "wb") as f:
-            f.write(data)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        data = f.read()
-    _pid, status = os.waitpid(pid, 0)
-    return json.loads(data) if data and status == 0 else None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out")
@@ -142,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             name = model_name(path)
             if args.only and not re.search(args.only, name):
                 continue
-            base = _in_child(plain, path) or dict.fromkeys(BACKENDS, False)
-            rows = _in_child(product, path)
+            base = in_child(plain, path) or dict.fromkeys(BACKENDS, False)
+            rows = in_child(product, path)
             if not isinstance(rows, list):
                 rows = [{"backend": b, "crash": True} for b in BACKENDS]
             for row in rows:
