@@ -91,3 +91,17 @@ def test_model_explorer_files_carry_the_graph_and_the_verdicts(tmp_path: Path) -
     lowered = [i for i, n in nodes.items() if n["label"] == "aten.sigmoid"]
     assert lowered and tosa["results"][lowered[0]]["value"] == 0
     assert (tmp_path / "rejected.linalg.nodedata.json").exists()
+
+
+def test_a_node_data_file_that_would_replace_the_source_stops_everything(
+        tmp_path: Path) -> None:
+    """Model Explorer's node data files are checked with the graph file, before the lowering:
+    one that is a link to the module's source is refused and nothing at all is written."""
+    source = tmp_path / "noisy.py"
+    source.write_text(NOISY)
+    (tmp_path / "out.linalg.nodedata.json").symlink_to(source)
+    proc = _graph(str(source), "--module", "Noisy", "--targets", "linalg",
+                  "--format", "model-explorer", "-o", str(tmp_path / "out.json"))
+    assert proc.returncode == 2, proc.stderr
+    assert "out.linalg.nodedata.json: will not write the graph here" in proc.stderr
+    assert not (tmp_path / "out.json").exists() and source.read_text() == NOISY

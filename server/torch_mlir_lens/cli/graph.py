@@ -131,26 +131,40 @@ def _write_node_data(graph: dict[str, Any], output: str, source: str) -> None:
     """Each backend's verdicts as Model Explorer node data, beside the graph file."""
     from torch_mlir_lens.views.model_explorer import node_data
 
-    stem = output[:-len(".json")] if output.endswith(".json") else output
     for target in graph.get("targets") or []:
-        path = f"{stem}.{target}.nodedata.json"
+        path = _node_data_path(output, target)
         _write(json.dumps(node_data(graph, target), indent=1) + "\n", path, source)
         print(f"wrote {display(path)} (Model Explorer node data: the {target} verdicts)",
               file=sys.stderr)
+
+
+def _node_data_path(output: str, target: str) -> str:
+    """`net.json` → `net.tosa.nodedata.json`: a backend's node data beside the graph file."""
+    stem = output[:-len(".json")] if output.endswith(".json") else output
+    return f"{stem}.{target}.nodedata.json"
+
+
+def _outputs(args: argparse.Namespace) -> list[str]:
+    """Every file the command will write (the node data files with Model Explorer's)."""
+    if args.output is None:
+        return []
+    extra = [_node_data_path(args.output, t) for t in args.targets] \
+        if args.format == "model-explorer" else []
+    return [args.output, *extra]
 
 
 async def run(args: argparse.Namespace, make_engine: EngineFactory = make_engine) -> int:
     """The `graph` command: the worker builds the graph; this writes it."""
     src = load_source(args.file)
     module = pick_module(src, args.module, args.line)
-    if args.output is not None:  # refused before the lowering's cost
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-            raise CliError("the output folder does not exist", file=args.output)
+    for output in _outputs(args):  # each refused before the lowering's cost, none written
+        if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+            raise CliError("the output folder does not exist", file=output)
         try:
-            write_policy.check_cli_output(args.output, source=os.path.abspath(src.path))
+            write_policy.check_cli_output(output, source=os.path.abspath(src.path))
         except write_policy.WriteRefused as err:
             raise CliError(f"will not write the graph here: {err.reason}",
-                           file=args.output) from None
+                           file=output) from None
     job = module_job(src, module, args)
     async with running_engine(args, make_engine, src.path) as engine:
         graph = await engine.graph(job, args.targets)
